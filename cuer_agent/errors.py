@@ -1,0 +1,31 @@
+"""Errors a user can act on. The CLI prints them as one line and exits with code 2."""
+
+from __future__ import annotations
+
+
+class CuerError(Exception):
+    """Base class: bad input or configuration, reported without a traceback."""
+
+
+class DataError(CuerError):
+    """A data file is missing, malformed or has the wrong schema.
+
+    The message always names the file and, where known, the record index or line.
+    """
+
+    def __init__(self, path: object, problem: str, *, record: int | None = None,
+                 line: int | None = None) -> None:
+        where = str(path)
+        if line is not None:
+            where += f", line {line}"
+        if record is not None:
+            where += f", record {record}"
+        super().__init__(f"{where}: {problem}")
+        self.path = str(path)
+        self.record = record
+        self.line = line
+        self.problem = problem
+
+
+class ConfigError(CuerError):
+    """An unknown name (dataset, backend, diagnoser…) or a bad option value."""

@@ -1,0 +1,203 @@
+"""The observable trace: everything a running system exposed, and nothing else.
+
+Every metric and every diagnoser in cuer-agent works from traces. A trace holds only
+*observable* fields: sub-queries, retrieved evidence (id, title, text, rank, score),
+selected ids, support status, findings, the final answer, self-reported confidence,
+the ids the answer says it used, a rationale, and cost counts.
+
+*Hidden labels* — gold answers, gold supporting titles, which intervention was applied
+where, tampering certificates — never live here. They stay on the
+`cuer_agent.data.Example` and on intervention records, which are stored *next to* a
+trace in a run directory, never inside it.
+
+Vocabulary:
+
+* **step** — one `(state, action)` pair; `action` is one of PLAN, RETRIEVE, SELECT,
+  VERIFY, INFER, ANSWER. `state` is the state *after* the action.
+* **hop** — one retrieve-read cycle of the agent, numbered from 1. A hop record
+  summarises the hop: sub-query, retrieved evidence, selected ids, finding, support,
+  confidence. Steps carry their hop number; the final ANSWER step has hop 0.
+* Single-shot traces are the degenerate case RETRIEVE → SELECT → ANSWER with one hop.
+
+Traces are JSON-native (a checkpoint round-trip keeps dicts, lists, str, numbers only)
+and serialise to one JSON object per line. `SCHEMA_VERSION` changes whenever a field
+changes meaning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from cuer_agent.errors import DataError
+
+SCHEMA_VERSION = 1
+
+
+class Action(StrEnum):
+    PLAN = "PLAN"
+    RETRIEVE = "RETRIEVE"
+    SELECT = "SELECT"
+    VERIFY = "VERIFY"
+    INFER = "INFER"
+    ANSWER = "ANSWER"
+
+
+Support = Literal["supported", "partial", "unsupported", "unknown"]
+"""Verification outcome of a hop: does the selected evidence support the finding?"""
+
+
+def evidence_id(title: str, paragraph: int, chunk: int = 0) -> str:
+    """Stable evidence id from (source title, paragraph index, chunk index).
+
+    Never derived from list position, so the same passage has the same id in every run
+    and every intervention. The title is hashed (sha1, 8 hex digits) so ids stay short and
+    free of separators; the indices stay readable.
+    """
+    digest = hashlib.sha1(title.encode("utf-8")).hexdigest()[:8]
+    return f"{digest}-p{paragraph}-c{chunk}"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Evidence(_Frozen):
+    """One retrieved evidence item as the system saw it."""
+
+    id: str
+    """Stable id, see `evidence_id`. Injected items get ids of their own."""
+    title: str
+    text: str
+    rank: int = 0
+    """1-based rank in the retrieval result it came from (0 = not ranked)."""
+    score: float = 0.0
+    """Retriever score (BM25); 0.0 when not scored."""
+
+
+class StepState(_Frozen):
+    """The state tuple recorded after each action."""
+
+    query: str = ""
+    """Active (sub-)query."""
+    in_view: tuple[str, ...] = ()
+    """Evidence ids the system could see at this point."""
+    selected: tuple[str, ...] = ()
+    """Evidence ids selected as relevant so far in this hop."""
+    support: Support = "unknown"
+    candidate: str = ""
+    """Candidate answer or intermediate finding."""
+    confidence: float | None = None
+    """Step confidence in [0, 1], when the system reports one."""
+
+
+class Step(_Frozen):
+    action: Action
+    hop: int
+    """Hop number (1-based); 0 for the final ANSWER step."""
+    state: StepState = StepState()
+    note: str = ""
+    """Free text the system exposed for this step (e.g. a planner's reason)."""
+
+
+class HopRecord(_Frozen):
+    """Summary of one hop."""
+
+    hop: int
+    subquery: str
+    retrieved: tuple[Evidence, ...] = ()
+    selected: tuple[str, ...] = ()
+    finding: str = ""
+    """Intermediate finding: a bridge entity or partial answer."""
+    support: Support = "unknown"
+    confidence: float | None = None
+
+
+class Cost(_Frozen):
+    """Counts only: wall-clock latency lives in the run ledger, so traces stay comparable
+    byte for byte across runs."""
+
+    llm_calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class Trace(_Frozen):
+    """The observable record of one run of a system on one question."""
+
+    schema_version: int = SCHEMA_VERSION
+    example_id: str
+    question: str
+    mode: Literal["agentic", "single_shot"] = "agentic"
+    steps: tuple[Step, ...] = ()
+    hops: tuple[HopRecord, ...] = ()
+    answer: str = ""
+    confidence: float | None = None
+    used_ids: tuple[str, ...] = ()
+    """Evidence ids the answer says it used."""
+    rationale: str = ""
+    cost: Cost = Cost()
+    status: Literal["ok", "parse_failure", "error"] = "ok"
+    """`parse_failure`: a model reply stayed invalid after the repair retry;
+    `error`: the run failed (the reason is in `error`)."""
+    error: str = ""
+    meta: dict[str, Any] = Field(default_factory=dict)
+    """Observable run facts (backend, model, hop budget…). Never labels."""
+
+    @property
+    def actions(self) -> list[str]:
+        return [s.action.value for s in self.steps]
+
+    def evidence_by_id(self) -> dict[str, Evidence]:
+        """Every evidence item seen in any hop, first sighting wins."""
+        seen: dict[str, Evidence] = {}
+        for hop in self.hops:
+            for ev in hop.retrieved:
+                seen.setdefault(ev.id, ev)
+        return seen
+
+    def to_json(self) -> str:
+        """One canonical JSON line: sorted keys, no whitespace, UTF-8 kept as is."""
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False,
+                          separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, line: str) -> Trace:
+        return cls.model_validate_json(line)
+
+
+def write_traces(path: str | Path, traces: Iterable[Trace], *, append: bool = False) -> int:
+    """Write traces as JSONL (one per line, flushed per line). Returns the count."""
+    n = 0
+    with open(path, "a" if append else "w", encoding="utf-8") as fh:
+        for trace in traces:
+            fh.write(trace.to_json() + "\n")
+            fh.flush()
+            n += 1
+    return n
+
+
+def iter_traces(path: str | Path) -> Iterator[Trace]:
+    """Read a traces JSONL file; a bad line raises `DataError` naming file and line."""
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield Trace.from_json(line)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                loc = ".".join(str(p) for p in first["loc"]) or "<root>"
+                raise DataError(path, f"not a valid trace ({loc}: {first['msg']})",
+                                line=lineno) from None
+
+
+def read_traces(path: str | Path) -> list[Trace]:
+    return list(iter_traces(path))
