@@ -65,7 +65,7 @@ def evidence_id(title: str, paragraph: int, chunk: int = 0) -> str:
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class Evidence(_Frozen):

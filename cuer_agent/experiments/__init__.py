@@ -1,0 +1,1 @@
+"""The studies: data statistics, single-shot CUE-R, per-hop propagation."""
