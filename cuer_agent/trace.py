@@ -117,14 +117,20 @@ class HopRecord(_Frozen):
     """Intermediate finding: a bridge entity or partial answer."""
     support: Support = "unknown"
     confidence: float | None = None
+    reason: str = ""
+    """The reader's stated reason for its finding (the extractive reader quotes the
+    sentence it drew from)."""
 
 
 class Cost(_Frozen):
-    """Counts only: wall-clock latency lives in the run ledger, so traces stay comparable
-    byte for byte across runs."""
+    """What the run asked of the model: skill calls and their tokens.
+
+    Counts only, and the same whether a reply came from the server or the response
+    cache (a cached reply keeps its token counts): wall-clock latency and cache hits live
+    in the run ledger, so traces stay comparable byte for byte across runs.
+    """
 
     llm_calls: int = 0
-    cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
 

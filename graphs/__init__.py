@@ -1,0 +1,1 @@
+"""The agents under test (LangGraph), installed as `cuer_agent.graphs`."""

@@ -38,14 +38,14 @@ step = st.builds(Step, action=st.sampled_from(list(Action)), hop=st.integers(0, 
                  state=state, note=text)
 hop = st.builds(HopRecord, hop=st.integers(1, 6), subquery=text,
                 retrieved=st.lists(evidence, max_size=3).map(tuple), selected=ids,
-                finding=text, support=support, confidence=st.none() | unit)
+                finding=text, support=support, confidence=st.none() | unit, reason=text)
 json_scalar = st.none() | st.booleans() | st.integers(-10**6, 10**6) | text
 traces = st.builds(
     Trace, example_id=st.text(min_size=1, max_size=20), question=text,
     mode=st.sampled_from(["agentic", "single_shot"]),
     steps=st.lists(step, max_size=6).map(tuple), hops=st.lists(hop, max_size=4).map(tuple),
     answer=text, confidence=st.none() | unit, used_ids=ids, rationale=text,
-    cost=st.builds(Cost, llm_calls=st.integers(0, 100), cache_hits=st.integers(0, 100),
+    cost=st.builds(Cost, llm_calls=st.integers(0, 100),
                    prompt_tokens=st.integers(0, 10**6), completion_tokens=st.integers(0, 10**6)),
     status=st.sampled_from(["ok", "parse_failure", "error"]), error=text,
     meta=st.dictionaries(st.text(max_size=8), json_scalar, max_size=3),

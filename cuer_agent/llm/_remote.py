@@ -1,0 +1,169 @@
+"""What the Ollama and OpenAI-compatible backends share: retries, the repair turn, parsing.
+
+A remote backend only has to say how to send one chat request (`_send`) and how to
+classify its exceptions (`_classify`). This base class adds:
+
+* retries with exponential backoff on 408/409/429/5xx, timeouts and refused
+  connections, honouring a server's `retry-after` (capped) — the client libraries' own
+  retries are switched off so that every retry is counted in the ledger;
+* JSON validation against the skill's response model, one repair turn on an invalid
+  reply, then a recorded parse failure (never an exception, never a silent NaN);
+* usage accounting (prompt/completion tokens, latency).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from cuer_agent.llm import prompts
+from cuer_agent.llm.backends import BackendError, BackendReply
+from cuer_agent.llm.skills import RESPONSES
+
+RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How hard to try before a request fails for good."""
+
+    max_attempts: int = 4
+    initial_interval: float = 0.5
+    backoff_factor: float = 2.0
+    max_interval: float = 8.0
+    max_retry_after: float = 60.0
+    """Longest server-requested wait (`retry-after`) we honour."""
+
+    def wait(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.max_retry_after)
+        return min(self.initial_interval * self.backoff_factor ** attempt, self.max_interval)
+
+
+@dataclass(frozen=True)
+class Sent:
+    """One raw chat reply."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A classified transport failure."""
+
+    retryable: bool
+    reason: str
+    retry_after: float | None = None
+
+
+class RemoteBackend(ABC):
+    name: str = "remote"
+
+    def __init__(self, model: str, *, seed: int = 42, temperature: float = 0.0,
+                 timeout: float = 60.0, retry: RetryPolicy | None = None) -> None:
+        self.model = model
+        self.seed = seed
+        self.temperature = temperature
+        self.timeout = timeout
+        self.retry = retry or RetryPolicy()
+        self._sleep = time.sleep  # replaced in tests
+
+    # -- what a concrete backend provides ------------------------------------------------
+    @abstractmethod
+    def _send(self, messages: list[dict[str, str]], schema: dict[str, Any]) -> Sent: ...
+
+    @abstractmethod
+    def _classify(self, exc: Exception) -> Failure | None:
+        """Map a client exception to a Failure; None = not a transport error (re-raise)."""
+
+    @abstractmethod
+    def check(self) -> None:
+        """Fail fast (ConfigError) when the server is unreachable or lacks the model."""
+
+    # -- Backend protocol ----------------------------------------------------------------
+    def decoding(self) -> dict[str, Any]:
+        return {"temperature": self.temperature, "seed": self.seed}
+
+    def render(self, skill: str, request: BaseModel) -> Any:
+        return prompts.render(skill, request)
+
+    def respond(self, skill: str, request: BaseModel, rendered: Any) -> BackendReply:
+        messages: list[dict[str, str]] = list(rendered)
+        schema = prompts.reply_schema(skill)
+        started = time.perf_counter()
+        usage = [0, 0]
+        retries = 0
+        error = ""
+        for turn in range(2):  # the reply, then at most one repair turn
+            sent, used_retries = self._send_with_retries(messages, schema)
+            retries += used_retries
+            usage[0] += sent.prompt_tokens
+            usage[1] += sent.completion_tokens
+            text, error = _validate(skill, sent.text)
+            if text is not None:
+                break
+            if turn == 0:
+                messages = [*messages, {"role": "assistant", "content": sent.text},
+                            prompts.repair_message(error)]
+        return BackendReply(text=text, prompt_tokens=usage[0], completion_tokens=usage[1],
+                            latency_s=time.perf_counter() - started, retries=retries,
+                            error="" if text is not None else error)
+
+    def _send_with_retries(self, messages: list[dict[str, str]],
+                           schema: dict[str, Any]) -> tuple[Sent, int]:
+        for attempt in range(self.retry.max_attempts):
+            try:
+                return self._send(messages, schema), attempt
+            except Exception as exc:
+                failure = self._classify(exc)
+                if failure is None:
+                    raise
+                if not failure.retryable or attempt + 1 == self.retry.max_attempts:
+                    raise BackendError(
+                        f"{self.name} request failed after {attempt + 1} attempt(s): "
+                        f"{failure.reason}") from None
+                self._sleep(self.retry.wait(attempt, failure.retry_after))
+        raise AssertionError("unreachable")
+
+
+def _validate(skill: str, text: str) -> tuple[str | None, str]:
+    """(canonical JSON, "") for a valid reply, else (None, the first problem)."""
+    candidate = _strip_fences(text)
+    try:
+        model = RESPONSES[skill].model_validate_json(candidate)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"]) or "reply"
+        return None, f"{loc}: {first['msg']}"
+    return json.dumps(model.model_dump(mode="json"), sort_keys=True), ""
+
+
+def _strip_fences(text: str) -> str:
+    """Accept a reply wrapped in a ```json fence — a common small-model habit."""
+    stripped = text.strip()
+    if stripped.startswith("```"):
+        stripped = stripped.split("\n", 1)[1] if "\n" in stripped else ""
+        stripped = stripped.rsplit("```", 1)[0]
+    return stripped.strip()
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """Seconds from `retry-after-ms` / `retry-after` headers, if present and numeric."""
+    if headers is None:
+        return None
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return float(value) * scale
+        except (TypeError, ValueError):
+            continue
+    return None

@@ -1,0 +1,154 @@
+"""Backend protocol, registry, and `SkillClient` — the one door every skill call goes through.
+
+A backend turns a skill request into a reply. `SkillClient` wraps any backend with the
+response cache and the call ledger, validates the reply against the skill's response
+model, and reports a `SkillResult` whose `status` says what happened:
+
+* ``ok`` — a valid response (from the server or the cache);
+* ``parse_failure`` — the reply stayed invalid after the repair retry; the calling node
+  records it as an outcome and the run continues;
+* transport failures after all retries raise `BackendError`: the run records the
+  example as failed with the reason and moves on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ValidationError
+
+from cuer_agent.errors import ConfigError, CuerError
+from cuer_agent.llm.cache import CachedReply, Ledger, ResponseCache, cache_key
+from cuer_agent.llm.skills import RESPONSES
+
+
+class BackendError(CuerError):
+    """A request failed for good (server down, retries exhausted)."""
+
+
+@dataclass(frozen=True)
+class BackendReply:
+    """What a backend returns for one skill request."""
+
+    text: str | None
+    """Reply JSON that validated against the skill's response model; None = parse failure."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    retries: int = 0
+    error: str = ""
+    """Why the reply is a parse failure (the validation message), else empty."""
+
+
+@runtime_checkable
+class Backend(Protocol):
+    name: str
+    model: str
+
+    def decoding(self) -> dict[str, Any]:
+        """Decoding parameters that shape the reply (part of the cache key)."""
+        ...
+
+    def render(self, skill: str, request: BaseModel) -> Any:
+        """The exact, JSON-native input the backend will see (part of the cache key)."""
+        ...
+
+    def respond(self, skill: str, request: BaseModel, rendered: Any) -> BackendReply:
+        """Answer one request; raise `BackendError` on a transport failure."""
+        ...
+
+
+@dataclass(frozen=True)
+class SkillResult:
+    skill: str
+    response: BaseModel | None
+    status: str
+    """ok | parse_failure"""
+    error: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached: bool = False
+
+
+class SkillClient:
+    """Cache + ledger + validation around one backend."""
+
+    def __init__(self, backend: Backend, *, cache: ResponseCache | None = None,
+                 ledger: Ledger | None = None) -> None:
+        self.backend = backend
+        self.cache = cache
+        self.ledger = ledger if ledger is not None else Ledger()
+
+    def __call__(self, skill: str, request: BaseModel) -> SkillResult:
+        rendered = self.backend.render(skill, request)
+        key = cache_key(self.backend.name, self.backend.model, skill, rendered,
+                        self.backend.decoding())
+        stored = self.cache.get(key) if self.cache is not None else None
+        if stored is not None:
+            self.ledger.add(skill, cache_hits=1)
+            return self._result(skill, stored, cached=True)
+        try:
+            reply = self.backend.respond(skill, request, rendered)
+        except BackendError:
+            self.ledger.add(skill, errors=1)
+            raise
+        self.ledger.add(skill, calls=1, prompt_tokens=reply.prompt_tokens,
+                        completion_tokens=reply.completion_tokens, latency_s=reply.latency_s,
+                        retries=reply.retries)
+        stored = CachedReply(reply.text, reply.prompt_tokens, reply.completion_tokens,
+                             reply.error)
+        if self.cache is not None:
+            self.cache.put(key, skill, stored)
+        return self._result(skill, stored, cached=False)
+
+    def _result(self, skill: str, stored: CachedReply, *, cached: bool) -> SkillResult:
+        usage = {"prompt_tokens": stored.prompt_tokens,
+                 "completion_tokens": stored.completion_tokens}
+        if stored.text is None:
+            self.ledger.add(skill, parse_failures=1)
+            return SkillResult(skill, None, "parse_failure", stored.error, cached=cached,
+                               **usage)
+        try:
+            response = RESPONSES[skill].model_validate_json(stored.text)
+        except ValidationError as exc:  # a stale cache entry from an older schema
+            self.ledger.add(skill, parse_failures=1)
+            return SkillResult(skill, None, "parse_failure", str(exc).splitlines()[0],
+                               cached=cached, **usage)
+        return SkillResult(skill, response, "ok", cached=cached, **usage)
+
+
+# --- registry ------------------------------------------------------------------------------
+
+BackendFactory = Callable[..., Backend]
+_BACKENDS: dict[str, BackendFactory] = {}
+
+
+def register_backend(name: str) -> Callable[[BackendFactory], BackendFactory]:
+    """Decorator: `@register_backend("name")` on a factory `(model=, base_url=, **kw)`."""
+
+    def deco(factory: BackendFactory) -> BackendFactory:
+        _BACKENDS[name] = factory
+        return factory
+
+    return deco
+
+
+def backend_names() -> list[str]:
+    _load_builtin()
+    return sorted(_BACKENDS)
+
+
+def make_backend(name: str, **options: Any) -> Backend:
+    """Build a registered backend; unknown name → `ConfigError` listing the known ones."""
+    _load_builtin()
+    if name not in _BACKENDS:
+        raise ConfigError(f"unknown backend {name!r}; choose one of {', '.join(sorted(_BACKENDS))}")
+    return _BACKENDS[name](**options)
+
+
+def _load_builtin() -> None:
+    # Imported for their @register_backend side effect; lazily, so that importing the
+    # protocol does not import HTTP clients.
+    from cuer_agent.llm import extractive, ollama_backend, openai_backend  # noqa: F401

@@ -1,0 +1,145 @@
+"""Response cache (SQLite) and call ledger.
+
+Every skill call goes through one `ResponseCache`, keyed by backend, model, skill, the
+rendered request (the exact prompt a server would receive) and the decoding parameters.
+A finished command given again therefore makes zero backend calls, and a fork's prefix
+— never re-requested — costs nothing.
+
+The cache is one SQLite file in WAL mode: safe for several threads (one connection
+guarded by a lock) and several processes (SQLite's own locking; `busy_timeout` waits
+instead of failing). Valid replies and parse failures are stored — both are the
+deterministic outcome of a temperature-0 request; transport errors are not.
+
+The `Ledger` counts what a run spent: backend calls, cache hits, tokens, latency,
+retries, parse failures, errors, per skill. It is written into every summary.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+CACHE_SCHEMA = 1
+
+
+def cache_key(backend: str, model: str, skill: str, rendered: Any,
+              decoding: dict[str, Any]) -> str:
+    """sha256 over a canonical JSON of everything that determines the reply."""
+    payload = json.dumps(
+        {"v": CACHE_SCHEMA, "backend": backend, "model": model, "skill": skill,
+         "request": rendered, "decoding": decoding},
+        sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class CachedReply:
+    """A stored outcome: `text` is the reply JSON, or None for a parse failure."""
+
+    text: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    error: str = ""
+
+
+class ResponseCache:
+    """SQLite-backed map from `cache_key` to `CachedReply`."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False,
+                                     isolation_level=None)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA busy_timeout=30000")
+        self._conn.execute(
+            "CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, skill TEXT, "
+            "text TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, error TEXT)"
+        )
+
+    def get(self, key: str) -> CachedReply | None:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT text, prompt_tokens, completion_tokens, error FROM replies "
+                "WHERE key = ?", (key,)).fetchone()
+        return None if row is None else CachedReply(row[0], row[1], row[2], row[3] or "")
+
+    def put(self, key: str, skill: str, reply: CachedReply) -> None:
+        # INSERT OR IGNORE: two workers racing on one request store the same reply once.
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR IGNORE INTO replies VALUES (?, ?, ?, ?, ?, ?)",
+                (key, skill, reply.text, reply.prompt_tokens, reply.completion_tokens,
+                 reply.error))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT COUNT(*) FROM replies").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+@dataclass
+class SkillCounts:
+    calls: int = 0
+    """Requests answered by the backend (cache misses)."""
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    retries: int = 0
+    parse_failures: int = 0
+    """Skill outcomes that stayed invalid after the repair retry (served or cached)."""
+    errors: int = 0
+    """Requests that failed for good (transport errors after all retries)."""
+
+
+@dataclass
+class Ledger:
+    """What a run spent, per skill; thread-safe."""
+
+    by_skill: dict[str, SkillCounts] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, skill: str, **counts: float) -> None:
+        with self._lock:
+            entry = self.by_skill.setdefault(skill, SkillCounts())
+            for name, value in counts.items():
+                setattr(entry, name, getattr(entry, name) + value)
+
+    def total(self, name: str) -> float:
+        with self._lock:
+            return sum(getattr(c, name) for c in self.by_skill.values())
+
+    def to_dict(self, *, timings: bool = True) -> dict[str, Any]:
+        """Totals plus a per-skill breakdown. `timings=False` drops latency, for fields
+        that must compare equal across runs."""
+        with self._lock:
+            skills = {name: asdict(c) for name, c in sorted(self.by_skill.items())}
+        totals: dict[str, Any] = {}
+        for counts in skills.values():
+            for key, value in counts.items():
+                totals[key] = totals.get(key, 0) + value
+        if not skills:
+            totals = asdict(SkillCounts())
+        totals["tokens"] = totals["prompt_tokens"] + totals["completion_tokens"]
+        requests = totals["calls"] + totals["cache_hits"]
+        totals["parse_failure_rate"] = (round(totals["parse_failures"] / requests, 6)
+                                        if requests else 0.0)
+        if not timings:
+            totals.pop("latency_s")
+            for counts in skills.values():
+                counts.pop("latency_s")
+        else:
+            totals["latency_s"] = round(totals["latency_s"], 3)
+        totals["by_skill"] = skills
+        return totals

@@ -1,0 +1,70 @@
+"""Ollama through the official `ollama` client, with JSON-schema `format`.
+
+The client waits forever by default; we always pass a timeout. It never retries;
+`RemoteBackend` does, and counts.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import httpx
+import ollama
+
+from cuer_agent.errors import ConfigError
+from cuer_agent.llm._remote import RETRYABLE_STATUS, Failure, RemoteBackend, Sent
+from cuer_agent.llm.backends import register_backend
+
+DEFAULT_HOST = "http://127.0.0.1:11434"
+
+
+class OllamaBackend(RemoteBackend):
+    name = "ollama"
+
+    def __init__(self, model: str, *, base_url: str | None = None, **kwargs: Any) -> None:
+        super().__init__(model, **kwargs)
+        self.base_url = base_url or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
+        self._client = ollama.Client(host=self.base_url, timeout=self.timeout)
+
+    def _send(self, messages: list[dict[str, str]], schema: dict[str, Any]) -> Sent:
+        reply = self._client.chat(model=self.model, messages=messages, format=schema,
+                                  options={"temperature": self.temperature, "seed": self.seed},
+                                  stream=False)
+        return Sent(text=reply.message.content or "",
+                    prompt_tokens=reply.prompt_eval_count or 0,
+                    completion_tokens=reply.eval_count or 0)
+
+    def _classify(self, exc: Exception) -> Failure | None:
+        if isinstance(exc, httpx.TimeoutException):
+            return Failure(True, f"timeout after {self.timeout:g}s")
+        if isinstance(exc, ConnectionError | httpx.ConnectError):
+            return Failure(True, f"cannot connect to {self.base_url}")
+        if isinstance(exc, ollama.ResponseError):
+            status = exc.status_code
+            retryable = status in RETRYABLE_STATUS or status == -1
+            return Failure(retryable, f"HTTP {status}: {exc.error}")
+        if isinstance(exc, httpx.TransportError):  # e.g. the server closed the connection
+            return Failure(True, f"connection to {self.base_url} failed ({type(exc).__name__})")
+        if isinstance(exc, ValueError):  # undecodable JSON, or a pydantic ValidationError
+            return Failure(False, f"unexpected reply from {self.base_url} "
+                                  f"(not the Ollama chat protocol: {str(exc).splitlines()[0]})")
+        return None
+
+    def check(self) -> None:
+        try:
+            listed = [m.model for m in self._client.list().models]
+        except (ConnectionError, httpx.HTTPError, ollama.ResponseError):
+            raise ConfigError(f"backend ollama: cannot reach {self.base_url}") from None
+        names = {name for m in listed if m for name in (m, m.removesuffix(":latest"))}
+        if self.model not in names:
+            raise ConfigError(f"backend ollama: model {self.model!r} is not pulled on "
+                              f"{self.base_url} (run `ollama pull {self.model}`)")
+
+
+@register_backend("ollama")
+def make_ollama(model: str | None = None, base_url: str | None = None,
+                **kwargs: Any) -> OllamaBackend:
+    if not model:
+        raise ConfigError("backend ollama needs --model")
+    return OllamaBackend(model, base_url=base_url, **kwargs)

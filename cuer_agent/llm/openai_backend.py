@@ -1,0 +1,103 @@
+"""Any OpenAI-compatible chat server: OpenAI, vLLM, llama.cpp server, LM Studio.
+
+Uses the official `openai` client with `response_format={"type": "json_schema", ...}`
+(structured output), temperature 0 and a seed. The client's own retries are off
+(`max_retries=0`); `RemoteBackend` retries and counts. The API key comes from
+`OPENAI_API_KEY` only and is never written anywhere; servers that need no key get a
+placeholder.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import httpx
+import openai
+from openai.types.chat import ChatCompletion
+
+from cuer_agent.errors import ConfigError
+from cuer_agent.llm._remote import (
+    RETRYABLE_STATUS,
+    Failure,
+    RemoteBackend,
+    Sent,
+    retry_after_seconds,
+)
+from cuer_agent.llm.backends import register_backend
+
+_NO_KEY = "sk-no-key-required"
+
+
+class OpenAIBackend(RemoteBackend):
+    name = "openai"
+
+    def __init__(self, model: str, *, base_url: str | None = None, **kwargs: Any) -> None:
+        super().__init__(model, **kwargs)
+        key = os.environ.get("OPENAI_API_KEY")
+        if not key and base_url is None:
+            raise ConfigError("backend openai: OPENAI_API_KEY is not set (or pass --base-url "
+                              "for a local OpenAI-compatible server)")
+        self.base_url = base_url
+        self._client = openai.OpenAI(api_key=key or _NO_KEY, base_url=_v1(base_url),
+                                     timeout=self.timeout, max_retries=0)
+
+    def _send(self, messages: list[dict[str, str]], schema: dict[str, Any]) -> Sent:
+        reply = self._client.chat.completions.create(
+            model=self.model, messages=messages,  # type: ignore[arg-type]
+            temperature=self.temperature, seed=self.seed,
+            response_format={"type": "json_schema",
+                             "json_schema": {"name": "reply", "schema": schema}},
+        )
+        if not isinstance(reply, ChatCompletion) or not reply.choices:
+            # The client hands back the raw text of a non-JSON reply (a web page).
+            raise ValueError("not a chat completion")
+        usage = reply.usage
+        return Sent(text=reply.choices[0].message.content or "",
+                    prompt_tokens=usage.prompt_tokens if usage else 0,
+                    completion_tokens=usage.completion_tokens if usage else 0)
+
+    def _classify(self, exc: Exception) -> Failure | None:
+        if isinstance(exc, openai.APITimeoutError):
+            return Failure(True, f"timeout after {self.timeout:g}s")
+        if isinstance(exc, openai.APIConnectionError):
+            return Failure(True, f"cannot connect to {self.base_url or 'api.openai.com'}")
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            return Failure(status in RETRYABLE_STATUS, f"HTTP {status}",
+                           retry_after_seconds(exc.response.headers))
+        if isinstance(exc, ValueError):  # undecodable JSON, or not a chat completion
+            return Failure(False, f"unexpected reply from {self.base_url or 'api.openai.com'} "
+                                  f"(not the OpenAI chat protocol: {exc})")
+        return None
+
+    def check(self) -> None:
+        try:
+            listed = [m.id for m in self._client.models.list()]
+        except openai.AuthenticationError:
+            raise ConfigError("backend openai: the server rejected the API key "
+                              "(set OPENAI_API_KEY)") from None
+        except (openai.APIConnectionError, openai.APITimeoutError, httpx.HTTPError):
+            raise ConfigError(f"backend openai: cannot reach {self.base_url or 'api.openai.com'}"
+                              ) from None
+        except openai.APIStatusError:
+            return  # some servers have no /models; the first request will tell
+        if listed and self.model not in listed:
+            raise ConfigError(f"backend openai: unknown model {self.model!r} "
+                              f"(the server offers {', '.join(sorted(listed)[:8])})")
+
+
+def _v1(base_url: str | None) -> str | None:
+    """Accept `http://host:8000` as well as `http://host:8000/v1`."""
+    if base_url is None:
+        return None
+    base = base_url.rstrip("/")
+    return base if base.endswith("/v1") else base + "/v1"
+
+
+@register_backend("openai")
+def make_openai(model: str | None = None, base_url: str | None = None,
+                **kwargs: Any) -> OpenAIBackend:
+    if not model:
+        raise ConfigError("backend openai needs --model")
+    return OpenAIBackend(model, base_url=base_url, **kwargs)

@@ -1,0 +1,117 @@
+"""Skills: the typed requests the agent's nodes make and the validated responses they get.
+
+The graph never builds prompts. Each node calls one skill with a request built from
+*observable* state only — the question, sub-queries, evidence text, earlier findings —
+and a backend answers it (`cuer_agent.llm.backends`). The one exception is the
+judge's `gold_answer`, which is None unless a diagnoser declares that it uses gold;
+its name says so.
+
+Responses are what a model must return as JSON; their JSON schemas are sent to servers
+that support constrained decoding.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SkillName = Literal["plan", "read", "answer", "judge"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class EvidenceView(_Model):
+    """An evidence item as a model sees it: quoted data, never instructions."""
+
+    id: str
+    title: str
+    text: str
+
+
+class HopView(_Model):
+    """What the agent observed in one earlier hop."""
+
+    hop: int
+    subquery: str
+    finding: str = ""
+    support: str = "unknown"
+    reason: str = ""
+    """The reader's stated reason (the extractive reader quotes the sentence it used)."""
+    evidence: tuple[EvidenceView, ...] = ()
+    """The hop's selected evidence (filled for answer and judge requests only)."""
+
+
+# --- requests ---------------------------------------------------------------------------
+
+class PlanRequest(_Model):
+    question: str
+    hop: int
+    """The hop about to start (1-based)."""
+    hop_budget: int
+    history: tuple[HopView, ...] = ()
+
+
+class ReadRequest(_Model):
+    question: str
+    hop: int
+    subquery: str
+    evidence: tuple[EvidenceView, ...]
+    history: tuple[HopView, ...] = ()
+
+
+class AnswerRequest(_Model):
+    question: str
+    hops: tuple[HopView, ...]
+    """Every hop with its selected evidence; single-shot: one hop whose evidence is the
+    whole retrieved context."""
+
+
+class JudgeRequest(_Model):
+    question: str
+    hops: tuple[HopView, ...]
+    answer: str
+    gold_answer: str | None = None
+    """Hidden label, present only for diagnosers that declare they use gold."""
+
+
+# --- responses ---------------------------------------------------------------------------
+
+class PlanResponse(_Model):
+    action: Literal["search", "answer"]
+    subquery: str = ""
+    """The next sub-query when action is search."""
+    reason: str = ""
+
+
+class ReadResponse(_Model):
+    selected_ids: list[str] = Field(default_factory=list)
+    finding: str = ""
+    """The intermediate finding: a bridge entity or partial answer."""
+    support: Literal["supported", "partial", "unsupported"] = "unsupported"
+    confidence: float = Field(default=0.0, ge=0.0, le=1.0)
+    reason: str = ""
+
+
+class AnswerResponse(_Model):
+    answer: str
+    confidence: float = Field(ge=0.0, le=1.0)
+    used_ids: list[str] = Field(default_factory=list)
+    rationale: str = ""
+
+
+class JudgeResponse(_Model):
+    stage: Literal["retrieval", "tool", "answer", "none"]
+    hop: int = Field(ge=0)
+    """Blamed hop; 0 = answer level, n+1 = premature termination."""
+    rationale: str = ""
+
+
+REQUESTS: dict[str, type[BaseModel]] = {
+    "plan": PlanRequest, "read": ReadRequest, "answer": AnswerRequest, "judge": JudgeRequest,
+}
+RESPONSES: dict[str, type[BaseModel]] = {
+    "plan": PlanResponse, "read": ReadResponse, "answer": AnswerResponse, "judge": JudgeResponse,
+}

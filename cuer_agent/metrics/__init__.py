@@ -1,0 +1,11 @@
+"""Metrics: answer scores (official HotpotQA normalisation), utility axes, statistics."""
+
+from cuer_agent.metrics.answer import (
+    answer_scores,
+    exact_match,
+    f1_score,
+    normalize_answer,
+    soft_correct,
+)
+
+__all__ = ["answer_scores", "exact_match", "f1_score", "normalize_answer", "soft_correct"]

@@ -1,0 +1,166 @@
+"""The nodes of both graphs. Each one makes at most one skill call and appends its steps.
+
+Steps are the observable trace (`cuer_agent.trace.Step` dicts). A node that gets a
+parse failure from its skill records it as an outcome (a step note and the
+`parse_failures` counter) and the run continues with a neutral result.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from cuer_agent.graphs.state import AgentContext, AgentState
+from cuer_agent.llm.backends import SkillResult
+from cuer_agent.llm.skills import (
+    AnswerRequest,
+    AnswerResponse,
+    EvidenceView,
+    HopView,
+    PlanRequest,
+    PlanResponse,
+    ReadRequest,
+    ReadResponse,
+)
+from cuer_agent.trace import Action, Step, StepState
+
+
+def step(action: Action, hop: int, note: str = "", **state: Any) -> dict[str, Any]:
+    return Step(action=action, hop=hop, state=StepState(**state), note=note).model_dump(
+        mode="json")
+
+
+def _spend(state: AgentState, result: SkillResult) -> dict[str, Any]:
+    cost = state["cost"]
+    return {
+        "cost": {"llm_calls": cost["llm_calls"] + 1,
+                 "prompt_tokens": cost["prompt_tokens"] + result.prompt_tokens,
+                 "completion_tokens": cost["completion_tokens"] + result.completion_tokens},
+        "parse_failures": state["parse_failures"] + (result.status != "ok"),
+    }
+
+
+def _view(ev: dict[str, Any]) -> EvidenceView:
+    return EvidenceView(id=ev["id"], title=ev["title"], text=ev["text"])
+
+
+def _history(state: AgentState, *, with_evidence: bool = False) -> tuple[HopView, ...]:
+    views = []
+    for rec in state["hops"]:
+        chosen = set(rec["selected"])
+        evidence = tuple(_view(ev) for ev in rec["retrieved"] if ev["id"] in chosen)
+        views.append(HopView(hop=rec["hop"], subquery=rec["subquery"], finding=rec["finding"],
+                             support=rec["support"], reason=rec.get("reason", ""),
+                             evidence=evidence if with_evidence else ()))
+    return tuple(views)
+
+
+# --- agent nodes ------------------------------------------------------------------------------
+
+def plan(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    """PLAN: the next sub-query, or the decision to answer."""
+    next_hop = state["hop"] + 1
+    request = PlanRequest(question=state["question"], hop=next_hop,
+                          hop_budget=state["hop_budget"], history=_history(state))
+    result = runtime.context.skills("plan", request)
+    update = _spend(state, result)
+    reply = result.response
+    if not isinstance(reply, PlanResponse):
+        note = f"parse_failure: {result.error}"
+        return {**update, "done": True, "trace": [step(Action.PLAN, next_hop, note)]}
+    if reply.action == "answer" or not reply.subquery.strip():
+        return {**update, "done": True,
+                "trace": [step(Action.PLAN, next_hop, f"answer: {reply.reason}")]}
+    return {**update, "hop": next_hop, "subquery": reply.subquery, "retrieved": [],
+            "done": False,
+            "trace": [step(Action.PLAN, next_hop, reply.reason, query=reply.subquery)]}
+
+
+def retrieve(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    """RETRIEVE: top-k evidence for the current sub-query (no skill call)."""
+    found = runtime.context.retriever.retrieve(state["subquery"], state["k"])
+    evidence = [ev.model_dump(mode="json") for ev in found]
+    ids = [ev["id"] for ev in evidence]
+    return {"retrieved": evidence,
+            "trace": [step(Action.RETRIEVE, state["hop"], query=state["subquery"],
+                           in_view=ids)]}
+
+
+def read(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    """SELECT + INFER + VERIFY in one skill call; records the finished hop."""
+    hop, query, evidence = state["hop"], state["subquery"], state["retrieved"]
+    request = ReadRequest(question=state["question"], hop=hop, subquery=query,
+                          evidence=tuple(_view(ev) for ev in evidence),
+                          history=_history(state))
+    result = runtime.context.skills("read", request)
+    update = _spend(state, result)
+    reply = result.response if isinstance(result.response, ReadResponse) else ReadResponse()
+    note = "" if result.status == "ok" else f"parse_failure: {result.error}"
+    in_view = [ev["id"] for ev in evidence]
+    # A model may cite ids it was never shown; only shown ids count as selected.
+    selected = [i for i in dict.fromkeys(reply.selected_ids) if i in set(in_view)]
+    support = reply.support if result.status == "ok" else "unknown"
+    confidence = reply.confidence if result.status == "ok" else None
+    record = {"hop": hop, "subquery": query, "retrieved": evidence, "selected": selected,
+              "finding": reply.finding, "support": support, "confidence": confidence,
+              "reason": reply.reason}
+    common = {"query": query, "in_view": in_view, "selected": selected}
+    steps = [
+        step(Action.SELECT, hop, note, **common),
+        step(Action.INFER, hop, **common, candidate=reply.finding),
+        step(Action.VERIFY, hop, **common, candidate=reply.finding, support=support,
+             confidence=confidence),
+    ]
+    return {**update, "hops": [*state["hops"], record], "trace": steps}
+
+
+def answer(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    """ANSWER from every hop's selected evidence and findings."""
+    request = AnswerRequest(question=state["question"],
+                            hops=_history(state, with_evidence=True))
+    return _answer(state, runtime, request)
+
+
+def _answer(state: AgentState, runtime: Runtime[AgentContext],
+            request: AnswerRequest) -> dict[str, Any]:
+    result = runtime.context.skills("answer", request)
+    update = _spend(state, result)
+    shown = [ev.id for hop in request.hops for ev in hop.evidence]
+    if isinstance(result.response, AnswerResponse):
+        reply = result.response
+        used = [i for i in dict.fromkeys(reply.used_ids) if i in set(shown)]
+        final = {"answer": reply.answer, "confidence": reply.confidence, "used_ids": used,
+                 "rationale": reply.rationale}
+        note = ""
+    else:
+        final = {"answer": "", "confidence": None, "used_ids": [], "rationale": ""}
+        note = f"parse_failure: {result.error}"
+    return {**update, "final": final, "done": True,
+            "trace": [step(Action.ANSWER, 0, note, query=state["question"],
+                           in_view=list(dict.fromkeys(shown)), selected=final["used_ids"],
+                           candidate=final["answer"], confidence=final["confidence"])]}
+
+
+# --- single-shot ------------------------------------------------------------------------------
+
+def retrieve_question(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    """Single-shot RETRIEVE: the question itself is the query, as hop 1."""
+    return retrieve({**state, "hop": 1, "subquery": state["question"]}, runtime) | {
+        "hop": 1, "subquery": state["question"]}
+
+
+def answer_from_context(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    """Single-shot SELECT + ANSWER: the answer's used ids are the selection."""
+    evidence = state["retrieved"]
+    hop_view = HopView(hop=1, subquery=state["question"],
+                       evidence=tuple(_view(ev) for ev in evidence))
+    update = _answer(state, runtime, AnswerRequest(question=state["question"],
+                                                   hops=(hop_view,)))
+    used = update["final"]["used_ids"]
+    ids = [ev["id"] for ev in evidence]
+    record = {"hop": 1, "subquery": state["question"], "retrieved": evidence, "selected": used,
+              "finding": update["final"]["answer"], "support": "unknown",
+              "confidence": update["final"]["confidence"], "reason": ""}
+    select = step(Action.SELECT, 1, query=state["question"], in_view=ids, selected=used)
+    return {**update, "hops": [record], "trace": [select, *update["trace"]]}
