@@ -89,5 +89,127 @@ def data_stats(
     Console().print(table)
 
 
+Backend = Annotated[str, typer.Option(help="extractive (offline, default), ollama or openai.")]
+Model = Annotated[str | None, typer.Option(help="Model name for ollama/openai.")]
+BaseUrl = Annotated[str | None, typer.Option(help="Server URL (ollama host, or an "
+                                             "OpenAI-compatible base URL).")]
+CachePath = Annotated[Path | None, typer.Option(
+    help="Response cache (SQLite). Default: $CUER_CACHE or ~/.cache/cuer-agent/responses.sqlite")]
+
+
+def _skill_client(backend: str, model: str | None, base_url: str | None, seed: int,
+                  cache: Path | None, no_cache: bool) -> Any:
+    """Backend + cache + ledger; checks the server before any work starts."""
+    import os
+
+    from cuer_agent.llm.backends import SkillClient, make_backend
+    from cuer_agent.llm.cache import ResponseCache
+
+    kwargs: dict[str, Any] = {"model": model, "base_url": base_url}
+    if backend != "extractive":
+        kwargs["seed"] = seed
+    client_backend = make_backend(backend, **kwargs)
+    client_backend.check()  # type: ignore[attr-defined]
+    if no_cache:
+        return SkillClient(client_backend)
+    path = cache or Path(os.environ.get("CUER_CACHE",
+                                        Path.home() / ".cache" / "cuer-agent" / "responses.sqlite"))
+    return SkillClient(client_backend, cache=ResponseCache(path))
+
+
+@app.command("run")
+@user_errors
+def run_cmd(
+    dataset: Annotated[str, typer.Option(help="hotpotqa, 2wiki, musique or synthetic.")],
+    out: Annotated[Path, typer.Option(help="Run directory (resumed if it exists).")],
+    path: Annotated[Path | None, typer.Option(help="Data file (original format).")] = None,
+    hops: Annotated[int, typer.Option(help="Hop budget (synthetic: also H-hop questions).")] = 3,
+    mode: Annotated[str, typer.Option(help="agentic or single-shot.")] = "agentic",
+    backend: Backend = "extractive",
+    model: Model = None,
+    base_url: BaseUrl = None,
+    n: Annotated[int | None, typer.Option(help="First N examples.")] = None,
+    seed: Annotated[int, typer.Option(help="Synthetic world and decoding seed.")] = 0,
+    k: Annotated[int, typer.Option(help="Evidence items per retrieval.")] = 5,
+    cache: CachePath = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the cache.")] = False,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+) -> None:
+    """Run the agent (or the single-shot system) and write traces.jsonl + summary.json."""
+    from cuer_agent.data import load_dataset
+    from cuer_agent.execution import AgentConfig, Executor
+    from cuer_agent.experiments.run_agent import run_dataset
+    from cuer_agent.runs import RunDir, canonical_json
+
+    modes = {"agentic": "agentic", "single-shot": "single_shot", "single_shot": "single_shot"}
+    if mode not in modes:
+        raise CuerError(f"--mode must be agentic or single-shot, got {mode!r}")
+    if hops < 1:
+        raise CuerError(f"--hops must be >= 1, got {hops}")
+    if n is not None and n < 1:
+        raise CuerError(f"--n must be >= 1, got {n}")
+    config = AgentConfig(mode=modes[mode], hop_budget=hops, k=k)  # type: ignore[arg-type]
+    skills = _skill_client(backend, model, base_url, seed, cache, no_cache)
+    extra = {"hops": hops, "seed": seed} if dataset == "synthetic" else {}
+    ds = load_dataset(dataset, path, n=n, **extra)
+    run_config = {"command": "run", "dataset": ds.name, "source": ds.source, "n": n,
+                  "mode": config.mode, "hop_budget": hops, "k": k, "seed": seed,
+                  "backend": backend, "model": skills.backend.model, "base_url": base_url}
+    run_dir = RunDir(out)
+    run_dir.open(run_config)
+    executor = Executor(skills, config, meta={"backend": backend,
+                                              "model": skills.backend.model})
+    summary = run_dataset(ds, executor, run_dir, show_progress=progress)
+    invocation = skills.ledger.to_dict()
+    (out / "ledger.json").write_text(canonical_json(invocation, indent=2) + "\n")
+    acc = summary["accuracy"]
+    typer.echo(f"{summary['n']} examples  soft {acc['soft']:.3f}  em {acc['em']:.3f}  "
+               f"f1 {acc['f1']:.3f}  hops used {summary['hops_used']}")
+    typer.echo(f"skill requests {summary['ledger']['requests']} (distinct "
+               f"{summary['ledger']['calls']}); this invocation: backend calls "
+               f"{invocation['calls']}, cache hits {invocation['cache_hits']}, parse "
+               f"failures {invocation['parse_failures']}  → {out}")
+
+
+trace_app = typer.Typer(help="Inspect traces.", no_args_is_help=True)
+app.add_typer(trace_app, name="trace")
+
+
+@trace_app.command("show")
+@user_errors
+def trace_show(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory.")],
+    example: Annotated[str, typer.Option(help="Example id.")],
+) -> None:
+    """Render one trace as a tree."""
+    from rich.tree import Tree
+
+    from cuer_agent.runs import read_rows
+    from cuer_agent.trace import Trace
+
+    path = run_dir / "traces.jsonl"
+    if not path.exists():
+        raise CuerError(f"{path}: no such file")
+    for row in read_rows(path):
+        trace = Trace.model_validate(row["trace"])
+        if trace.example_id == example:
+            break
+    else:
+        raise CuerError(f"{path}: no trace for example {example!r}")
+    root = Tree(f"[bold]{trace.question}[/]  ({trace.mode}, status {trace.status})")
+    for hop in trace.hops:
+        node = root.add(f"hop {hop.hop}: [cyan]{hop.subquery}[/]")
+        for ev in hop.retrieved:
+            mark = "[green]✓[/]" if ev.id in hop.selected else " "
+            node.add(f"{mark} {ev.rank}. {ev.title} [dim]({ev.id}, {ev.score:.2f})[/]")
+        node.add(f"finding: [magenta]{hop.finding or '—'}[/]  support: {hop.support}  "
+                 f"confidence: {hop.confidence}")
+    root.add(f"answer: [bold green]{trace.answer or '—'}[/]  confidence: {trace.confidence}  "
+             f"used: {', '.join(trace.used_ids) or '—'}")
+    root.add(f"cost: {trace.cost.llm_calls} skill calls, "
+             f"{trace.cost.prompt_tokens + trace.cost.completion_tokens} tokens")
+    Console().print(root)
+
+
 def main() -> None:
     app()

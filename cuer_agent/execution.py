@@ -69,6 +69,8 @@ class RunResult:
     nodes_run: list[str]
     """Node executions of this invocation, in order (a fork lists only its suffix)."""
     retriever: Retriever = field(repr=False)
+    request_keys: list[str] = field(default_factory=list, repr=False)
+    """Cache keys of the skill requests this invocation made (16 hex digits each)."""
     final_state: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
@@ -140,6 +142,7 @@ class Executor:
             self.graph.update_state(thread, state, as_node=as_node)
             stream_input = None
         error = ""
+        first_key = len(self.skills.keys)
         try:
             last_node = None
             for mode, chunk in self.graph.stream(stream_input, {**thread, **limit},
@@ -156,7 +159,8 @@ class Executor:
         finally:
             self.graph.checkpointer.delete_thread(thread["configurable"]["thread_id"])
         trace = build_trace(current, self.config.mode, self.meta, error=error)
-        return RunResult(example_id, trace, snapshots, nodes_run, retriever, current)
+        keys = [k[:16] for k in self.skills.keys[first_key:]]
+        return RunResult(example_id, trace, snapshots, nodes_run, retriever, keys, current)
 
 
 def _key(hop: int, node: str) -> str:

@@ -80,11 +80,15 @@ class SkillClient:
         self.backend = backend
         self.cache = cache
         self.ledger = ledger if ledger is not None else Ledger()
+        self.keys: list[str] = []
+        """Cache key of every request, in order: distinct keys are the calls a cold cache
+        needs (the design minimum), whatever the cache held when this client ran."""
 
     def __call__(self, skill: str, request: BaseModel) -> SkillResult:
         rendered = self.backend.render(skill, request)
         key = cache_key(self.backend.name, self.backend.model, skill, rendered,
                         self.backend.decoding())
+        self.keys.append(key)
         stored = self.cache.get(key) if self.cache is not None else None
         if stored is not None:
             self.ledger.add(skill, cache_hits=1)

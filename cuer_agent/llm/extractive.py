@@ -158,12 +158,24 @@ def extract(query: str, evidence: tuple[EvidenceView, ...], kind: str,
         spans = [s for s in candidates(hit.sentence, kind) if _is_new(s.text, known)]
         if not spans:
             continue
-        anchors = [m.start() for w in hit.matched
-                   for m in re.finditer(rf"\b{re.escape(w)}", hit.sentence.lower())]
+        anchors = _anchors(hit)
         best = min(spans, key=lambda s: (min((abs(s.start - a) for a in anchors), default=0),
                                           s.start))
         return best.text, hit
     return "", None
+
+
+def _anchors(hit: Hit) -> list[int]:
+    """Positions of the matched relation words (lower-case in the sentence: "directed",
+    "born"); names are not anchors, since the finding is what the sentence says *about*
+    the name. Falls back to every matched word."""
+    relation, every = [], []
+    for m in re.finditer(r"\w+", hit.sentence):
+        if stem(m.group(0).lower()) in hit.matched:
+            every.append(m.start())
+            if m.group(0)[0].islower():
+                relation.append(m.start())
+    return relation or every
 
 
 def _confidence(hit: Hit | None, query: str) -> float:
@@ -263,16 +275,26 @@ def answer(req: AnswerRequest) -> AnswerResponse:
     agentic = len(req.hops) > 1 or (last is not None and last.subquery != req.question)
     if agentic and last is not None and last.finding:
         used = [ev.id for hop in req.hops for ev in hop.evidence]
-        return AnswerResponse(answer=last.finding, confidence=_hop_confidence(req.hops),
+        return AnswerResponse(answer=_year_only(req.question, last.finding),
+                              confidence=_hop_confidence(req.hops),
                               used_ids=list(dict.fromkeys(used)),
                               rationale=f"followed {len(req.hops)} hop(s) to {last.finding}")
     kind = qt.kind if qt.kind in {"date", "number"} else "entity"
     span, hit = extract(req.question, evidence, kind)
+    span = _year_only(req.question, span)
     if hit is None:
         return AnswerResponse(answer="", confidence=0.05, used_ids=[],
                               rationale="no evidence sentence matches the question")
     return AnswerResponse(answer=span, confidence=_confidence(hit, req.question),
                           used_ids=[hit.ev.id], rationale=hit.sentence)
+
+
+def _year_only(question: str, span: str) -> str:
+    """ "In what year …?" asks for the year of a full date."""
+    year = tx.YEAR_RE.search(span)
+    if year and re.search(r"\b(what|which) year\b", question, re.I):
+        return year.group(1)
+    return span
 
 
 def _hop_confidence(hops: tuple[HopView, ...]) -> float:
@@ -304,13 +326,13 @@ def _compare(question: str, qt: tx.QuestionType,
         kind = "date"
     if _AGE.search(question):
         attr = f"{attr} born"  # older/younger compare birth dates
-    values: list[tuple[str, Hit | None]] = []
-    for opt in opts[:2]:
-        values.append(extract(f"{opt} {attr}", _own_evidence(opt, evidence), kind, opt))
+    owns = [_own_evidence(opt, evidence) for opt in opts[:2]]
+    values = [extract(f"{opt} {attr}", own, kind, opt)
+              for opt, own in zip(opts, owns, strict=False)]
     used = list(dict.fromkeys(h.ev.id for _, h in values if h is not None))
     conf = round(min((_confidence(h, attr or question) for _, h in values)), 4)
     if qt.kind == "yesno":
-        verdict = _yesno(question, values, kind)
+        verdict = _yesno(question, values, kind, attr, owns)
         return AnswerResponse(answer=verdict, confidence=conf, used_ids=used,
                               rationale="; ".join(h.sentence for _, h in values if h))
     pick = _pick(opts, values, qt.direction, kind)
@@ -357,16 +379,27 @@ def _pick(opts: tuple[str, ...], values: list[tuple[str, Hit | None]], direction
     return opts[0] if scores[0] >= scores[1] else opts[1]
 
 
-def _yesno(question: str, values: list[tuple[str, Hit | None]], kind: str) -> str:
+def _yesno(question: str, values: list[tuple[str, Hit | None]], kind: str,
+           attr: str, owns: list[tuple[EvidenceView, ...]]) -> str:
     if kind == "date":
         nums = [_numeric(v) for v, _ in values]
         if nums[0] is not None and nums[1] is not None:
             later = re.search(r"\b(after|later|younger)\b", question, re.I)
             return _YES if (nums[0] > nums[1] if later else nums[0] < nums[1]) else _NO
     if re.search(r"\bsame\b", question, re.I):
-        a, b = (v.lower() for v, _ in values)
-        return _YES if a and a == b else _NO
-    return _YES if all(h is not None and h.score > 0 for _, h in values) else _NO
+        a, b = (set(tx.content_words(v)) for v, _ in values)
+        overlap = len(a & b) / max(min(len(a), len(b)), 1)
+        return _YES if a and b and overlap >= 0.5 else _NO
+    # "Are both X and Y <attribute>?": yes when each option's best sentence carries
+    # most of the attribute words.
+    wanted = stems(attr)
+    if not wanted:
+        return _YES
+    for own in owns:
+        hits = score_sentences(attr, own)
+        if not hits or len(hits[0].matched & wanted) < max(1, math.ceil(len(wanted) / 2)):
+            return _NO
+    return _YES
 
 
 def judge(req: JudgeRequest) -> JudgeResponse:

@@ -1,0 +1,98 @@
+"""Run directories: the resolved config, append-only JSONL rows, and resuming.
+
+A run directory holds `config.json` (what was asked, enough to re-create the run), one
+or more JSONL files whose rows are appended and flushed as they complete, and
+`summary.json` written at the end. Giving the same command again resumes: rows already
+written are kept and skipped. A truncated last line (the process died mid-write) is
+dropped with a warning; garbage in the middle of a file is an error naming the file and
+line, and nothing is overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from cuer_agent.errors import ConfigError, DataError
+
+CONFIG_FILE = "config.json"
+SUMMARY_FILE = "summary.json"
+
+
+def canonical_json(obj: Any, *, indent: int | None = None) -> str:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, indent=indent,
+                      separators=None if indent else (",", ":"))
+
+
+class RunDir:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def open(self, config: dict[str, Any]) -> None:
+        """Create the directory, or check that an existing one was made by the same config."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        cfg_path = self.path / CONFIG_FILE
+        text = canonical_json(config, indent=2) + "\n"
+        if cfg_path.exists():
+            if cfg_path.read_text(encoding="utf-8") != text:
+                raise ConfigError(f"{self.path} holds a run with a different config; "
+                                  "choose another --out or delete it")
+            return
+        write_atomic(cfg_path, text)
+
+    def rows(self, name: str) -> list[dict[str, Any]]:
+        return list(read_rows(self.path / name))
+
+    def append(self, name: str, row: dict[str, Any]) -> None:
+        with open(self.path / name, "a", encoding="utf-8") as fh:
+            fh.write(canonical_json(row) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def write_summary(self, summary: dict[str, Any]) -> None:
+        write_atomic(self.path / SUMMARY_FILE, canonical_json(summary, indent=2) + "\n")
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file and rename, so a reader never sees half a file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_rows(path: Path) -> Iterator[dict[str, Any]]:
+    """JSONL rows; a torn last line is repaired (truncated off), other bad lines raise."""
+    if not path.exists():
+        return
+    with open(path, "rb") as fh:
+        data = fh.read()
+    lines = data.split(b"\n")
+    complete = data.endswith(b"\n")
+    for lineno, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        is_last = lineno == len(lines) or (lineno == len(lines) - 1 and complete)
+        try:
+            row = json.loads(raw)
+            if not isinstance(row, dict):
+                raise ValueError("not a JSON object")
+        except ValueError as exc:
+            if is_last and not complete:
+                _truncate_torn_tail(path, len(data) - len(raw))
+                return
+            raise DataError(path, f"corrupted row ({exc})", line=lineno) from None
+        if is_last and not complete:
+            # Valid JSON but no newline: the write was cut right at the end. Keep it.
+            with open(path, "ab") as fh:
+                fh.write(b"\n")
+        yield row
+
+
+def _truncate_torn_tail(path: Path, keep: int) -> None:
+    print(f"warning: {path}: dropping a torn last line (interrupted write)", file=sys.stderr)
+    with open(path, "r+b") as fh:
+        fh.truncate(keep)
