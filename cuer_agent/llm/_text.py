@@ -163,26 +163,32 @@ def choice_options(question: str) -> tuple[str, ...]:
     return (left, right) if left and right else ()
 
 
+def question_head(question: str) -> str:
+    """The question up to its first relative clause: "What is the population of the country
+    that contains …" → "What is the population of the country". The answer type is read
+    from the head, so "where" inside "the city where X was formed" does not count."""
+    m = re.search(r"\s(?:that|where|who|whom|whose|which)\s", question[1:])
+    return question[: m.start() + 1] if m else question
+
+
 def question_type(question: str) -> QuestionType:
     q = question.strip()
-    lower = q.lower()
-    first = lower.split(" ", 1)[0] if lower else ""
     options = choice_options(q)
+    head = question_head(q).lower()
+    first = head.split(" ", 1)[0] if head else ""
     if options and first not in {"how"}:
         direction = ("earlier" if _EARLIER.search(q) else "later" if _LATER.search(q)
                      else "more" if _MORE.search(q) else "less" if _LESS.search(q) else "")
         return QuestionType("choice", options, direction)
     if first in YESNO_START:
         return QuestionType("yesno")
-    if re.search(r"\bhow (many|much|long|old)\b", lower):
+    if re.search(r"\bhow (many|much|long|old)\b|\bpopulation\b|\bnumber of\b", head):
         return QuestionType("number")
-    if re.search(r"\b(when|what year|which year|what date|which date|in what year|"
-                 r"date of|year of|year did|year was)\b", lower):
+    if re.search(r"\b(when|year|what date|which date|date of)\b", head):
         return QuestionType("date")
-    if re.search(r"\b(who|whom|whose)\b", lower):
+    if re.search(r"^(who|whom|whose)\b|\b(which|what) (person|people|man|woman)\b", head):
         return QuestionType("person")
-    if re.search(r"\b(where|which (city|country|state|town|county|region|continent|place|"
-                 r"island|nation)|what (city|country|state|town|county|region|continent|"
-                 r"place|island|nation))\b", lower):
+    if re.search(r"^where\b|\b(which|what) (city|country|state|town|county|region|continent|"
+                 r"place|island|nation)\b", head):
         return QuestionType("place")
     return QuestionType("entity")

@@ -62,22 +62,28 @@ _RELATION_STEMS = {
     "founder": "found", "founded": "found", "founding": "found", "established": "found",
     "headquarters": "headq", "headquartered": "headq", "based": "headq",
     "studied": "educ", "educated": "educ", "graduated": "educ", "alma": "educ",
-    "attended": "educ", "alumnus": "educ", "alumna": "educ", "education": "educ",
+    "attended": "educ", "alumnus": "educ", "mater": "educ", "study": "educ",
+    "student": "educ", "studies": "educ", "started": "found", "alumna": "educ", "education": "educ",
     "located": "locat", "situated": "locat", "location": "locat", "lies": "locat",
     "released": "relea", "release": "relea", "premiered": "relea",
     "published": "publi", "publisher": "publi", "publishing": "publi",
     "produced": "produ", "producer": "produ", "production": "produ",
     "recorded": "recor", "recording": "recor",
-    "formed": "form", "formation": "form",
+    "formed": "form", "formation": "form", "contains": "locat", "contain": "locat",
+    "population": "peopl", "people": "peopl", "inhabitants": "peopl", "residents": "peopl",
+    "live": "peopl", "lives": "peopl",
     "father": "father", "mother": "mother", "son": "child", "daughter": "child",
     "child": "child", "children": "child",
 }
 # Words of a wh-phrase name the answer type, not a relation a hop must resolve.
 _TYPE_NOUNS = frozenset("""
 country city state town county region continent place island nation person year date
-film movie book album band company university name number people
+film movie book album band company university name number
 """.split())
 _YES, _NO = "yes", "no"
+# Hatnote-style sentences name a look-alike, not a fact about the subject.
+_DISAMBIGUATION = re.compile(r"\b(confused with|mistaken for|unrelated to|not to be confused)\b",
+                             re.I)
 
 
 def stem(word: str) -> str:
@@ -106,7 +112,13 @@ class Hit:
 
 
 def score_sentences(query: str, evidence: tuple[EvidenceView, ...]) -> list[Hit]:
-    """Sentences of the evidence, best first, scored by idf-weighted query-stem overlap."""
+    """Sentences of the evidence, best first, scored by idf-weighted query-stem overlap.
+
+    The passage title is context for each of its sentences ("The film was directed by …"
+    names no subject): its query stems count in full when the query names the whole
+    title — the passage is about the entity asked for — and at half weight otherwise, so
+    a confuser sharing one name part does not outrank the entity itself.
+    """
     qstems = stems(query)
     rows: list[tuple[EvidenceView, str, set[str], set[str]]] = []
     for ev in evidence:
@@ -118,9 +130,11 @@ def score_sentences(query: str, evidence: tuple[EvidenceView, ...]) -> list[Hit]
     weight = {w: math.log(1.0 + n / df[w]) if df[w] else math.log(1.0 + n) for w in qstems}
     hits: list[Hit] = []
     for order, (ev, sent, sst, title) in enumerate(rows):
-        in_text = qstems & sst
-        in_title = (qstems & title) - in_text
-        score = sum(weight[w] for w in in_text) + 0.5 * sum(weight[w] for w in in_title)
+        named = bool(title) and title <= qstems
+        in_title = qstems & title
+        in_text = (qstems & sst) - in_title
+        score = sum(weight[w] for w in in_text)
+        score += (1.0 if named else 0.5) * sum(weight[w] for w in in_title)
         hits.append(Hit(score, ev, sent, order, frozenset(in_text | in_title)))
     hits.sort(key=lambda h: (-h.score, h.order))
     return hits
@@ -134,7 +148,7 @@ def candidates(sentence: str, kind: str) -> list[tx.Span]:
     if kind == "date":
         return tx.date_spans(sentence)
     if kind == "number":
-        return tx.number_spans(sentence) or tx.date_spans(sentence)
+        return tx.number_spans(sentence)
     # Entities start with a letter and have two characters or more ("R&B" → not "R").
     return [s for s in tx.capitalized_spans(sentence) if s.text[0].isalpha() and len(s.text) > 1]
 
@@ -144,16 +158,23 @@ def _is_new(span: str, known: set[str]) -> bool:
 
 
 def extract(query: str, evidence: tuple[EvidenceView, ...], kind: str,
-            known_text: str = "", used: frozenset[str] = frozenset()) -> tuple[str, Hit | None]:
+            known_text: str = "", used: frozenset[str] = frozenset(), *,
+            named_first: bool = False) -> tuple[str, Hit | None]:
     """The best new span of `kind` for the query, and the sentence it came from.
 
-    Sentences in `used` (quoted by earlier hops) are skipped, so hops do not loop.
+    Sentences in `used` (quoted by earlier hops) are skipped, so hops do not loop. With
+    `named_first`, passages whose title the query names are read before the others —
+    a hop's reader reads the article about the entity it was asked about.
     """
     known = set(tx.words(query)) | set(tx.words(known_text))
-    for hit in score_sentences(query, evidence)[:8]:
+    hits = score_sentences(query, evidence)
+    if named_first:
+        qstems = stems(query)
+        hits.sort(key=lambda h: not (stems(h.ev.title) and stems(h.ev.title) <= qstems))
+    for hit in hits[:12]:
         if hit.score <= 0:
-            break
-        if hit.sentence in used:
+            continue
+        if hit.sentence in used or _DISAMBIGUATION.search(hit.sentence):
             continue
         spans = [s for s in candidates(hit.sentence, kind) if _is_new(s.text, known)]
         if not spans:
@@ -214,8 +235,9 @@ def plan(req: PlanRequest) -> PlanResponse:
 
 
 def _residual(question: str, history: tuple[HopView, ...]) -> set[str]:
-    """Question stems no hop's chosen sentence has matched, minus wh-phrase type nouns."""
-    wanted = stems(question) - {stem(w) for w in wh_type_nouns(question)}
+    """Question stems no hop's chosen sentence has matched. Type nouns ("the country
+    that…", "which city") and "how many/much" name kinds of answer, not relations."""
+    wanted = stems(question) - {stem(w) for w in _TYPE_NOUNS | {"many", "much"}}
     for hop in history:
         wanted -= stems(hop.reason) | stems(hop.finding)
     return wanted
@@ -252,18 +274,38 @@ def _attribute_words(question: str, options: tuple[str, ...]) -> str:
 
 
 def read(req: ReadRequest) -> ReadResponse:
-    qt = tx.question_type(req.subquery)
-    kind = qt.kind if qt.kind in {"date", "number"} else "entity"
+    """Pick the best sentence for the sub-query and the new span it offers.
+
+    Intermediate hops look for a bridge entity; the question's own answer type (date,
+    number) wins when its sentence leaves no question word unmatched.
+    """
     known = " ".join([req.question if req.hop > 1 else ""] + [h.finding for h in req.history])
-    used = frozenset(h.reason for h in req.history if h.reason)
-    finding, hit = extract(req.subquery, req.evidence, kind, known, used)
+    used = frozenset(h.reason.split(": ", 1)[-1] for h in req.history if h.reason)
+    finding, hit = extract(req.subquery, req.evidence, "entity", known, used, named_first=True)
+    final_kind = tx.question_type(req.question).kind
+    if final_kind in {"date", "number"}:
+        typed, typed_hit = extract(req.subquery, req.evidence, final_kind, known, used,
+                                   named_first=True)
+        if typed_hit is not None and (hit is None or _completes(req, typed_hit)):
+            finding, hit = typed, typed_hit
     if hit is None:
         return ReadResponse(selected_ids=[], finding="", support="unsupported",
                             confidence=0.05, reason="no sentence matches the sub-query")
     share = len(hit.matched) / max(len(stems(req.subquery)), 1)
     support = "supported" if share >= 0.5 else "partial"
     return ReadResponse(selected_ids=[hit.ev.id], finding=finding, support=support,
-                        confidence=_confidence(hit, req.subquery), reason=hit.sentence)
+                        confidence=_confidence(hit, req.subquery), reason=_reason(hit))
+
+
+def _completes(req: ReadRequest, hit: Hit) -> bool:
+    """Does this sentence leave no question word unmatched (so this is the last hop)?"""
+    hop = HopView(hop=req.hop, subquery=req.subquery, reason=_reason(hit))
+    return not _residual(req.question, (*req.history, hop))
+
+
+def _reason(hit: Hit) -> str:
+    """The quoted sentence, prefixed with its passage title (the sentence's context)."""
+    return f"{hit.ev.title}: {hit.sentence}"
 
 
 def answer(req: AnswerRequest) -> AnswerResponse:
