@@ -293,6 +293,7 @@ def test_500_on_every_attempt_raises_after_max_attempts(rig: Rig) -> None:
     assert len(rig.server.chat_requests) == ZERO_WAIT.max_attempts
     counts = rig.ledger.by_skill["plan"]
     assert (counts.errors, counts.calls) == (1, 0)
+    assert counts.retries == ZERO_WAIT.max_attempts - 1  # retries of a failed request count
 
 
 def test_400_raises_without_retry(rig: Rig) -> None:

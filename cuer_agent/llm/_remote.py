@@ -102,7 +102,11 @@ class RemoteBackend(ABC):
         retries = 0
         error = ""
         for turn in range(2):  # the reply, then at most one repair turn
-            sent, used_retries = self._send_with_retries(messages, schema)
+            try:
+                sent, used_retries = self._send_with_retries(messages, schema)
+            except BackendError as exc:
+                exc.retries += retries  # the repair turn's failure also counts the first's
+                raise
             retries += used_retries
             usage[0] += sent.prompt_tokens
             usage[1] += sent.completion_tokens
@@ -128,7 +132,7 @@ class RemoteBackend(ABC):
                 if not failure.retryable or attempt + 1 == self.retry.max_attempts:
                     raise BackendError(
                         f"{self.name} request failed after {attempt + 1} attempt(s): "
-                        f"{failure.reason}") from None
+                        f"{failure.reason}", retries=attempt) from None
                 self._sleep(self.retry.wait(attempt, failure.retry_after))
         raise AssertionError("unreachable")
 

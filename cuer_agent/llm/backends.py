@@ -27,6 +27,11 @@ from cuer_agent.llm.skills import RESPONSES
 class BackendError(CuerError):
     """A request failed for good (server down, retries exhausted)."""
 
+    def __init__(self, message: str, *, retries: int = 0) -> None:
+        super().__init__(message)
+        self.retries = retries
+        """Retries spent before giving up (counted in the ledger)."""
+
 
 @dataclass(frozen=True)
 class BackendReply:
@@ -95,8 +100,8 @@ class SkillClient:
             return self._result(skill, stored, cached=True)
         try:
             reply = self.backend.respond(skill, request, rendered)
-        except BackendError:
-            self.ledger.add(skill, errors=1)
+        except BackendError as exc:
+            self.ledger.add(skill, errors=1, retries=exc.retries)
             raise
         self.ledger.add(skill, calls=1, prompt_tokens=reply.prompt_tokens,
                         completion_tokens=reply.completion_tokens, latency_s=reply.latency_s,
