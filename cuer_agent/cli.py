@@ -213,3 +213,7 @@ def trace_show(
 
 def main() -> None:
     app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,179 @@
+"""End-to-end through the `cuer-agent` command line, with the offline extractive backend."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cuer_agent.cli import app
+from cuer_agent.data import shared_sample_path
+
+runner = CliRunner()
+
+
+def cli(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_data_stats_synthetic_reports_counts_and_recall() -> None:
+    code, out, _ = cli("data", "stats", "--dataset", "synthetic", "--hops", "3", "--n", "30",
+                       "--seed", "7", "--json")
+    assert code == 0
+    stats = json.loads(out)
+    assert stats["examples"] == 30
+    assert stats["hops"] == {"3": 30}
+    assert stats["passages"] > 0
+    assert set(stats["support_recall_at_5"]) == {"1", "2", "3"}
+
+
+def test_data_stats_is_identical_across_processes() -> None:
+    cmd = [sys.executable, "-m", "cuer_agent.cli", "data", "stats", "--dataset", "synthetic",
+           "--hops", "3", "--n", "40", "--seed", "7", "--json"]
+    outs = [subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+            for _ in range(2)]
+    assert outs[0] == outs[1] and outs[0]
+
+
+@pytest.mark.shared_data
+def test_data_stats_musique_hop_histogram() -> None:
+    path = shared_sample_path("musique")
+    if path is None:
+        pytest.skip("../shared/data not present: MuSiQue sample missing")
+    code, out, _ = cli("data", "stats", "--dataset", "musique", "--path", str(path), "--json")
+    assert code == 0
+    stats = json.loads(out)
+    assert stats["examples"] == 100
+    assert stats["hops"] == {"2": 73, "3": 16, "4": 11}
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--dataset", "nope"], "unknown dataset"),
+    (["--dataset", "musique", "--path", "/no/such/file.jsonl"], "/no/such/file.jsonl"),
+    (["--dataset", "musique"], "--path is required"),
+])
+def test_data_stats_bad_input_is_one_line_and_exit_2(args: list[str], needle: str) -> None:
+    code, out, err = cli("data", "stats", *args)
+    assert code == 2
+    assert needle in err
+    assert len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err + out
+
+
+def test_data_stats_malformed_file_names_file_and_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a"\n')
+    code, _, err = cli("data", "stats", "--dataset", "musique", "--path", str(bad))
+    assert code == 2
+    assert "bad.jsonl" in err and "line 1" in err
+
+
+def run_args(out: Path, *extra: str) -> list[str]:
+    return ["run", "--dataset", "synthetic", "--hops", "3", "--n", "12", "--seed", "7",
+            "--out", str(out), "--cache", str(out.parent / "cache.sqlite"), "--no-progress",
+            *extra]
+
+
+def test_run_writes_traces_and_summary(tmp_path: Path) -> None:
+    code, _, err = cli(*run_args(tmp_path / "run"))
+    assert code == 0, err
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["n"] == 12
+    assert set(summary["accuracy"]) == {"soft", "em", "f1"}
+    assert {"calls", "cache_hits", "parse_failures", "tokens"} <= set(summary["ledger"])
+    assert sum(summary["hops_used"].values()) == 12
+    assert len((tmp_path / "run" / "traces.jsonl").read_text().splitlines()) == 12
+
+
+def test_same_command_twice_gives_identical_traces(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        assert cli(*run_args(tmp_path / name, "--no-cache"))[0] == 0
+    first = (tmp_path / "a" / "traces.jsonl").read_bytes()
+    assert first == (tmp_path / "b" / "traces.jsonl").read_bytes()
+
+
+def test_rerun_in_a_new_directory_is_served_by_the_cache(tmp_path: Path) -> None:
+    assert cli(*run_args(tmp_path / "a"))[0] == 0
+    assert cli(*run_args(tmp_path / "b"))[0] == 0
+    ledger = json.loads((tmp_path / "b" / "ledger.json").read_text())
+    assert ledger["calls"] == 0 and ledger["cache_hits"] > 0
+
+
+def test_rerun_of_a_finished_run_does_no_work(tmp_path: Path) -> None:
+    assert cli(*run_args(tmp_path / "run"))[0] == 0
+    before = (tmp_path / "run" / "summary.json").read_bytes()
+    assert cli(*run_args(tmp_path / "run"))[0] == 0
+    ledger = json.loads((tmp_path / "run" / "ledger.json").read_text())
+    assert ledger["calls"] == 0 and ledger["cache_hits"] == 0
+    assert (tmp_path / "run" / "summary.json").read_bytes() == before
+
+
+def test_interrupted_run_resumes_to_the_same_summary(tmp_path: Path) -> None:
+    assert cli(*run_args(tmp_path / "full", "--no-cache"))[0] == 0
+    partial = tmp_path / "partial"
+    assert cli(*run_args(partial, "--no-cache"))[0] == 0
+    lines = (partial / "traces.jsonl").read_text().splitlines(keepends=True)
+    # Keep 5 rows and half of the 6th: a process killed mid-write.
+    (partial / "traces.jsonl").write_text("".join(lines[:5]) + lines[5][: len(lines[5]) // 2])
+    (partial / "summary.json").unlink()
+    code, _, err = cli(*run_args(partial, "--no-cache"))
+    assert code == 0
+    assert "torn last line" in err
+    full = tmp_path / "full"
+    assert (partial / "summary.json").read_bytes() == (full / "summary.json").read_bytes()
+    assert (partial / "traces.jsonl").read_bytes() == (full / "traces.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--backend", "nope"], "unknown backend"),
+    (["--backend", "ollama"], "needs --model"),
+    (["--hops", "0"], "--hops must be >= 1"),
+    (["--mode", "sideways"], "--mode must be"),
+])
+def test_run_bad_options_fail_before_work_with_exit_2(tmp_path: Path, args: list[str],
+                                                      needle: str) -> None:
+    code, _, err = cli("run", "--dataset", "synthetic", "--n", "3", "--out",
+                       str(tmp_path / "run"), *args)
+    assert code == 2
+    assert needle in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_unreachable_server_fails_before_work(tmp_path: Path) -> None:
+    code, _, err = cli("run", "--dataset", "synthetic", "--n", "3", "--out", str(tmp_path / "r"),
+                       "--backend", "ollama", "--model", "qwen3:8b",
+                       "--base-url", "http://127.0.0.1:9")
+    assert code == 2
+    assert "cannot reach" in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_openai_without_key_fails_before_work(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    code, _, err = cli("run", "--dataset", "synthetic", "--n", "3", "--out", str(tmp_path / "r"),
+                       "--backend", "openai", "--model", "gpt-x")
+    assert code == 2
+    assert "OPENAI_API_KEY" in err
+
+
+def test_trace_show_renders_one_trace(tmp_path: Path) -> None:
+    assert cli(*run_args(tmp_path / "run"))[0] == 0
+    first = json.loads((tmp_path / "run" / "traces.jsonl").read_text().splitlines()[0])
+    code, out, _ = cli("trace", "show", str(tmp_path / "run"), "--example",
+                       first["trace"]["example_id"])
+    assert code == 0
+    assert "hop 1" in out and "answer:" in out
+
+
+def test_module_entry_point_runs(tmp_path: Path) -> None:
+    env = {**os.environ, "COLUMNS": "120"}
+    proc = subprocess.run([sys.executable, "-m", "cuer_agent.cli", "--help"], env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0
+    assert "data" in proc.stdout and "run" in proc.stdout
