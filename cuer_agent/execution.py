@@ -67,11 +67,17 @@ class RunResult:
     trace: Trace
     snapshots: dict[str, dict[str, Any]]
     nodes_run: list[str]
-    """Node executions of this invocation, in order (a fork lists only its suffix)."""
+    """Node executions of this invocation as snapshot keys ("2:read"), in order (a fork
+    lists only its suffix)."""
     retriever: Retriever = field(repr=False)
     request_keys: list[str] = field(default_factory=list, repr=False)
     """Cache keys of the skill requests this invocation made (16 hex digits each)."""
     final_state: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def nodes(self) -> list[str]:
+        """Node names of `nodes_run`, without hops."""
+        return [key.split(":", 1)[1] for key in self.nodes_run]
 
 
 class Executor:
@@ -150,10 +156,11 @@ class Executor:
                                                  stream_mode=["updates", "values"]):
                 if mode == "updates":
                     last_node = next(iter(chunk))
-                    nodes_run.append(last_node)
                 elif last_node is not None:
                     current = copy.deepcopy(chunk)
-                    snapshots[f"{current.get('hop', 0)}:{last_node}"] = current
+                    key = _snapshot_key(current, last_node)
+                    snapshots[key] = current
+                    nodes_run.append(key)
         except BackendError as exc:
             error = str(exc)
         finally:
@@ -161,6 +168,15 @@ class Executor:
         trace = build_trace(current, self.config.mode, self.meta, error=error)
         keys = [k[:16] for k in self.skills.keys[first_key:]]
         return RunResult(example_id, trace, snapshots, nodes_run, retriever, keys, current)
+
+
+def _snapshot_key(state: dict[str, Any], node: str) -> str:
+    """"<hop>:<node>", the hop being that of the step the node just appended — a plan that
+    decides to answer belongs to the hop it declined, not to the last hop."""
+    if node == "answer":
+        return "final:answer"
+    trace = state.get("trace") or [{}]
+    return f"{trace[-1].get('hop', 0)}:{node}"
 
 
 def _key(hop: int, node: str) -> str:

@@ -119,7 +119,7 @@ def test_fork_spends_no_skill_call_on_the_prefix() -> None:
     recorder.requests.clear()
     fork = executor.fork(base, 2, "retrieve", identity)
     # Suffix after retrieve of hop 2: read(2), plan(3), read(3), answer → 4 skill calls.
-    assert fork.nodes_run == ["read", "plan", "retrieve", "read", "answer"]
+    assert fork.nodes == ["read", "plan", "retrieve", "read", "answer"]
     assert [skill for skill, _ in recorder.requests] == ["read", "plan", "read", "answer"]
     assert all(getattr(r, "hop", 2) >= 2 for _, r in recorder.requests)
 
@@ -141,7 +141,7 @@ def test_subquery_fork_reruns_the_hop_from_retrieve() -> None:
     executor, _ = make_executor()
     base = base_run(executor)
     fork = executor.fork(base, 1, "plan", replace_subquery("Who directed Quorin Falls?"))
-    assert fork.nodes_run[0] == "retrieve"
+    assert fork.nodes[0] == "retrieve"
     assert fork.trace.hops[0].subquery == "Who directed Quorin Falls?"
     assert fork.trace.steps[0].state.query == "Who directed Quorin Falls?"
 
@@ -151,7 +151,7 @@ def test_forced_answer_runs_only_the_answer_node(hop: int) -> None:
     executor, _ = make_executor()
     base = base_run(executor)
     fork = executor.fork(base, hop - 1, "read", force_answer())
-    assert fork.nodes_run == ["answer"]
+    assert fork.nodes == ["answer"]
     assert len(fork.trace.hops) == hop - 1
 
 
@@ -160,7 +160,7 @@ def test_reanswer_keeps_hops_and_runs_only_answer() -> None:
     base = base_run(executor)
     evidence = [ev.model_dump(mode="json") for ev in base.trace.hops[0].retrieved[:1]]
     frozen = executor.reanswer(base, {2: evidence})
-    assert frozen.nodes_run == ["answer"]
+    assert frozen.nodes == ["answer"]
     assert [h.subquery for h in frozen.trace.hops] == [h.subquery for h in base.trace.hops]
     assert frozen.trace.hops[1].selected == (evidence[0]["id"],)
 
@@ -171,7 +171,7 @@ def test_repair_and_regenerate_replans_hop_j_and_continues() -> None:
     drifted = executor.fork(base, 2, "plan", replace_subquery("Halvek Studios"))
     assert drifted.trace.answer != base.trace.answer
     repaired = executor.repair_and_regenerate(drifted, 2)
-    assert repaired.nodes_run[0] == "plan"
+    assert repaired.nodes[0] == "plan"
     assert repaired.trace.to_json() == base.trace.to_json()
 
 
@@ -214,3 +214,26 @@ def test_single_shot_trace_is_retrieve_select_answer() -> None:
     assert run.trace.actions == ["RETRIEVE", "SELECT", "ANSWER"]
     assert run.trace.mode == "single_shot"
     assert len(run.trace.hops) == 1 and len(run.trace.hops[0].retrieved) == 5
+
+
+def test_identity_forks_on_30_synthetic_examples_are_exact_and_free() -> None:
+    """The issue's bar: every hop × boundary gives the base trace byte for byte, runs
+    exactly the base run's suffix, and makes skill calls for suffix nodes only."""
+    from cuer_agent.data import load_dataset
+    dataset = load_dataset("synthetic", n=30, hops=3, seed=7)
+    retriever = BM25Retriever.from_passages(dataset.corpus)
+    executor, recorder = make_executor()
+    forks = 0
+    for example in dataset.examples:
+        base = executor.run(example, retriever)
+        for hop in range(1, len(base.trace.hops) + 1):
+            for boundary in ("plan", "retrieve", "read"):
+                recorder.requests.clear()
+                fork = executor.fork(base, hop, boundary, identity)  # type: ignore[arg-type]
+                assert fork.trace.to_json() == base.trace.to_json()
+                suffix = base.nodes_run[base.nodes_run.index(f"{hop}:{boundary}") + 1:]
+                assert fork.nodes_run == suffix
+                skill_nodes = [k for k in suffix if k.split(":")[1] != "retrieve"]
+                assert len(recorder.requests) == len(skill_nodes)
+                forks += 1
+    assert forks >= 30 * 3 * 2

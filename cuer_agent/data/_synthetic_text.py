@@ -1,0 +1,455 @@
+"""The text layer of the synthetic world (see `synthetic.py`): word pools, sentence
+templates, and the functions that turn them into names, passages and question phrasing.
+
+Placeholders used by the templates:
+
+* `{s}` / `{sp}` / `{so}` — a reference to the subject entity in nominative, possessive
+  and object case: its name ("Quorin Rising", "Quorin Rising's"), a description
+  ("the film", "the film's") or a pronoun ("it", "its"; "he", "his", "him").
+* `{o}` — the object: another entity's name, verbatim, or a formatted literal (a year,
+  a population). Every fact template contains `{o}`, so the sentence stating a fact
+  always contains its answer.
+* `{kind}` / `{skind}` — the object's / subject's type noun ("city", "country").
+* `{sib}` — the name of a family sibling (a deliberate confuser).
+
+Every question paraphrase in `QUESTIONS` shares a cue word with at least one form of its
+relation in `FACTS`, and all but one paraphrase with two or three: the same word, a
+simple morphological variant (directed/director, founded/founder, studied/study) or
+born/birthplace, wrote/written. The forms in `UNCUED_FACTS` share none and are used now
+and then, so reading is not pure keyword matching.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+import numpy as np
+
+T = TypeVar("T")
+
+NAME_REF_P = 0.75
+"""Probability that a fact sentence names its subject (else surname/description/pronoun)."""
+UNCUED_FACT_P = 0.1
+"""Probability that a fact is stated in an `UNCUED_FACTS` form."""
+SIBLING_FILLER_P = 0.35
+"""Probability that a passage names one of its family siblings."""
+
+# --- invented words -----------------------------------------------------------------
+# Syllables are onset + vowel + coda; the clusters and vowel pairs make words that read
+# as names but are (almost never) real ones.
+ONSETS: tuple[str, ...] = (
+    "b", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z",
+    "br", "dr", "gr", "kr", "tr", "th", "sk", "st", "vr", "qu", "sh", "pl", "fl",
+)
+ONSET_WEIGHTS: tuple[int, ...] = (4,) * 15 + (1,) * 13
+"""Single consonants are more frequent than clusters, so names stay pronounceable."""
+VOWELS: tuple[str, ...] = ("a", "e", "i", "o", "u", "y", "ae", "ei", "ou")
+VOWEL_WEIGHTS: tuple[int, ...] = (5, 5, 4, 5, 3, 1, 1, 1, 1)
+MEDIAL_CODAS: tuple[str, ...] = ("", "", "", "", "n", "r", "l", "s", "m")
+FINAL_CODAS: tuple[str, ...] = (
+    "", "n", "r", "l", "m", "s", "th", "x", "rn", "sk", "nd", "v", "k", "ck", "ll", "sh", "z",
+)
+THREE_SYLLABLE_P = 0.25
+
+# --- names ----------------------------------------------------------------------------
+# `{stem}` is the family's invented word: every member of a family carries it, so it is
+# the distinctive name part the confusers share. Members take distinct patterns.
+NAME_PATTERNS: dict[str, tuple[str, ...]] = {
+    "film": (
+        "{stem} Rising", "The {stem} Letters", "Return to {stem}", "{stem} at Dusk",
+        "The Last {stem}", "Beyond {stem}", "{stem} Nights", "Shadows over {stem}",
+        "The {stem} Affair", "A Winter in {stem}",
+    ),
+    "book": (
+        "The {stem} Chronicle", "A History of {stem}", "The Ballad of {stem}",
+        "Letters from {stem}", "The {stem} Inheritance", "{stem} and the Sea",
+        "The Silent {stem}", "Songs of {stem}", "The {stem} Garden",
+    ),
+    "company": (
+        "{stem} Media", "{stem} Group", "{stem} Holdings", "{stem} Works", "{stem} Industries",
+        "{stem} Partners", "{stem} Labs", "{stem} Trading",
+    ),
+    "university": (
+        "University of {stem}", "{stem} University", "{stem} Institute of Technology",
+        "{stem} College", "{stem} Polytechnic", "{stem} School of Arts",
+    ),
+    "band": (
+        "The {stem} Lights", "{stem} Parade", "The {stem} Union", "{stem} Sound",
+        "{stem} Orchestra", "The {stem} Collective", "{stem} Choir",
+    ),
+    "album": (
+        "{stem} Blue", "Songs from {stem}", "{stem} Sessions", "Nights in {stem}",
+        "{stem} Avenue", "Echoes of {stem}", "Tales of {stem}", "{stem} Forever",
+    ),
+    "city": (
+        "{stem}", "North {stem}", "Port {stem}", "{stem} Falls", "New {stem}",
+        "{stem} Bay", "Fort {stem}", "East {stem}",
+    ),
+    "country": (
+        "{stem}", "North {stem}", "{stem} Islands", "Republic of {stem}", "Greater {stem}",
+        "Kingdom of {stem}", "{stem} Federation",
+    ),
+}
+"""Name patterns per type; persons are named `{given} {stem}` (the stem is a surname)."""
+
+TYPE_NOUN: dict[str, str] = {
+    "person": "person", "film": "film", "book": "book", "company": "company",
+    "university": "university", "band": "band", "album": "album", "city": "city",
+    "country": "country",
+}
+
+# Non-name references to an entity: (nominative, possessive, object).
+DESCRIPTIONS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "film": (("the film", "the film's", "the film"), ("it", "its", "it")),
+    "book": (("the book", "the book's", "the book"), ("the novel", "the novel's", "the novel"),
+             ("it", "its", "it")),
+    "company": (("the company", "the company's", "the company"),
+                ("the firm", "the firm's", "the firm"), ("it", "its", "it")),
+    "university": (("the university", "the university's", "the university"), ("it", "its", "it")),
+    "band": (("the band", "the band's", "the band"), ("the group", "the group's", "the group")),
+    "album": (("the album", "the album's", "the album"), ("it", "its", "it")),
+    "city": (("the city", "the city's", "the city"), ("the town", "the town's", "the town"),
+             ("it", "its", "it")),
+    "country": (("the country", "the country's", "the country"), ("it", "its", "it")),
+}
+PRONOUNS: tuple[tuple[str, str, str], ...] = (("he", "his", "him"), ("she", "her", "her"))
+"""Person pronouns, one per person (persons also get surname-only references)."""
+
+# --- passage sentences ----------------------------------------------------------------
+INTROS: dict[str, tuple[str, ...]] = {
+    "person": ("{name} is {a_detail}.", "{name} is a well-known {detail}.",
+               "{name} is {a_detail} with a long career."),
+    "film": ("{name} is {a_detail} film.", "{name} is a feature-length {detail} film."),
+    "book": ("{name} is {a_detail} novel.", "{name} is a novel in the {detail} genre."),
+    "company": ("{name} is {a_detail} company.", "{name} is a company active in {detail}."),
+    "university": ("{name} is {a_detail} university.",
+                   "{name} is {a_detail} institution of higher learning."),
+    "band": ("{name} is {a_detail} band.", "{name} is {a_detail} group."),
+    "album": ("{name} is {a_detail} album.", "{name} is a studio album of {detail} music."),
+    "city": ("{name} is {a_detail} city.", "{name} is {a_detail} town."),
+    "country": ("{name} is {a_detail} country.", "{name} is {a_detail} nation."),
+}
+"""`{a_detail}` is the detail with its indefinite article ("an electronic")."""
+INTRO_DETAILS: dict[str, tuple[str, ...]] = {
+    "person": ("painter", "architect", "historian", "engineer", "physician", "journalist",
+               "chemist", "translator"),
+    "film": ("drama", "comedy", "thriller", "science fiction", "documentary", "western",
+             "musical", "mystery"),
+    "book": ("historical", "crime", "fantasy", "romance", "adventure", "literary", "satirical"),
+    "company": ("shipping", "software", "textile", "media", "food", "energy", "insurance"),
+    "university": ("public", "private", "research", "technical", "small liberal arts"),
+    "band": ("folk", "rock", "jazz", "electronic", "brass", "punk", "soul"),
+    "album": ("folk", "rock", "jazz", "electronic", "ambient", "pop", "soul"),
+    "city": ("coastal", "riverside", "mountain", "market", "industrial", "university"),
+    "country": ("small", "mountainous", "coastal", "landlocked", "island", "northern"),
+}
+ROLE_DETAILS: dict[str, str] = {
+    "directed_by": "film director", "written_by": "writer", "founded_by": "entrepreneur",
+}
+"""Person intro details implied by what the person did (so the intro never contradicts
+the graph): a person who directed a film is introduced as a film director."""
+
+FACTS: dict[str, tuple[str, ...]] = {
+    "directed_by": ("{s} was directed by {o}.", "{sp} director was {o}.", "{o} directed {so}."),
+    "produced_by": ("{s} was produced by {o}.", "{sp} production company was {o}.",
+                    "{o} produced {so}."),
+    "written_by": ("{s} was written by {o}.", "{sp} author is {o}.", "{o} wrote {so}."),
+    "published_by": ("{s} was published by {o}.", "{sp} publisher is {o}.",
+                     "{o} published {so}."),
+    "born_in": ("{s} was born in {o}.", "{sp} birthplace is {o}.",
+                "{s} was born and raised in {o}."),
+    "educated_at": ("{s} studied at {o}.", "{s} completed {sp} studies at {o}.",
+                    "{s} was educated at {o}."),
+    "founded_by": ("{s} was founded by {o}.", "{sp} founder is {o}.", "{o} founded {so}."),
+    "headquartered_in": ("{s} is headquartered in {o}.", "{sp} headquarters are in {o}.",
+                         "{s} has its headquarters in {o}."),
+    "located_in": ("{s} is located in {o}.", "{s} is a {skind} located in {o}.",
+                   "{s} lies in {o}."),
+    "formed_in": ("{s} was formed in {o}.", "{s} formed in {o}.", "{sp} hometown is {o}."),
+    "recorded_by": ("{s} was recorded by {o}.", "{o} recorded {so}.",
+                    "{s} is a record by {o}."),
+    "capital": ("{sp} capital is {o}.", "{s} has {o} as its capital.",
+                "{o} serves as {sp} capital."),
+    "birth_year": ("{s} was born in {o}.", "{s} was born in the year {o}.",
+                   "{sp} year of birth is {o}."),
+    "release_year": ("{s} was released in {o}.", "{s} was first released in {o}.",
+                     "{s} came out in {o}."),
+    "publication_year": ("{s} was published in {o}.", "{s} was first published in {o}."),
+    "founding_year": ("{s} was founded in {o}.", "{s} was established in {o}.",
+                      "{sp} founding year is {o}."),
+    "formation_year": ("{s} was formed in {o}.", "{s} formed in {o}."),
+    "population": ("{s} has a population of {o}.", "{sp} population is {o} people.",
+                   "{s} is home to {o} people."),
+}
+"""Fact sentences that share a cue word (or a variant of it) with a question paraphrase."""
+UNCUED_FACTS: dict[str, tuple[str, ...]] = {
+    "directed_by": ("{s} was made by {o}.",),
+    "produced_by": ("{s} was made under the {o} banner.",),
+    "written_by": ("{s} is a novel by {o}.",),
+    "published_by": ("{s} was first issued by {o}.",),
+    "born_in": ("{s} is a native of {o}.",),
+    "educated_at": ("{s} graduated from {o}.", "{s} attended {o}."),
+    "founded_by": ("{s} was started by {o}.",),
+    "headquartered_in": ("{sp} main offices are in {o}.", "{s} is based in {o}."),
+    "located_in": ("{s} is situated in {o}.", "{s} is a {skind} in {o}."),
+    "formed_in": ("{s} got together in {o}.",),
+    "recorded_by": ("{s} is an album by {o}.",),
+    "capital": ("{s} is governed from {o}.",),
+    "publication_year": ("{s} appeared in print in {o}.",),
+    "formation_year": ("{s} has been together since {o}.",),
+}
+"""Fact sentences without a cue word, used now and then so that reading is not pure
+keyword matching (relations missing here always use a cued form)."""
+
+FILLERS: dict[str, tuple[str, ...]] = {
+    "person": ("{s} is known for a patient and meticulous working style.",
+               "{s} rarely gives interviews.", "In later years {s} took up sailing.",
+               "{s} has received several regional honours.",
+               "Colleagues describe {so} as generous and exacting.",
+               "{sp} early work went largely unnoticed."),
+    "film": ("{s} received mixed reviews from critics.", "The score was praised for its restraint.",
+             "{s} runs for just under two hours.", "Critics singled out the cinematography.",
+             "A restored version was screened at several festivals.",
+             "{sp} ending has been debated for years."),
+    "book": ("{s} has been translated into several languages.",
+             "Reviewers praised its careful prose.", "{s} is divided into three parts.",
+             "The cover art was painted by hand.", "{sp} final chapter surprised many readers."),
+    "company": ("{s} has a large workforce.", "The firm has expanded into overseas markets.",
+                "{s} is privately held.", "{sp} logo has changed several times.",
+                "{s} is known for its annual staff regatta."),
+    "university": ("{s} is known for its library.", "The campus includes a botanical garden.",
+                   "{s} offers degrees in the sciences and humanities.",
+                   "{sp} rowing club is well regarded."),
+    "band": ("{s} is known for energetic concerts.", "The lineup has changed several times.",
+             "Their music mixes brass with electronic textures.",
+             "{s} has toured widely."),
+    "album": ("{s} contains eleven tracks.", "The cover shows a lighthouse at night.",
+              "Critics praised its arrangements.", "{sp} closing track is over ten minutes long."),
+    "city": ("{s} is known for its covered markets.", "The old town is crossed by a narrow river.",
+             "{s} hosts an annual lantern festival.", "{sp} harbour is busy all year."),
+    "country": ("{s} has a temperate climate.", "The economy relies on fishing and textiles.",
+                "{sp} flag shows a green and white field.", "{s} is divided into provinces."),
+}
+SIBLING_FILLERS: tuple[str, ...] = (
+    "{s} is not to be confused with {sib}.", "{s} is often confused with {sib}.",
+    "{s} should not be mistaken for {sib}.", "Despite the similar name, {s} is unrelated to {sib}.",
+)
+"""Filler naming a family sibling: the confuser shows up in the passage text too."""
+
+# --- questions --------------------------------------------------------------------------
+QUESTIONS: dict[str, tuple[str, ...]] = {
+    "directed_by": ("Who directed {s}?", "Who was the director of {s}?",
+                    "Which filmmaker directed {s}?"),
+    "produced_by": ("Which company produced {s}?", "What is the production company of {s}?",
+                    "Who produced {s}?"),
+    "written_by": ("Who wrote {s}?", "Which author wrote {s}?", "Who was {s} written by?"),
+    "published_by": ("Which company published {s}?", "Who is the publisher of {s}?",
+                     "Who published {s}?"),
+    "born_in": ("Where was {s} born?", "In which city was {s} born?",
+                "What is the birthplace of {s}?"),
+    "educated_at": ("Where did {s} study?", "At which university did {s} study?",
+                    "Where was {s} educated?"),
+    "founded_by": ("Who founded {s}?", "Who is the founder of {s}?", "Who was {s} founded by?"),
+    "headquartered_in": ("Where is {s} headquartered?",
+                         "In which city does {s} have its headquarters?",
+                         "Where are the headquarters of {s}?"),
+    "located_in": ("Where is {s} located?", "In which {kind} is {s} located?",
+                   "What {kind} is {s} located in?"),
+    "formed_in": ("Where was {s} formed?", "In which city was {s} formed?",
+                  "Where did {s} form?"),
+    "recorded_by": ("Which band recorded {s}?", "Who recorded {s}?",
+                    "Who is the recording artist of {s}?"),
+    "capital": ("What is the capital of {s}?", "Which city is the capital of {s}?"),
+    "birth_year": ("In which year was {s} born?", "When was {s} born?",
+                   "What year was {s} born in?"),
+    "release_year": ("In which year was {s} released?", "When was {s} released?",
+                     "In what year was {s} first released?"),
+    "publication_year": ("In which year was {s} published?", "When was {s} first published?"),
+    "founding_year": ("In which year was {s} founded?", "When was {s} founded?",
+                      "What is the founding year of {s}?"),
+    "formation_year": ("In which year was {s} formed?", "When was {s} formed?"),
+    "population": ("What is the population of {s}?", "How many people live in {s}?"),
+}
+"""Question paraphrases per relation, `{s}` being the subject (a name or a noun phrase)."""
+
+NOUN_PHRASES: dict[str, tuple[str, ...]] = {
+    "directed_by": ("the director of {s}", "the person who directed {s}"),
+    "produced_by": ("the company that produced {s}", "the production company of {s}"),
+    "written_by": ("the author of {s}", "the person who wrote {s}"),
+    "published_by": ("the publisher of {s}", "the company that published {s}"),
+    "born_in": ("the birthplace of {s}", "the city where {s} was born"),
+    "educated_at": ("the alma mater of {s}", "the university where {s} studied"),
+    "founded_by": ("the founder of {s}", "the person who founded {s}"),
+    "headquartered_in": ("the headquarters city of {s}", "the city where {s} is headquartered"),
+    "located_in": ("the {kind} that contains {s}", "the {kind} where {s} is located"),
+    "formed_in": ("the hometown of {s}", "the city where {s} was formed"),
+    "recorded_by": ("the band that recorded {s}", "the recording artist of {s}"),
+    "capital": ("the capital of {s}", "the capital city of {s}"),
+}
+"""Noun phrases naming the object of a relation, used for intermediate (bridge) hops.
+Forms that do not end in `{s}` are relative clauses; a question nests at most one."""
+
+YEAR_VERBS: dict[str, str] = {
+    "birth_year": "born", "release_year": "released", "publication_year": "published",
+    "founding_year": "founded", "formation_year": "formed",
+}
+COMPARE_APART: tuple[str, ...] = (
+    "How many years apart were {a} and {b} {verb}?",
+    "How many years separate the years in which {a} and {b} were {verb}?",
+)
+YESNO_BEFORE: tuple[str, ...] = ("Was {a} {verb} before {b}?", "Was {a} {verb} earlier than {b}?")
+YESNO_POPULATION: tuple[str, ...] = ("Does {a} have a larger population than {b}?",
+                                     "Is the population of {a} larger than that of {b}?")
+YESNO_SAME: dict[str, tuple[str, ...]] = {
+    "born_in": ("Were {a} and {b} born in the same city?",),
+    "located_in": ("Are {a} and {b} located in the same {kind}?",),
+    "directed_by": ("Were {a} and {b} directed by the same person?",),
+    "written_by": ("Were {a} and {b} written by the same author?",),
+    "recorded_by": ("Were {a} and {b} recorded by the same band?",),
+    "headquartered_in": ("Are {a} and {b} headquartered in the same city?",),
+    "educated_at": ("Did {a} and {b} study at the same university?",),
+}
+"""Yes/no questions on whether two entities share a relation's object."""
+
+
+# --- names -------------------------------------------------------------------------------
+
+def pattern_words() -> set[str]:
+    """The English words of the name patterns, lower-cased (never usable as a stem)."""
+    return {w.lower() for patterns in NAME_PATTERNS.values() for p in patterns
+            for w in p.replace("{stem}", " ").split() if w.isalpha()}
+
+
+def _weights(w: tuple[int, ...]) -> np.ndarray:
+    return np.asarray(w, dtype=np.float64) / sum(w)
+
+
+def invented_words(rng: np.random.Generator, count: int, taken: set[str]) -> list[str]:
+    """`count` new capitalised words of 2-3 syllables; each is added to `taken` (lower
+    case) and none was in it, so the words are distinct from each other and from `taken`."""
+    words: list[str] = []
+    while len(words) < count:
+        k = count - len(words) + 64  # a few spare draws for the words already taken
+        n_syl = np.where(rng.random(k) < THREE_SYLLABLE_P, 3, 2).tolist()
+        on = rng.choice(len(ONSETS), size=(k, 3), p=_weights(ONSET_WEIGHTS)).tolist()
+        vo = rng.choice(len(VOWELS), size=(k, 3), p=_weights(VOWEL_WEIGHTS)).tolist()
+        mid = rng.integers(len(MEDIAL_CODAS), size=(k, 3)).tolist()
+        fin = rng.integers(len(FINAL_CODAS), size=k).tolist()
+        for i, syllables in enumerate(n_syl):
+            codas = [MEDIAL_CODAS[c] for c in mid[i][:syllables - 1]] + [FINAL_CODAS[fin[i]]]
+            word = "".join(ONSETS[on[i][j]] + VOWELS[vo[i][j]] + codas[j]
+                           for j in range(syllables)).replace("quu", "quo")
+            if word in taken:
+                continue
+            taken.add(word)
+            words.append(word.capitalize())
+            if len(words) == count:
+                break
+    return words
+
+
+# --- passages ----------------------------------------------------------------------------
+
+Ref = tuple[str, str, str]
+"""A way to refer to an entity: (nominative, possessive, object)."""
+Fact = tuple[str, str, str]
+"""(relation, object text, object type noun) of one fact about a passage's subject."""
+
+
+class Dice:
+    """Fast draws from one seeded `random.Random`: its `choice`, `sample` and `shuffle` are
+    pure Python and would dominate the build time at a million passages."""
+
+    def __init__(self, seed: int) -> None:
+        self.random = random.Random(seed).random
+
+    def chance(self, p: float) -> bool:
+        return self.random() < p
+
+    def index(self, n: int) -> int:
+        return min(int(self.random() * n), n - 1)
+
+    def pick(self, seq: Sequence[T]) -> T:
+        return seq[self.index(len(seq))]
+
+    def shuffle(self, items: list[str]) -> None:
+        items.sort(key=lambda _: self.random())
+
+
+def possessive(name: str) -> str:
+    return f"{name}'" if name.endswith("s") else f"{name}'s"
+
+
+def article(word: str) -> str:
+    """The indefinite article of a (lower-case) word: "an electronic", "a university"."""
+    return "an" if word[0] in "aeiou" and not word.startswith(("uni", "eu")) else "a"
+
+
+def other_refs(t: str, surname: str, dice: Dice) -> tuple[Ref, ...]:
+    """References to an entity other than its full name: surname and pronoun for a
+    person, descriptions ("the film") and "it" for the rest."""
+    if t == "person":
+        return (surname, possessive(surname), surname), dice.pick(PRONOUNS)
+    return DESCRIPTIONS[t]
+
+
+def _sentence(template: str, ref: Ref, fields: dict[str, str]) -> str:
+    """Fill a template (`fields` supplies the non-subject placeholders), capitalised."""
+    fields["s"], fields["sp"], fields["so"] = ref
+    text = template.format_map(fields)
+    return text[0].upper() + text[1:] if text[0].islower() else text
+
+
+def render_passage(dice: Dice, t: str, name: str, refs: tuple[Ref, ...], facts: list[Fact],
+                   siblings: list[str], detail: str) -> str:
+    """An intro, then one sentence per fact, one or two fillers and maybe a sibling mention,
+    in random order."""
+    name_ref: Ref = (name, possessive(name), name)
+    fields = {"skind": TYPE_NOUN[t], "kind": "", "o": "", "sib": ""}
+    body = []
+    for rel, obj, kind in facts:
+        ref = name_ref if dice.chance(NAME_REF_P) else dice.pick(refs)
+        uncued = UNCUED_FACTS.get(rel, ())
+        forms = uncued if uncued and dice.chance(UNCUED_FACT_P) else FACTS[rel]
+        fields["o"], fields["kind"] = obj, kind
+        body.append(_sentence(dice.pick(forms), ref, fields))
+    fillers = FILLERS[t]
+    chosen = [dice.index(len(fillers))]
+    if dice.chance(0.5):  # a second, different filler
+        chosen.append((chosen[0] + 1 + dice.index(len(fillers) - 1)) % len(fillers))
+    for i in chosen:
+        body.append(_sentence(fillers[i], name_ref if dice.chance(0.5) else dice.pick(refs),
+                              fields))
+    if siblings and dice.chance(SIBLING_FILLER_P):
+        fields["sib"] = dice.pick(siblings)
+        body.append(_sentence(dice.pick(SIBLING_FILLERS), dice.pick(refs), fields))
+    dice.shuffle(body)
+    intro = dice.pick(INTROS[t]).format(name=name, detail=detail,
+                                        a_detail=f"{article(detail)} {detail}")
+    return " ".join([intro, *body])
+
+
+# --- questions ---------------------------------------------------------------------------
+
+def chain_question(pick: Callable[[Sequence[str]], str], name: str,
+                   hops: Sequence[tuple[str, str]]) -> str:
+    """Phrase a relation chain from the named entity: `hops` are (relation, object type
+    noun); every hop but the last becomes a noun phrase around the previous one, the last
+    gives the question. At most one clause is centre-embedded in another ("the city where
+    the director of X was born", never "the country where the city where X was born is
+    located", nor "Where is the city where X was born located?")."""
+    relation, kind = hops[-1]
+    question = pick(QUESTIONS[relation])
+    phrase, has_clause = name, False
+    for depth, (inner_relation, inner_kind) in enumerate(hops[:-1]):
+        forms = NOUN_PHRASES[inner_relation]
+        outermost = depth == len(hops) - 2
+        if has_clause or (outermost and not question.endswith("{s}?")):
+            forms = tuple(f for f in forms if f.endswith("{s}"))
+        form = pick(forms)
+        has_clause = has_clause or not form.endswith("{s}")
+        phrase = form.format(s=phrase, kind=inner_kind)
+    question = question.format(s=phrase, kind=kind)
+    return question[0].upper() + question[1:]
