@@ -1,0 +1,58 @@
+"""The CUE-R axes (paper-notes §A): correctness, grounding, confidence error, divergence.
+
+Utilities are "higher is better"; a delta is U(original) − U(counterfactual), so a
+positive delta means the intervention hurt. Confidence error enters as utility −CE.
+Trace divergence D is a separate behavioural signal (not a utility):
+
+    D(τ, τ') = w_used · d_J(U, U') + w_answer · 1[y ≠ y'] + w_conf · |c − c'|
+
+with Jaccard distance d_J (0 when both sets are empty), answers compared after the
+official normalisation, and default weights (0.5, 0.3, 0.2) — a config value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+
+from cuer_agent.metrics.answer import normalize_answer
+
+
+@dataclass(frozen=True)
+class DivergenceWeights:
+    used: float = 0.5
+    answer: float = 0.3
+    confidence: float = 0.2
+
+
+def grounding(used_titles: Iterable[str], gold_titles: Collection[str]) -> float:
+    """Share of used evidence items whose title is a gold supporting title; 0 if none used."""
+    titles = list(used_titles)
+    if not titles:
+        return 0.0
+    gold = set(gold_titles)
+    return sum(t in gold for t in titles) / len(titles)
+
+
+def clamp01(value: float | None) -> float:
+    """Confidence clamped to [0, 1]; a missing confidence (parse failure) counts as 0."""
+    return 0.0 if value is None else min(1.0, max(0.0, float(value)))
+
+
+def confidence_error(confidence: float | None, correct: float) -> float:
+    return abs(clamp01(confidence) - float(correct))
+
+
+def jaccard_distance(a: Iterable[str], b: Iterable[str]) -> float:
+    sa, sb = set(a), set(b)
+    if not sa and not sb:
+        return 0.0
+    return 1.0 - len(sa & sb) / len(sa | sb)
+
+
+def divergence(used: Iterable[str], answer: str, confidence: float | None,
+               used_cf: Iterable[str], answer_cf: str, confidence_cf: float | None,
+               weights: DivergenceWeights = DivergenceWeights()) -> float:
+    changed = normalize_answer(answer) != normalize_answer(answer_cf)
+    return (weights.used * jaccard_distance(used, used_cf) + weights.answer * float(changed)
+            + weights.confidence * abs(clamp01(confidence) - clamp01(confidence_cf)))
