@@ -177,3 +177,20 @@ def test_module_entry_point_runs(tmp_path: Path) -> None:
                           capture_output=True, text=True)
     assert proc.returncode == 0
     assert "data" in proc.stdout and "run" in proc.stdout
+
+
+def test_server_failing_mid_run_marks_one_example_failed_and_goes_on(
+        tmp_path: Path, openai_server) -> None:
+    from fake_servers import Behaviour
+
+    # The model check and two skill calls succeed, then one request fails on every attempt.
+    openai_server.script(*[Behaviour()] * 3, *[Behaviour(status=500, retry_after="0")] * 4)
+    code, _, err = cli("run", "--dataset", "synthetic", "--n", "3", "--hops", "2",
+                       "--out", str(tmp_path / "run"), "--backend", "openai",
+                       "--model", "test-model", "--base-url", openai_server.url, "--no-cache",
+                       "--no-progress")
+    assert code == 0, err
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["n"] == 3
+    assert summary["status"].get("error") == 1
+    assert "HTTP 500" in summary["errors"][0]["error"]

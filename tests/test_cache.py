@@ -1,0 +1,69 @@
+"""The response cache and the ledger: keys, persistence, concurrent use."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from cuer_agent.llm.cache import CachedReply, Ledger, ResponseCache, cache_key
+
+
+def test_cache_key_depends_on_every_part() -> None:
+    base = ("openai", "m", "plan", [{"role": "user", "content": "x"}], {"temperature": 0})
+    keys = {cache_key(*base),
+            cache_key("ollama", *base[1:]),
+            cache_key(base[0], "m2", *base[2:]),
+            cache_key(*base[:2], "read", *base[3:]),
+            cache_key(*base[:3], [{"role": "user", "content": "y"}], base[4]),
+            cache_key(*base[:4], {"temperature": 0, "seed": 1})}
+    assert len(keys) == 6
+    assert cache_key(*base) == cache_key(*base)
+
+
+def test_cache_persists_across_instances(tmp_path: Path) -> None:
+    ResponseCache(tmp_path / "c.sqlite").put("k", "plan", CachedReply('{"a": 1}', 3, 4))
+    assert ResponseCache(tmp_path / "c.sqlite").get("k") == CachedReply('{"a": 1}', 3, 4, "")
+
+
+def test_cache_is_safe_under_concurrent_threads(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "c.sqlite")
+
+    def work(i: int) -> None:
+        for j in range(50):
+            key = f"k{(i * 50 + j) % 120}"  # overlapping keys: racing writers
+            cache.put(key, "read", CachedReply(key, 1, 1))
+            got = cache.get(key)
+            assert got is not None and got.text == key
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(work, range(8)))
+    assert len(cache) == 120
+
+
+def _writer(path: str, offset: int) -> None:
+    cache = ResponseCache(path)
+    for j in range(100):
+        cache.put(f"k{(offset + j) % 150}", "plan", CachedReply("x", 0, 0))
+
+
+def test_cache_is_safe_across_processes(tmp_path: Path) -> None:
+    path = str(tmp_path / "c.sqlite")
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(path, offset)) for offset in (0, 50)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert all(p.exitcode == 0 for p in procs)
+    assert len(ResponseCache(path)) == 150
+
+
+def test_ledger_totals_and_rate() -> None:
+    ledger = Ledger()
+    ledger.add("plan", calls=2, prompt_tokens=10, completion_tokens=5)
+    ledger.add("read", cache_hits=2, parse_failures=1)
+    out = ledger.to_dict(timings=False)
+    assert (out["calls"], out["cache_hits"], out["tokens"]) == (2, 2, 15)
+    assert out["parse_failure_rate"] == 0.25
+    assert "latency_s" not in out and "latency_s" not in out["by_skill"]["plan"]
