@@ -1,0 +1,408 @@
+"""Building the synthetic world: entities, relations, literals, passages.
+
+See `cuer_agent.data.synthetic` for the design; this module is its first half
+(the world), `_synthetic_questions` the second (questions over it).
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+
+from cuer_agent.data import _synthetic_text as txt
+from cuer_agent.data._example import Passage
+from cuer_agent.errors import ConfigError
+
+TYPE_SHARES: dict[str, float] = {
+    "person": 0.22, "film": 0.13, "book": 0.13, "company": 0.10, "university": 0.06,
+    "band": 0.07, "album": 0.10, "city": 0.16, "country": 0.03,
+}
+"""Share of the world per entity type (cities outnumber countries ~5:1)."""
+TYPES: tuple[str, ...] = tuple(TYPE_SHARES)
+
+ENTITY_RELATIONS: dict[str, tuple[tuple[str, str], ...]] = {
+    "person": (("born_in", "city"), ("educated_at", "university")),
+    "film": (("directed_by", "person"), ("produced_by", "company")),
+    "book": (("written_by", "person"), ("published_by", "company")),
+    "company": (("founded_by", "person"), ("headquartered_in", "city")),
+    "university": (("located_in", "city"),),
+    "band": (("formed_in", "city"),),
+    "album": (("recorded_by", "band"),),
+    "city": (("located_in", "country"),),
+    "country": (("capital", "city"),),
+}
+"""(relation, object type) per subject type. Every entity has every relation of its type."""
+LITERALS: dict[str, str] = {
+    "person": "birth_year", "film": "release_year", "book": "publication_year",
+    "company": "founding_year", "university": "founding_year", "band": "formation_year",
+    "album": "release_year", "city": "population", "country": "population",
+}
+"""The literal attribute (relation name = node attribute) of each type."""
+
+MIN_SIZE = 100
+LAST_YEAR = 2024
+MAX_HOPS = 4
+FOUR_FAMILY_SHARE = 0.25
+"""Share of families with four members (the others have three)."""
+FORBIDDEN_STEPS = frozenset({("capital", "located_in")})
+"""Relation pairs that always lead back to the previous entity."""
+MAX_MISSES = 1000
+"""Consecutive failed draws after which the world is taken to be out of new questions."""
+MIX: tuple[tuple[str, int, int], ...] = (
+    ("chain", 1, 2), ("chain", 2, 4), ("chain", 3, 5), ("chain", 4, 3),
+    ("comparison", 2, 3), ("yesno", 2, 3),
+)
+"""The hops=None question mix: (qtype, hops, count per block of 20)."""
+
+
+# --- seeding -----------------------------------------------------------------------------
+
+def _seed_int(*parts: object) -> int:
+    """A 64-bit seed from a stable hash of the parts (never Python's `hash()`)."""
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "little")
+
+
+def seeded_rng(*parts: object) -> np.random.Generator:
+    return np.random.default_rng(_seed_int(*parts))
+
+
+# --- the world -----------------------------------------------------------------------------
+
+@dataclass(eq=False, repr=False)
+class World:
+    """A built synthetic world: the graph, one passage per entity, and lookups."""
+
+    seed: int
+    size: int
+    graph: nx.MultiDiGraph
+    passages: list[Passage]
+    """`passages[e]` is entity `e`'s passage (`index == e`, `title == name`)."""
+    names: list[str]
+    types: list[str]
+    by_type: dict[str, np.ndarray]
+    """Entity numbers of each type."""
+    families: list[tuple[int, ...]]
+    family_of: np.ndarray
+    _by_name: dict[str, int]
+
+    def __repr__(self) -> str:
+        return (f"World(seed={self.seed}, size={self.size}, "
+                f"edges={self.graph.number_of_edges()})")
+
+    def id_of(self, name: str) -> int:
+        """Entity number of a name (KeyError if the world has no such entity)."""
+        return self._by_name[name]
+
+    def siblings(self, entity: int) -> tuple[int, ...]:
+        """The other members of the entity's family (its confusers)."""
+        return tuple(m for m in self.families[int(self.family_of[entity])] if m != entity)
+
+    def stem(self, entity: int) -> str:
+        """The invented word the entity shares with its family."""
+        return self.graph.nodes[entity]["stem"]
+
+    def relations(self, entity: int) -> list[tuple[str, int]]:
+        """Outgoing (relation, object) pairs in insertion order."""
+        return [(rel, obj) for obj, keys in self.graph.succ[entity].items() for rel in keys]
+
+    def target(self, entity: int, relation: str) -> int:
+        """The object of an entity relation (KeyError if the entity lacks it)."""
+        for rel, obj in self.relations(entity):
+            if rel == relation:
+                return obj
+        raise KeyError(f"{self.names[entity]!r} has no relation {relation!r}")
+
+    def sources(self, obj: int, relation: str) -> list[int]:
+        """Entities whose `relation` points at `obj`."""
+        return [src for src, keys in self.graph.pred[obj].items() if relation in keys]
+
+    def answer(self, entity: int, relation: str) -> str:
+        """The answer text of a fact, exactly as the entity's passage states it."""
+        if relation == LITERALS[self.types[entity]]:
+            return _format_literal(relation, self.graph.nodes[entity][relation])
+        return self.names[self.target(entity, relation)]
+
+
+def _format_literal(relation: str, value: int) -> str:
+    return f"{value:,}" if relation == "population" else str(value)
+
+
+def build_world(seed: int = 0, size: int = 2000) -> World:
+    """Build the seeded world of `size` entities (= passages). Deterministic in (seed, size)."""
+    if size < MIN_SIZE:
+        raise ConfigError(f"synthetic world size must be at least {MIN_SIZE}, got {size}")
+    with gc_paused():
+        return _build_world(seed, size)
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector. A world is millions of small containers without
+    reference cycles; each full collection rescans all of them, which doubled the build
+    time at 10^6 passages and made question generation on a large world 300x slower."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _build_world(seed: int, size: int) -> World:
+    rng = seeded_rng("world", seed, size)
+    by_type, fam_local = _layout(rng, size)
+    type_of = [""] * size
+    for t, ents in by_type.items():
+        for e in ents.tolist():
+            type_of[e] = t
+    family_of, families = _families(by_type, fam_local, size)
+    stems, given = _stems(rng, len(families), max(8, len(by_type["person"]) // 12))
+    names = _names(rng, by_type, fam_local, family_of, stems, given, size)
+    targets = _relation_targets(rng, by_type, fam_local)
+    values = _literal_values(rng, by_type, targets, size)
+    graph = _graph(seed, size, names, type_of, family_of, stems, by_type, targets, values)
+    texts = _render_passages(seed, size, by_type, families, family_of, names, stems, targets,
+                             values)
+    passages = [Passage(title=names[e], text=texts[e], index=e) for e in range(size)]
+    by_name = {name: e for e, name in enumerate(names)}
+    if len(by_name) != size:  # unique by construction; a cheap guard against regressions
+        raise AssertionError("synthetic entity names are not unique")
+    return World(seed=seed, size=size, graph=graph, passages=passages, names=names,
+                 types=type_of, by_type=by_type, families=families, family_of=family_of,
+                 _by_name=by_name)
+
+
+def _type_counts(size: int) -> dict[str, int]:
+    """Entities per type: floor of the shares, the remainder by largest fraction."""
+    raw = {t: share * size for t, share in TYPE_SHARES.items()}
+    counts = {t: int(v) for t, v in raw.items()}
+    by_fraction = sorted(TYPES, key=lambda t: (-(raw[t] - counts[t]), TYPES.index(t)))
+    for t in by_fraction[: size - sum(counts.values())]:
+        counts[t] += 1
+    return counts
+
+
+def _family_sizes(rng: np.random.Generator, count: int) -> np.ndarray:
+    """Split `count` (>= 3) entities into families of 3 and 4, about a quarter of 4, in
+    random order; counts that 3s and 4s cannot make (5) get one bigger family."""
+    rest = count % 3
+    fours = int(count * FOUR_FAMILY_SHARE / 3.25)
+    fours -= (fours - rest) % 3  # 3·threes + 4·fours == count needs fours ≡ count (mod 3)
+    if fours < 0:
+        sizes = np.full(count // 3, 3)
+        sizes[0] += rest
+    else:
+        sizes = np.array([4] * fours + [3] * ((count - 4 * fours) // 3))
+    return rng.permutation(sizes)
+
+
+def _layout(rng: np.random.Generator,
+            size: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Entity numbers per type (shuffled over the corpus) and each one's family index
+    within its type (members of a family are contiguous in `by_type[t]`)."""
+    perm = rng.permutation(size)
+    by_type, fam_local, start = {}, {}, 0
+    for t, count in _type_counts(size).items():
+        by_type[t] = perm[start:start + count]
+        sizes = _family_sizes(rng, count)
+        fam_local[t] = np.repeat(np.arange(len(sizes)), sizes)
+        start += count
+    return by_type, fam_local
+
+
+def _families(by_type: dict[str, np.ndarray], fam_local: dict[str, np.ndarray],
+              size: int) -> tuple[np.ndarray, list[tuple[int, ...]]]:
+    """Global family ids per entity and the member tuple of each family."""
+    family_of = np.empty(size, dtype=np.int64)
+    families: list[tuple[int, ...]] = []
+    for t in TYPES:
+        ents, local = by_type[t], fam_local[t]
+        family_of[ents] = local + len(families)
+        bounds = np.flatnonzero(np.diff(local)) + 1
+        families.extend(tuple(chunk.tolist()) for chunk in np.split(ents, bounds))
+    return family_of, families
+
+
+def _stems(rng: np.random.Generator, n_families: int, n_given: int) -> tuple[list[str], list[str]]:
+    """Family stems and a pool of given names, all distinct from each other and from every
+    word of the name patterns (so a stem is always the distinctive name part)."""
+    words = txt.invented_words(rng, n_families + n_given, txt.pattern_words())
+    return words[:n_families], words[n_families:]
+
+
+def _distinct_in_families(rng: np.random.Generator, pool: int, fam: np.ndarray) -> np.ndarray:
+    """One draw from range(pool) per entity, redrawn until family members differ."""
+    idx = rng.integers(pool, size=len(fam))
+    for _ in range(64):  # converges in a few rounds whenever pool >= family size
+        key = fam.astype(np.int64) * pool + idx
+        first = np.unique(key, return_index=True)[1]
+        dup = np.ones(len(key), dtype=bool)
+        dup[first] = False
+        if not dup.any():
+            break
+        idx[dup] = rng.integers(pool, size=int(dup.sum()))
+    return idx
+
+
+def _names(rng: np.random.Generator, by_type: dict[str, np.ndarray],
+           fam_local: dict[str, np.ndarray], family_of: np.ndarray, stems: list[str],
+           given: list[str], size: int) -> list[str]:
+    names = [""] * size
+    for t in TYPES:
+        ents, fam = by_type[t], fam_local[t]
+        stem_of = family_of[ents].tolist()
+        if t == "person":
+            first = _distinct_in_families(rng, len(given), fam).tolist()
+            for e, f, g in zip(ents.tolist(), stem_of, first, strict=True):
+                names[e] = f"{given[g]} {stems[f]}"
+            continue
+        patterns = txt.NAME_PATTERNS[t]
+        pick = _distinct_in_families(rng, len(patterns), fam).tolist()
+        for e, f, p in zip(ents.tolist(), stem_of, pick, strict=True):
+            names[e] = patterns[p].format(stem=stems[f])
+    return names
+
+
+Targets = dict[tuple[str, str], np.ndarray]
+"""(subject type, relation) -> object entity per subject, aligned with `by_type[type]`."""
+
+
+def _relation_targets(rng: np.random.Generator, by_type: dict[str, np.ndarray],
+                      fam_local: dict[str, np.ndarray]) -> Targets:
+    targets: Targets = {}
+    for t in TYPES:
+        for rel, obj_type in ENTITY_RELATIONS[t]:
+            if rel == "capital":
+                continue  # derived from the cities below, to stay consistent
+            pool = by_type[obj_type]
+            targets[t, rel] = pool[_distinct_in_families(rng, len(pool), fam_local[t])]
+    targets["city", "located_in"] = _cover_countries(rng, by_type, targets["city", "located_in"])
+    targets["country", "capital"] = _capitals(rng, by_type, targets["city", "located_in"])
+    return targets
+
+
+def _cover_countries(rng: np.random.Generator, by_type: dict[str, np.ndarray],
+                     country_of_city: np.ndarray) -> np.ndarray:
+    """Move cities so every country has one (a capital needs a city in its country).
+    A country without cities has no city of any family, so family members stay distinct."""
+    country_of_city = country_of_city.copy()
+    countries, cities = by_type["country"], by_type["city"]
+    slot = {int(c): i for i, c in enumerate(countries.tolist())}
+    count = np.bincount([slot[int(c)] for c in country_of_city.tolist()],
+                        minlength=len(countries))
+    for empty in np.flatnonzero(count == 0).tolist():
+        while True:
+            j = int(rng.integers(len(cities)))
+            old = slot[int(country_of_city[j])]
+            if count[old] >= 2:
+                break
+        country_of_city[j] = countries[empty]
+        count[old] -= 1
+        count[empty] += 1
+    return country_of_city
+
+
+def _capitals(rng: np.random.Generator, by_type: dict[str, np.ndarray],
+              country_of_city: np.ndarray) -> np.ndarray:
+    """One random city located in each country, aligned with `by_type["country"]`."""
+    countries, cities = by_type["country"], by_type["city"]
+    order = np.lexsort((rng.random(len(cities)), country_of_city))
+    sorted_countries = country_of_city[order]
+    first = np.r_[True, sorted_countries[1:] != sorted_countries[:-1]]
+    capital_of = dict(zip(sorted_countries[first].tolist(), cities[order][first].tolist(),
+                          strict=True))
+    return np.array([capital_of[c] for c in countries.tolist()], dtype=cities.dtype)
+
+
+def _literal_values(rng: np.random.Generator, by_type: dict[str, np.ndarray],
+                    targets: Targets, size: int) -> np.ndarray:
+    """The literal of every entity, consistent with the graph (works after their makers'
+    births, albums after their band formed, countries outnumber their cities)."""
+    v = np.zeros(size, dtype=np.int64)
+
+    def n(t: str) -> int:
+        return len(by_type[t])
+
+    v[by_type["person"]] = rng.integers(1880, 1991, size=n("person"))
+    for t, rel, lo, hi in (("film", "directed_by", 24, 70), ("book", "written_by", 20, 75),
+                           ("company", "founded_by", 22, 60)):
+        v[by_type[t]] = _years_after(rng, v[targets[t, rel]], lo, hi)
+    v[by_type["university"]] = rng.integers(1150, 1901, size=n("university"))
+    v[by_type["band"]] = rng.integers(1950, LAST_YEAR - 4, size=n("band"))
+    v[by_type["album"]] = _years_after(rng, v[targets["album", "recorded_by"]], 0, 25)
+    city_pop = np.exp(rng.normal(11.5, 1.2, size=n("city"))).clip(2_000, 9_000_000)
+    v[by_type["city"]] = (city_pop // 10 * 10).astype(np.int64)
+    totals = np.zeros(size, dtype=np.float64)
+    np.add.at(totals, targets["city", "located_in"], v[by_type["city"]])
+    factor = rng.uniform(1.5, 4.0, size=n("country"))
+    v[by_type["country"]] = (totals[by_type["country"]] * factor // 1000 * 1000).astype(np.int64)
+    return v
+
+
+def _years_after(rng: np.random.Generator, base: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """A year uniformly in [base + lo, min(base + hi, LAST_YEAR)] (base + lo <= LAST_YEAR)."""
+    top = np.minimum(base + hi, LAST_YEAR)
+    return base + lo + (rng.random(len(base)) * (top - base - lo + 1)).astype(np.int64)
+
+
+def _graph(seed: int, size: int, names: list[str], type_of: list[str],
+           family_of: np.ndarray, stems: list[str], by_type: dict[str, np.ndarray],
+           targets: Targets, values: np.ndarray) -> nx.MultiDiGraph:
+    """Nodes are entity numbers with their attributes; edges are keyed by relation."""
+    graph = nx.MultiDiGraph(seed=seed, size=size)
+    fam = family_of.tolist()
+    vals = values.tolist()
+    graph.add_nodes_from(
+        (e, {"name": names[e], "type": type_of[e], "stem": stems[fam[e]], "family": fam[e],
+             LITERALS[type_of[e]]: vals[e]})
+        for e in range(size))
+    add_edge = graph.add_edge  # per-edge calls skip the adjacency views add_edges_from builds
+    for (t, rel), objs in targets.items():
+        for subject, obj in zip(by_type[t].tolist(), objs.tolist(), strict=True):
+            add_edge(subject, obj, rel)
+    return graph
+
+
+# --- passages ---------------------------------------------------------------------------
+
+def _person_details(targets: Targets) -> dict[int, str]:
+    """Intro detail of persons who made something ("film director and writer"), so an
+    intro never contradicts the graph."""
+    details: dict[int, list[str]] = {}
+    for (_, rel), objs in targets.items():
+        role = txt.ROLE_DETAILS.get(rel)
+        if role is not None:
+            for person in np.unique(objs).tolist():
+                details.setdefault(person, []).append(role)
+    return {p: " and ".join([", ".join(roles[:-1]), roles[-1]]) if len(roles) > 1 else roles[0]
+            for p, roles in details.items()}
+
+
+def _render_passages(seed: int, size: int, by_type: dict[str, np.ndarray],
+                     families: list[tuple[int, ...]], family_of: np.ndarray, names: list[str],
+                     stems: list[str], targets: Targets, values: np.ndarray) -> list[str]:
+    """Every entity's passage text, drawn in a fixed order from one seeded generator."""
+    dice = txt.Dice(_seed_int("text", seed, size))
+    person_details = _person_details(targets)
+    fam, vals = family_of.tolist(), values.tolist()
+    texts = [""] * size
+    for t in TYPES:
+        rels = [(rel, txt.TYPE_NOUN[obj_type], targets[t, rel].tolist())
+                for rel, obj_type in ENTITY_RELATIONS[t]]
+        lit = LITERALS[t]
+        for j, e in enumerate(by_type[t].tolist()):
+            facts = [(rel, names[objs[j]], kind) for rel, kind, objs in rels]
+            facts.append((lit, _format_literal(lit, vals[e]), ""))
+            siblings = [names[m] for m in families[fam[e]] if m != e]
+            detail = person_details.get(e) or dice.pick(txt.INTRO_DETAILS[t])
+            refs = txt.other_refs(t, stems[fam[e]], dice)
+            texts[e] = txt.render_passage(dice, t, names[e], refs, facts, siblings, detail)
+    return texts
