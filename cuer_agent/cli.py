@@ -171,6 +171,61 @@ def run_cmd(
                f"failures {invocation['parse_failures']}  → {out}")
 
 
+@app.command("cuer")
+@user_errors
+def cuer_cmd(
+    dataset: Annotated[str, typer.Option(help="hotpotqa, 2wiki, musique or synthetic.")],
+    out: Annotated[Path, typer.Option(help="Run directory (resumed if it exists).")],
+    path: Annotated[Path | None, typer.Option(help="Data file (original format).")] = None,
+    n: Annotated[int | None, typer.Option(help="First N examples.")] = None,
+    backend: Backend = "extractive",
+    model: Model = None,
+    base_url: BaseUrl = None,
+    seed: Annotated[int, typer.Option(help="Seed (synthetic world, interventions).")] = 0,
+    hops: Annotated[int | None, typer.Option(help="Synthetic: H-hop questions.")] = None,
+    two_support: Annotated[bool, typer.Option(help="Ablation: remove each gold support "
+                                              "and both.")] = False,
+    duplicate_positions: Annotated[bool, typer.Option(help="Ablation: DUPLICATE at end, "
+                                                      "front, after.")] = False,
+    replace_hardness: Annotated[bool, typer.Option(help="Ablation: REPLACE easy, medium, "
+                                                   "hard.")] = False,
+    weight_sensitivity: Annotated[bool, typer.Option(help="Ablation: D over a grid of "
+                                                     "weights.")] = False,
+    cache: CachePath = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the cache.")] = False,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+) -> None:
+    """Single-shot CUE-R: REMOVE / REPLACE / DUPLICATE one evidence item, four axes."""
+    from cuer_agent.data import load_dataset
+    from cuer_agent.execution import AgentConfig, Executor
+    from cuer_agent.experiments.cuer import CuerConfig, run_cuer
+    from cuer_agent.experiments.cuer_report import cuer_table, write_cuer_summary
+    from cuer_agent.experiments.run_agent import retriever_factory
+    from cuer_agent.runs import RunDir
+
+    if n is not None and n < 1:
+        raise CuerError(f"--n must be >= 1, got {n}")
+    config = CuerConfig(seed=seed, two_support=two_support,
+                        duplicate_positions=duplicate_positions,
+                        replace_hardness_sweep=replace_hardness,
+                        weight_sensitivity=weight_sensitivity)
+    skills = _skill_client(backend, model, base_url, seed, cache, no_cache)
+    extra = {"hops": hops, "seed": seed} if dataset == "synthetic" else {}
+    ds = load_dataset(dataset, path, n=n, **extra)
+    run_dir = RunDir(out)
+    run_dir.open({"command": "cuer", "dataset": ds.name, "source": ds.source, "n": n,
+                  "backend": backend, "model": skills.backend.model, "base_url": base_url,
+                  "study": config.model_dump(mode="json")})
+    executor = Executor(skills, AgentConfig(mode="single_shot", k=config.k),
+                        meta={"backend": backend, "model": skills.backend.model})
+    run_cuer(ds, executor, run_dir, config, retriever_for=retriever_factory(ds),
+             show_progress=progress)
+    summary = write_cuer_summary(run_dir, config)
+    Console(width=max(Console().width, 120)).print(
+        cuer_table(summary, title=f"CUE-R on {ds.name} (n={summary['n']})"))
+    typer.echo(f"→ {out}")
+
+
 trace_app = typer.Typer(help="Inspect traces.", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
 

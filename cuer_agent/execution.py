@@ -72,6 +72,9 @@ class RunResult:
     retriever: Retriever = field(repr=False)
     request_keys: list[str] = field(default_factory=list, repr=False)
     """Cache keys of the skill requests this invocation made (16 hex digits each)."""
+    spent: dict[str, int] = field(default_factory=dict)
+    """Skill calls and tokens of this invocation only (a fork's trace cost also counts
+    the prefix it inherited; this does not)."""
     final_state: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -167,7 +170,12 @@ class Executor:
             self.graph.checkpointer.delete_thread(thread["configurable"]["thread_id"])
         trace = build_trace(current, self.config.mode, self.meta, error=error)
         keys = [k[:16] for k in self.skills.keys[first_key:]]
-        return RunResult(example_id, trace, snapshots, nodes_run, retriever, keys, current)
+        before, after = state.get("cost", {}), current.get("cost", {})
+        spent = {name: after.get(name, 0) - before.get(name, 0) for name in after}
+        spent["parse_failures"] = (current.get("parse_failures", 0)
+                                   - state.get("parse_failures", 0))
+        return RunResult(example_id, trace, snapshots, nodes_run, retriever, keys, spent,
+                         current)
 
 
 def _snapshot_key(state: dict[str, Any], node: str) -> str:

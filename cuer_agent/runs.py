@@ -53,6 +53,10 @@ class RunDir:
             fh.flush()
             os.fsync(fh.fileno())
 
+    def rewrite(self, name: str, rows: list[dict[str, Any]]) -> None:
+        """Replace a JSONL file's rows at once (write + rename: never half a file)."""
+        write_atomic(self.path / name, "".join(canonical_json(r) + "\n" for r in rows))
+
     def write_summary(self, summary: dict[str, Any]) -> None:
         write_atomic(self.path / SUMMARY_FILE, canonical_json(summary, indent=2) + "\n")
 

@@ -42,7 +42,8 @@ def run_dataset(dataset: Dataset, executor: Executor, run_dir: RunDir, *,
             assert retriever_for is not None
             result = executor.run(example, retriever_for(example))
             run_dir.append(TRACES, {"trace": result.trace.model_dump(mode="json"),
-                                    "request_keys": result.request_keys})
+                                    "request_keys": result.request_keys,
+                                    "spent": result.spent})
             progress.advance(task)
     rows = run_dir.rows(TRACES)
     summary = summarize(dataset, rows)
@@ -66,11 +67,6 @@ def summarize(dataset: Dataset, rows: list[dict[str, Any]]) -> dict[str, Any]:
     by_gold_hops: dict[int, list[float]] = {}
     for t, s in zip(traces, scores, strict=True):
         by_gold_hops.setdefault(gold[t.example_id].n_hops, []).append(s["soft"])
-    keys = [k for row in rows for k in row.get("request_keys", [])]
-    requests = len(keys)
-    parse_failures = sum(1 for t in traces for st in t.steps if st.note.startswith("parse_failure"))
-    prompt = sum(t.cost.prompt_tokens for t in traces)
-    completion = sum(t.cost.completion_tokens for t in traces)
     return {
         "dataset": dataset.name,
         "n": n,
@@ -80,14 +76,26 @@ def summarize(dataset: Dataset, rows: list[dict[str, Any]]) -> dict[str, Any]:
         "hops_used": {str(h): c for h, c in sorted(Counter(len(t.hops) for t in traces).items())},
         "status": dict(sorted(Counter(t.status for t in traces).items())),
         "errors": [{"example_id": t.example_id, "error": t.error} for t in traces if t.error],
-        "ledger": {
-            "requests": requests,
-            "calls": len(set(keys)),
-            "cache_hits": requests - len(set(keys)),
-            "parse_failures": parse_failures,
-            "parse_failure_rate": round(parse_failures / requests, 6) if requests else 0.0,
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "tokens": prompt + completion,
-        },
+        "ledger": ledger_from_rows(rows),
+    }
+
+
+def ledger_from_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Skill requests, distinct requests (what a cold cache costs), repeats, parse
+    failures and tokens of a run — from its trace rows, so resuming changes nothing."""
+    keys = [k for row in rows for k in row.get("request_keys", [])]
+    spent = [row["spent"] for row in rows if "spent" in row]
+    parse_failures = sum(s.get("parse_failures", 0) for s in spent)
+    prompt = sum(s.get("prompt_tokens", 0) for s in spent)
+    completion = sum(s.get("completion_tokens", 0) for s in spent)
+    requests = len(keys)
+    return {
+        "requests": requests,
+        "calls": len(set(keys)),
+        "cache_hits": requests - len(set(keys)),
+        "parse_failures": parse_failures,
+        "parse_failure_rate": round(parse_failures / requests, 6) if requests else 0.0,
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "tokens": prompt + completion,
     }

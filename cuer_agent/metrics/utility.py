@@ -50,9 +50,22 @@ def jaccard_distance(a: Iterable[str], b: Iterable[str]) -> float:
     return 1.0 - len(sa & sb) / len(sa | sb)
 
 
+def divergence_parts(used: Iterable[str], answer: str, confidence: float | None,
+                     used_cf: Iterable[str], answer_cf: str,
+                     confidence_cf: float | None) -> tuple[float, float, float]:
+    """D's three unweighted terms: (Jaccard distance of used ids, answer changed,
+    |confidence change|) — kept per record so any weighting can be recomputed."""
+    changed = normalize_answer(answer) != normalize_answer(answer_cf)
+    return (jaccard_distance(used, used_cf), float(changed),
+            abs(clamp01(confidence) - clamp01(confidence_cf)))
+
+
+def weigh(parts: tuple[float, float, float], weights: DivergenceWeights) -> float:
+    return weights.used * parts[0] + weights.answer * parts[1] + weights.confidence * parts[2]
+
+
 def divergence(used: Iterable[str], answer: str, confidence: float | None,
                used_cf: Iterable[str], answer_cf: str, confidence_cf: float | None,
                weights: DivergenceWeights = DivergenceWeights()) -> float:
-    changed = normalize_answer(answer) != normalize_answer(answer_cf)
-    return (weights.used * jaccard_distance(used, used_cf) + weights.answer * float(changed)
-            + weights.confidence * abs(clamp01(confidence) - clamp01(confidence_cf)))
+    return weigh(divergence_parts(used, answer, confidence, used_cf, answer_cf, confidence_cf),
+                 weights)

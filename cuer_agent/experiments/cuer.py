@@ -1,0 +1,186 @@
+"""The single-shot CUE-R study: perturb one evidence item, re-run, measure four axes.
+
+For each example the single-shot system runs once (the *original*); then, for every
+condition (REMOVE / REPLACE / DUPLICATE on the CUE-R target, the zero-retrieval and
+random-target controls, and any ablation conditions), the run is forked after
+`retrieve` with the edited evidence and only `answer` runs again. Each counterfactual
+is scored on correctness (soft; EM and F1 too), grounding, confidence error, and its
+divergence D from the original.
+
+Rows are appended per example (`traces.jsonl`: record + trace; `records.jsonl`: record
++ metrics); a rerun resumes after the last complete example. `summary.json` is computed
+from the rows alone (`cuer_agent.experiments.cuer_summary`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from rich.progress import Progress
+
+from cuer_agent.data import Dataset, Example
+from cuer_agent.execution import Executor, RunResult, replace_evidence
+from cuer_agent.interventions import (
+    ConditionInput,
+    InterventionRecord,
+    ReplacementPool,
+    get_condition,
+)
+from cuer_agent.metrics import answer_scores
+from cuer_agent.metrics.utility import (
+    DivergenceWeights,
+    confidence_error,
+    divergence_parts,
+    grounding,
+    weigh,
+)
+from cuer_agent.retrieval import BM25Retriever
+from cuer_agent.runs import RunDir
+from cuer_agent.trace import Trace
+
+TRACES, RECORDS = "traces.jsonl", "records.jsonl"
+MAIN_CONDITIONS = ("remove", "replace", "duplicate", "zero_retrieval", "random_target")
+AXES = ("correctness", "em", "f1", "grounding", "confidence_error", "divergence")
+
+
+class CuerConfig(BaseModel):
+    """Every threshold, weight and count of the study, with the paper's defaults."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    k: int = Field(5, ge=1)
+    seed: int = 0
+    """Seed of the interventions' randomness (random targets, easy replacements)."""
+    replace_hardness: str = "medium"
+    duplicate_position: str = "end"
+    f1_threshold: float = 0.8
+    divergence_weights: tuple[float, float, float] = (0.5, 0.3, 0.2)
+    """(used ids, answer change, confidence change)."""
+    bootstrap_resamples: int = 5000
+    bootstrap_seed: int = 42
+    two_support: bool = False
+    duplicate_positions: bool = False
+    replace_hardness_sweep: bool = False
+    weight_sensitivity: bool = False
+    weight_grid_step: float = 0.1
+    roles: dict[str, Any] = Field(default_factory=dict)
+    """Overrides of `cuer_agent.roles.RoleThresholds` fields."""
+
+    def conditions(self) -> list[tuple[str, str, dict[str, Any]]]:
+        """(condition name, registered condition, params) in run order."""
+        out: list[tuple[str, str, dict[str, Any]]] = [
+            ("remove", "remove", {}),
+            ("replace", "replace", {"hardness": self.replace_hardness}),
+            ("duplicate", "duplicate", {"position": self.duplicate_position}),
+            ("zero_retrieval", "zero_retrieval", {}),
+            ("random_target", "random_target", {}),
+        ]
+        if self.duplicate_positions:
+            out += [(f"duplicate_{p}", "duplicate", {"position": p})
+                    for p in ("end", "front", "after") if p != self.duplicate_position]
+        if self.replace_hardness_sweep:
+            out += [(f"replace_{h}", "replace", {"hardness": h})
+                    for h in ("easy", "medium", "hard") if h != self.replace_hardness]
+        if self.two_support:
+            out += [("remove_support_1", "remove_support", {"which": 0}),
+                    ("remove_support_2", "remove_support", {"which": 1}),
+                    ("remove_both_supports", "remove_support", {"which": "both"})]
+        return out
+
+
+def trace_axes(trace: Trace, example: Example, original: Trace | None,
+               config: CuerConfig) -> dict[str, float]:
+    """The four axes (plus EM and F1) of one trace; D against `original` (0 for itself)."""
+    scores = answer_scores(trace.answer, example.gold_answers, f1_threshold=config.f1_threshold)
+    titles = {ev.id: ev.title for ev in trace.evidence_by_id().values()}
+    used_titles = [titles.get(u, "") for u in trace.used_ids]
+    parts = (0.0, 0.0, 0.0) if original is None else divergence_parts(
+        original.used_ids, original.answer, original.confidence,
+        trace.used_ids, trace.answer, trace.confidence)
+    in_view = [ev.text.lower() for hop in trace.hops for ev in hop.retrieved]
+    answer = trace.answer.strip().lower()
+    supported = float(bool(answer) and any(answer in text for text in in_view))
+    return {"correctness": scores["soft"], "em": scores["em"], "f1": scores["f1"],
+            "answer_supported": supported,
+            "grounding": grounding(used_titles, example.supporting_titles),
+            "confidence_error": confidence_error(trace.confidence, scores["soft"]),
+            "divergence": weigh(parts, DivergenceWeights(*config.divergence_weights)),
+            "d_used": parts[0], "d_answer": parts[1], "d_confidence": parts[2]}
+
+
+def run_cuer(dataset: Dataset, executor: Executor, run_dir: RunDir, config: CuerConfig, *,
+             retriever_for: Callable[[Example], BM25Retriever],
+             show_progress: bool = True) -> set[str]:
+    """Run every example not yet complete in `run_dir`; returns the complete example ids."""
+    conditions = config.conditions()
+    expected = 1 + len(conditions)
+    done = _complete_examples(run_dir, expected)
+    todo = [ex for ex in dataset.examples if ex.id not in done]
+    with Progress(disable=not show_progress, transient=True) as progress:
+        task = progress.add_task("CUE-R", total=len(dataset.examples), completed=len(done))
+        for example in todo:
+            for trace_row, record_row in _example_rows(example, executor, config, conditions,
+                                                       retriever_for(example)):
+                if trace_row is not None:
+                    run_dir.append(TRACES, trace_row)
+                run_dir.append(RECORDS, record_row)
+            done.add(example.id)
+            progress.advance(task)
+    return done
+
+
+def _example_rows(example: Example, executor: Executor, config: CuerConfig,
+                  conditions: list[tuple[str, str, dict[str, Any]]],
+                  retriever: BM25Retriever) -> list[tuple[dict | None, dict]]:
+    base = executor.run(example, retriever)
+    original = base.trace
+    rows = [_rows(InterventionRecord(record_id=f"{example.id}/original", example_id=example.id,
+                                     condition="original", operator="NONE"),
+                  base, example, None, config)]
+    evidence = [ev.model_dump(mode="json") for ev in original.hops[0].retrieved] \
+        if original.hops else []
+    pool = ReplacementPool(retriever, example.supporting_titles)
+    for name, registered, params in conditions:
+        inp = ConditionInput(example_id=example.id, question=example.question,
+                             evidence=evidence, used_ids=original.used_ids,
+                             gold_titles=example.supporting_titles, pool=pool,
+                             seed=config.seed, params=params)
+        if not evidence:
+            record = InterventionRecord(record_id=f"{example.id}/{name}", example_id=example.id,
+                                        condition=name, operator="NONE",
+                                        skipped="empty retrieval")
+            rows.append((None, {"record": record.model_dump(mode="json"), "metrics": None}))
+            continue
+        edited, record = get_condition(registered)(inp, name)
+        if edited is None:
+            rows.append((None, {"record": record.model_dump(mode="json"), "metrics": None}))
+            continue
+        fork = executor.fork(base, 1, "retrieve", replace_evidence(edited))
+        rows.append(_rows(record, fork, example, original, config))
+    return rows
+
+
+def _rows(record: InterventionRecord, result: RunResult, example: Example,
+          original: Trace | None, config: CuerConfig) -> tuple[dict, dict]:
+    rec = record.model_dump(mode="json")
+    metrics = trace_axes(result.trace, example, original, config)
+    return ({"record": rec, "trace": result.trace.model_dump(mode="json"),
+             "request_keys": result.request_keys, "spent": result.spent},
+            {"record": rec, "metrics": metrics})
+
+
+def _complete_examples(run_dir: RunDir, expected: int) -> set[str]:
+    """Examples with all their rows; rows of a half-written example are dropped so that
+    the rerun writes them once."""
+    records = run_dir.rows(RECORDS)
+    counts: dict[str, int] = {}
+    for row in records:
+        counts[row["record"]["example_id"]] = counts.get(row["record"]["example_id"], 0) + 1
+    complete = {ex for ex, c in counts.items() if c == expected}
+    if len(complete) != len(counts):
+        run_dir.rewrite(RECORDS, [r for r in records if r["record"]["example_id"] in complete])
+        run_dir.rewrite(TRACES, [r for r in run_dir.rows(TRACES)
+                                 if r["record"]["example_id"] in complete])
+    return complete

@@ -1,0 +1,60 @@
+"""Writing the CUE-R summary and printing it in the layout of the paper's main table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+from cuer_agent.experiments.cuer import RECORDS, TRACES, CuerConfig
+from cuer_agent.experiments.cuer_roles import roles_summary
+from cuer_agent.experiments.cuer_summary import summarize_cuer
+from cuer_agent.experiments.run_agent import ledger_from_rows
+from cuer_agent.runs import RunDir
+
+# The paper's reference numbers (paper-notes §A), shown next to ours where they exist.
+PAPER_HOTPOTQA_QWEN3_8B = {
+    "original": (0.585, 0.823, 0.422, 0.0), "remove": (0.285, 0.392, 0.639, None),
+    "replace": (0.270, 0.353, 0.667, None), "duplicate": (0.585, 0.845, 0.424, 0.074),
+}
+
+
+def write_cuer_summary(run_dir: RunDir, config: CuerConfig) -> dict[str, Any]:
+    records = run_dir.rows(RECORDS)
+    summary = summarize_cuer(records, config)
+    summary["roles"] = roles_summary(records, config)
+    summary["ledger"] = ledger_from_rows(run_dir.rows(TRACES))
+    summary["config"] = config.model_dump(mode="json")
+    run_dir.write_summary(summary)
+    return summary
+
+
+def _fmt(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def _p(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def cuer_table(summary: dict[str, Any], title: str) -> Table:
+    """Rows: conditions. Columns: mean correctness, grounding, confidence error and D,
+    then Δcorrectness and ΔD with their p-values (Δ > 0: the intervention hurt)."""
+    table = Table(title=title)
+    for col in ("condition", "n", "correct.", "ground.", "conf. err", "D", "Δcorrect. (p)",
+                "Δground. (p)", "D (p)"):
+        table.add_column(col, justify="left" if col == "condition" else "right")
+    for name, cond in summary["conditions"].items():
+        delta = cond.get("delta", {})
+
+        def dp(axis: str, delta: dict[str, Any] = delta) -> str:
+            d = delta.get(axis)
+            return "—" if not d or d["mean"] is None else f"{d['mean']:+.3f} ({_p(d['p'])})"
+
+        table.add_row(name, str(cond["n"]), _fmt(cond["correctness"]["mean"]),
+                      _fmt(cond["grounding"]["mean"]), _fmt(cond["confidence_error"]["mean"]),
+                      _fmt(cond["divergence"]["mean"]), dp("correctness"), dp("grounding"),
+                      dp("divergence"))
+    return table

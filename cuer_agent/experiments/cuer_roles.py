@@ -1,0 +1,63 @@
+"""Evidence roles of a CUE-R run: item labels per example and dataset-level verdicts.
+
+The criteria live in `cuer_agent.roles`; this module only feeds it the study's records.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from cuer_agent.experiments.cuer import CuerConfig
+from cuer_agent.experiments.cuer_summary import by_condition, delta, paired
+from cuer_agent.roles import (
+    ConditionEffects,
+    ItemEffects,
+    RoleThresholds,
+    dataset_roles,
+    item_role,
+    role_counts,
+)
+
+ROLE_CONDITIONS = ("remove", "duplicate", "replace")
+
+
+def _effects(table: dict[str, dict[str, dict[str, float]]], condition: str,
+             example_id: str) -> ConditionEffects:
+    orig, cf = table["original"][example_id], table[condition][example_id]
+    return ConditionEffects.from_outcomes(
+        correct=orig["correctness"], correct_cf=cf["correctness"], f1=orig["f1"],
+        f1_cf=cf["f1"], confidence_error=orig["confidence_error"],
+        confidence_error_cf=cf["confidence_error"], divergence=cf["divergence"],
+        answer_changed=cf["d_answer"] > 0)
+
+
+def roles_summary(records: list[dict[str, Any]], config: CuerConfig) -> dict[str, Any]:
+    table = by_condition(records)
+    thresholds = RoleThresholds(**config.roles)
+    ids = sorted(set(table.get("original", {})) & set(table.get("remove", {}))
+                 & set(table.get("duplicate", {})))
+    labels = []
+    for i in ids:
+        replace = _effects(table, "replace", i) if i in table.get("replace", {}) else None
+        effects = ItemEffects(
+            remove=_effects(table, "remove", i), duplicate=_effects(table, "duplicate", i),
+            replace=replace,
+            remove_answer_supported_elsewhere=table["remove"][i]["answer_supported"] > 0)
+        labels.append(item_role(effects, thresholds))
+    out: dict[str, Any] = {"n_items": len(ids), "items": role_counts(labels)}
+    deltas: dict[str, dict[str, np.ndarray]] = {}
+    for condition in ROLE_CONDITIONS:
+        if not table.get(condition):
+            continue
+        deltas[condition] = {}
+        for axis, key in (("correctness", "correctness"), ("f1", "f1"),
+                          ("confidence_error", "conf_utility"), ("divergence", "divergence")):
+            orig, cf = paired(table, condition, axis)
+            deltas[condition][key] = delta(orig, cf, axis)
+    if "remove" in deltas and len(deltas["remove"]["correctness"]):
+        out["dataset"] = dataset_roles(deltas, thresholds,
+                                       n_resamples=config.bootstrap_resamples,
+                                       seed=config.bootstrap_seed)
+    return out

@@ -1,0 +1,180 @@
+"""`summary.json` of the CUE-R study, computed from `records.jsonl` rows alone.
+
+Per condition and axis: the mean with a percentile bootstrap CI. Under `delta`, the
+paired change against the original on the same examples, with the sign convention of
+paper-notes §A — delta = U(original) − U(counterfactual), positive = the intervention
+hurt; confidence error is the utility −CE, so its delta is CE_cf − CE_orig; for
+divergence the delta is D itself. p-values: McNemar's exact test for (binary)
+correctness, a sign-flip permutation test for every other axis.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter, defaultdict
+from typing import Any
+
+import numpy as np
+
+from cuer_agent.experiments.cuer import AXES, CuerConfig
+from cuer_agent.metrics.stats import bootstrap_ci, mcnemar_exact, sign_flip_test
+from cuer_agent.metrics.utility import DivergenceWeights, weigh
+
+Rows = list[dict[str, Any]]
+
+
+def _r(x: float) -> float:
+    return round(float(x), 6)
+
+
+def _ci(values: np.ndarray, config: CuerConfig) -> list[float]:
+    lo, hi = bootstrap_ci(values, n_resamples=config.bootstrap_resamples,
+                          seed=config.bootstrap_seed)
+    return [_r(lo), _r(hi)]
+
+
+def by_condition(rows: Rows) -> dict[str, dict[str, dict[str, float]]]:
+    """condition → example id → metrics, for applied (not skipped) records."""
+    out: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)
+    for row in rows:
+        if row["metrics"] is not None:
+            out[row["record"]["condition"]][row["record"]["example_id"]] = row["metrics"]
+    return out
+
+
+def paired(table: dict[str, dict[str, dict[str, float]]], condition: str,
+           axis: str) -> tuple[np.ndarray, np.ndarray]:
+    """(original, counterfactual) values of an axis on the examples both have, in id order."""
+    ids = sorted(set(table.get("original", {})) & set(table.get(condition, {})))
+    orig = np.array([table["original"][i][axis] for i in ids], dtype=float)
+    cf = np.array([table[condition][i][axis] for i in ids], dtype=float)
+    return orig, cf
+
+
+def delta(orig: np.ndarray, cf: np.ndarray, axis: str) -> np.ndarray:
+    if axis == "divergence":
+        return cf
+    if axis == "confidence_error":  # utility is −CE
+        return cf - orig
+    return orig - cf
+
+
+def condition_summary(table: dict[str, dict[str, dict[str, float]]], condition: str,
+                      config: CuerConfig) -> dict[str, Any]:
+    ids = sorted(table.get(condition, {}))
+    out: dict[str, Any] = {"n": len(ids)}
+    for axis in AXES:
+        values = np.array([table[condition][i][axis] for i in ids], dtype=float)
+        out[axis] = {"mean": _r(values.mean()) if len(values) else None,
+                     "ci": _ci(values, config) if len(values) else None}
+    if condition == "original":
+        return out
+    out["delta"] = {}
+    for axis in AXES:
+        orig, cf = paired(table, condition, axis)
+        d = delta(orig, cf, axis)
+        if not len(d):
+            out["delta"][axis] = {"mean": None, "ci": None, "p": None}
+            continue
+        p = (mcnemar_exact(orig >= 1, cf >= 1) if axis == "correctness"
+             else sign_flip_test(d, n_resamples=config.bootstrap_resamples,
+                                 seed=config.bootstrap_seed))
+        out["delta"][axis] = {"mean": _r(d.mean()), "ci": _ci(d, config), "p": _r(p)}
+    return out
+
+
+def skipped(rows: Rows) -> dict[str, dict[str, int]]:
+    out: dict[str, Counter[str]] = defaultdict(Counter)
+    for row in rows:
+        if row["metrics"] is None:
+            out[row["record"]["condition"]][row["record"]["skipped"]] += 1
+    return {c: dict(sorted(v.items())) for c, v in sorted(out.items())}
+
+
+def two_support(table: dict[str, dict[str, dict[str, float]]]) -> dict[str, Any]:
+    """F1 drops for removing each gold support and both; synergy = the joint drop exceeds
+    the worse single drop; strong complementarity = neither single removal hurts (F1
+    drop <= 0) but the joint removal does."""
+    names = ("remove_support_1", "remove_support_2", "remove_both_supports")
+    ids = sorted(set.intersection(*(set(table.get(n, {})) for n in (*names, "original"))))
+    if not ids:
+        return {"n": 0}
+    drops = {n: np.array([table["original"][i]["f1"] - table[n][i]["f1"] for i in ids])
+             for n in names}
+    s1, s2, both = drops[names[0]], drops[names[1]], drops[names[2]]
+    return {"n": len(ids),
+            "f1_drop": {"support_1": _r(s1.mean()), "support_2": _r(s2.mean()),
+                        "both": _r(both.mean())},
+            "synergy_share": _r(np.mean(both > np.maximum(s1, s2))),
+            "strong_complementarity_share": _r(np.mean((s1 <= 0) & (s2 <= 0) & (both > 0)))}
+
+
+def changed_share(table: dict[str, dict[str, dict[str, float]]], condition: str) -> float | None:
+    orig, cf = paired(table, condition, "correctness")
+    return _r(np.mean(orig != cf)) if len(orig) else None
+
+
+def weight_sensitivity(table: dict[str, dict[str, dict[str, float]]], conditions: list[str],
+                       config: CuerConfig) -> dict[str, Any]:
+    """Recompute D over a grid of weights (each weight a multiple of the grid step, summing
+    to 1): does the paper's kind of conclusion — the ranking of the three operators by
+    mean D, and which of them have a D CI excluding 0 — ever change?"""
+    step = config.weight_grid_step
+    ticks = [round(step * i, 6) for i in range(1, round(1 / step))]
+    grid = [(a, b, round(1 - a - b, 6)) for a, b in itertools.product(ticks, ticks)
+            if 1 - a - b >= step - 1e-9]
+
+    def conclusions(weights: tuple[float, float, float]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        means, significant = {}, []
+        for c in conditions:
+            ids = sorted(table.get(c, {}))
+            d = np.array([weigh((table[c][i]["d_used"], table[c][i]["d_answer"],
+                                 table[c][i]["d_confidence"]), DivergenceWeights(*weights))
+                          for i in ids])
+            if not len(d):
+                continue
+            means[c] = d.mean()
+            if bootstrap_ci(d, n_resamples=1000, seed=config.bootstrap_seed)[0] > 0:
+                significant.append(c)
+        return tuple(sorted(means, key=lambda c: (-means[c], c))), tuple(sorted(significant))
+
+    reference = conclusions(config.divergence_weights)
+    changed = [list(w) for w in grid if conclusions(w) != reference]
+    return {"grid_points": len(grid), "reference_ranking": list(reference[0]),
+            "reference_significant": list(reference[1]),
+            "points_changing_a_conclusion": len(changed), "examples": changed[:5],
+            "any_conclusion_changes": bool(changed)}
+
+
+def summarize_cuer(rows: Rows, config: CuerConfig) -> dict[str, Any]:
+    table = by_condition(rows)
+    names = ["original"] + [name for name, _, _ in config.conditions()]
+    summary: dict[str, Any] = {
+        "n": len(table.get("original", {})),
+        "conditions": {c: condition_summary(table, c, config) for c in names},
+        "skipped": skipped(rows),
+    }
+    ablations: dict[str, Any] = {}
+    if config.two_support:
+        ablations["two_support"] = two_support(table)
+    if config.duplicate_positions:
+        ablations["duplicate_position"] = {
+            p: {"n": len(table.get(c, {})), "correctness_changed_share": changed_share(table, c),
+                "divergence": summary["conditions"][c]["divergence"]["mean"]}
+            for p in ("end", "front", "after")
+            for c in [_variant("duplicate", config.duplicate_position, p)]}
+    if config.replace_hardness_sweep:
+        ablations["replace_hardness"] = {
+            h: summary["conditions"][_variant("replace", config.replace_hardness, h)]
+            ["correctness"] for h in ("easy", "medium", "hard")}
+    if config.weight_sensitivity:
+        operators = [c for c in ("remove", "replace", "duplicate") if c in names]
+        ablations["weight_sensitivity"] = weight_sensitivity(table, operators, config)
+    if ablations:
+        summary["ablations"] = ablations
+    return summary
+
+
+def _variant(operator: str, default: str, value: str) -> str:
+    """Condition name of an operator variant: the default one runs under the plain name."""
+    return operator if value == default else f"{operator}_{value}"

@@ -1,0 +1,151 @@
+"""Named evidence conditions: the registry the CUE-R study draws from.
+
+A condition turns the evidence the system saw into the evidence it will see instead,
+and says what it did in an `InterventionRecord`. A new condition is one function plus
+one `@condition("name")` line. Built in:
+
+| name | what it does |
+|---|---|
+| `remove` | REMOVE the CUE-R target |
+| `replace` | REPLACE it (hardness from `params["hardness"]`, default medium) |
+| `duplicate` | DUPLICATE it (position from `params["position"]`, default end) |
+| `zero_retrieval` | no evidence at all (control) |
+| `random_target` | REMOVE a uniformly random item (selection-bias control) |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cuer_agent.errors import ConfigError
+from cuer_agent.interventions import operators as ops
+from cuer_agent.interventions._record import InterventionRecord, seeded_rng
+from cuer_agent.interventions.targets import Target, random_target, select_target
+
+Evidence = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ConditionInput:
+    """Everything a condition may use. `gold_titles` is a hidden label: the experimenter
+    uses it to pick targets and replacements; the system never sees it."""
+
+    example_id: str
+    question: str
+    evidence: Sequence[Evidence]
+    used_ids: Collection[str]
+    gold_titles: Collection[str]
+    pool: ops.ReplacementPool | None
+    seed: int
+    hop: int = 1
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+Outcome = tuple[list[Evidence] | None, InterventionRecord]
+Condition = Callable[[ConditionInput, str], Outcome]
+_CONDITIONS: dict[str, Condition] = {}
+
+
+def condition(name: str) -> Callable[[Condition], Condition]:
+    def deco(func: Condition) -> Condition:
+        _CONDITIONS[name] = func
+        return func
+    return deco
+
+
+def get_condition(name: str) -> Condition:
+    if name not in _CONDITIONS:
+        known = ", ".join(sorted(_CONDITIONS))
+        raise ConfigError(f"unknown condition {name!r}; choose from {known}")
+    return _CONDITIONS[name]
+
+
+def condition_names() -> list[str]:
+    return sorted(_CONDITIONS)
+
+
+def _record(inp: ConditionInput, name: str, operator: str, targets: Sequence[Target] = (),
+            **extra: Any) -> InterventionRecord:
+    return InterventionRecord(
+        record_id=f"{inp.example_id}/{name}", example_id=inp.example_id, condition=name,
+        operator=operator, hop=inp.hop, target_ids=tuple(t.id for t in targets),
+        target_titles=tuple(t.title for t in targets),
+        target_rule=",".join(t.rule for t in targets), **extra)
+
+
+def _skip(inp: ConditionInput, name: str, operator: str, reason: str) -> Outcome:
+    return None, _record(inp, name, operator, skipped=reason)
+
+
+def _target(inp: ConditionInput) -> Target | None:
+    return select_target(inp.evidence, inp.used_ids, inp.gold_titles)
+
+
+@condition("remove")
+def remove(inp: ConditionInput, name: str) -> Outcome:
+    target = _target(inp)
+    if target is None:
+        return _skip(inp, name, "REMOVE", "empty retrieval")
+    return ops.remove(inp.evidence, [target]), _record(inp, name, "REMOVE", [target])
+
+
+@condition("replace")
+def replace(inp: ConditionInput, name: str) -> Outcome:
+    target = _target(inp)
+    if target is None:
+        return _skip(inp, name, "REPLACE", "empty retrieval")
+    hardness = inp.params.get("hardness", "medium")
+    rng = seeded_rng(inp.seed, inp.example_id, inp.hop, name)
+    new = inp.pool.pick(hardness, inp.evidence, target, inp.question, rng) if inp.pool else None
+    if new is None:
+        return _skip(inp, name, "REPLACE", "no non-supporting item for REPLACE")
+    return ops.replace(inp.evidence, target, new), _record(
+        inp, name, "REPLACE", [target], new_ids=(new["id"],),
+        provenance={new["id"]: new["id"]}, params={"hardness": hardness})
+
+
+@condition("duplicate")
+def duplicate(inp: ConditionInput, name: str) -> Outcome:
+    target = _target(inp)
+    if target is None:
+        return _skip(inp, name, "DUPLICATE", "empty retrieval")
+    position = inp.params.get("position", "end")
+    edited, copy = ops.duplicate(inp.evidence, target, position)
+    return edited, _record(inp, name, "DUPLICATE", [target], new_ids=(copy["id"],),
+                           provenance={copy["id"]: target.id}, params={"position": position})
+
+
+@condition("zero_retrieval")
+def zero_retrieval(inp: ConditionInput, name: str) -> Outcome:
+    return [], _record(inp, name, "EMPTY")
+
+
+@condition("random_target")
+def random_target_removal(inp: ConditionInput, name: str) -> Outcome:
+    target = random_target(inp.evidence, seeded_rng(inp.seed, inp.example_id, inp.hop, name))
+    if target is None:
+        return _skip(inp, name, "REMOVE", "empty retrieval")
+    return ops.remove(inp.evidence, [target]), _record(inp, name, "REMOVE", [target])
+
+
+@condition("remove_support")
+def remove_support(inp: ConditionInput, name: str) -> Outcome:
+    """Two-support ablation: REMOVE gold support 1, support 2, or both (`params["which"]`
+    is 0, 1 or "both"); applies only when two distinct gold titles are in view."""
+    firsts: dict[str, Target] = {}
+    for index, ev in enumerate(inp.evidence):
+        if ev["title"] in inp.gold_titles and ev["title"] not in firsts:
+            firsts[ev["title"]] = Target(index, ev["id"], ev["title"], "gold")
+    supports = list(firsts.values())
+    if len(supports) < 2:
+        return _skip(inp, name, "REMOVE", "fewer than two gold supports in view")
+    which = inp.params.get("which", "both")
+    chosen = supports[:2] if which == "both" else [supports[int(which)]]
+    drop_titles = {t.title for t in chosen}
+    # Every chunk of a removed support goes, so no part of it stays in view.
+    targets = [Target(i, ev["id"], ev["title"], "gold") for i, ev in enumerate(inp.evidence)
+               if ev["title"] in drop_titles]
+    return ops.remove(inp.evidence, targets), _record(inp, name, "REMOVE", targets,
+                                                      params={"which": which})
