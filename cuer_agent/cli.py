@@ -226,6 +226,26 @@ def cuer_cmd(
     typer.echo(f"→ {out}")
 
 
+@app.command("score")
+@user_errors
+def score_cmd(
+    dataset: Annotated[str, typer.Option(help="hotpotqa, 2wiki or musique.")],
+    gold: Annotated[Path, typer.Option(help="Gold file in the dataset's original format.")],
+    pred: Annotated[Path, typer.Option(help='Predictions: {"answer": {id: answer}} '
+                                       "(MuSiQue also: JSONL of {id, predicted_answer}).")],
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
+) -> None:
+    """Score any system's predictions exactly as the official evaluators do (+ soft)."""
+    from cuer_agent.metrics.official import score_predictions
+
+    scores = score_predictions(dataset, gold, pred)
+    if as_json:
+        _print_json(scores)
+        return
+    typer.echo(f"n {scores['n']}  em {scores['em']:.4f}  f1 {scores['f1']:.4f}  "
+               f"soft {scores['soft']:.4f}  missing {scores['missing']}")
+
+
 trace_app = typer.Typer(help="Inspect traces.", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
 

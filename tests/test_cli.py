@@ -194,3 +194,28 @@ def test_server_failing_mid_run_marks_one_example_failed_and_goes_on(
     assert summary["n"] == 3
     assert summary["status"].get("error") == 1
     assert "HTTP 500" in summary["errors"][0]["error"]
+
+
+def test_score_prints_official_em_f1_soft(tmp_path: Path) -> None:
+    gold = tmp_path / "gold.json"
+    gold.write_text(json.dumps([
+        {"_id": "a", "question": "q?", "answer": "New York", "type": "bridge",
+         "supporting_facts": [], "context": []},
+        {"_id": "b", "question": "q?", "answer": "yes", "type": "comparison",
+         "supporting_facts": [], "context": []}]))
+    pred = tmp_path / "pred.json"
+    pred.write_text(json.dumps({"answer": {"a": "New York City", "b": "no"}}))
+    code, out, _ = cli("score", "--dataset", "hotpotqa", "--gold", str(gold), "--pred",
+                       str(pred), "--json")
+    assert code == 0
+    assert json.loads(out) == {"em": 0.0, "f1": 0.4, "soft": 0.5, "n": 2, "missing": 0}
+
+
+def test_score_bad_prediction_file_is_exit_2(tmp_path: Path) -> None:
+    gold = tmp_path / "gold.json"
+    gold.write_text(json.dumps([{"_id": "a", "question": "q?", "answer": "x", "type": "bridge",
+                                 "supporting_facts": [], "context": []}]))
+    pred = tmp_path / "pred.json"
+    pred.write_text("{not json")
+    code, _, err = cli("score", "--dataset", "hotpotqa", "--gold", str(gold), "--pred", str(pred))
+    assert code == 2 and "pred.json" in err

@@ -1,0 +1,99 @@
+"""The single-shot CUE-R study end to end through `cuer-agent cuer` (extractive backend)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from cuer_agent.cli import app
+
+runner = CliRunner()
+CONDITIONS = ("original", "remove", "replace", "duplicate", "zero_retrieval", "random_target")
+AXES = ("correctness", "em", "f1", "grounding", "confidence_error", "divergence")
+
+
+def cuer(out: Path, *extra: str) -> tuple[int, str]:
+    result = runner.invoke(app, ["cuer", "--dataset", "synthetic", "--hops", "2", "--n", "8",
+                                 "--seed", "3", "--out", str(out), "--no-cache",
+                                 "--no-progress", *extra])
+    return result.exit_code, result.stdout + result.stderr
+
+
+def test_summary_has_every_condition_axis_and_delta(tmp_path: Path) -> None:
+    code, out = cuer(tmp_path / "run")
+    assert code == 0, out
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["n"] == 8
+    for name in CONDITIONS:
+        cond = summary["conditions"][name]
+        for axis in AXES:
+            assert set(cond[axis]) == {"mean", "ci"}
+        if name != "original":
+            for axis in AXES:
+                assert set(cond["delta"][axis]) == {"mean", "ci", "p"}
+    assert summary["conditions"]["original"]["divergence"]["mean"] == 0.0
+    assert summary["conditions"]["zero_retrieval"]["grounding"]["mean"] == 0.0
+    assert set(summary["roles"]["items"]) >= {"constructive", "redundant", "neutral"}
+    assert summary["ledger"]["calls"] > 0
+    assert "condition" in out  # the table was printed
+
+
+def test_records_and_traces_are_stored_with_intervention_records(tmp_path: Path) -> None:
+    assert cuer(tmp_path / "run")[0] == 0
+    rows = [json.loads(line) for line in (tmp_path / "run" / "traces.jsonl").open()]
+    records = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").open()]
+    assert len(records) == 8 * len(CONDITIONS)
+    assert {r["record"]["condition"] for r in rows} == set(CONDITIONS)
+    dup = next(r for r in rows if r["record"]["condition"] == "duplicate")
+    assert dup["record"]["new_ids"][0].endswith("~dup")
+    assert "record" not in dup["trace"] and "intervention" not in dup["trace"]
+
+
+def test_same_command_gives_the_same_summary_bytes(tmp_path: Path) -> None:
+    assert cuer(tmp_path / "a")[0] == 0
+    assert cuer(tmp_path / "b")[0] == 0
+    assert (tmp_path / "a" / "summary.json").read_bytes() == \
+        (tmp_path / "b" / "summary.json").read_bytes()
+
+
+def test_interrupted_study_resumes_without_duplicate_rows(tmp_path: Path) -> None:
+    assert cuer(tmp_path / "full")[0] == 0
+    part = tmp_path / "part"
+    assert cuer(part)[0] == 0
+    lines = (part / "records.jsonl").read_text().splitlines(keepends=True)
+    (part / "records.jsonl").write_text("".join(lines[:-4]))  # died mid-example
+    (part / "summary.json").unlink()
+    assert cuer(part)[0] == 0
+    full = tmp_path / "full"
+    assert (part / "records.jsonl").read_bytes() == (full / "records.jsonl").read_bytes()
+    assert (part / "summary.json").read_bytes() == (full / "summary.json").read_bytes()
+
+
+def test_ablations_are_reported_behind_flags(tmp_path: Path) -> None:
+    code, out = cuer(tmp_path / "run", "--two-support", "--duplicate-positions",
+                     "--replace-hardness", "--weight-sensitivity")
+    assert code == 0, out
+    ablations = json.loads((tmp_path / "run" / "summary.json").read_text())["ablations"]
+    assert set(ablations["duplicate_position"]) == {"end", "front", "after"}
+    assert set(ablations["replace_hardness"]) == {"easy", "medium", "hard"}
+    assert "synergy_share" in ablations["two_support"] or ablations["two_support"]["n"] == 0
+    assert isinstance(ablations["weight_sensitivity"]["any_conclusion_changes"], bool)
+
+
+def test_empty_retrieval_is_skipped_and_counted(tmp_path: Path) -> None:
+    data = [{"_id": "a", "question": "zzqx wvvk?", "answer": "x", "type": "bridge",
+             "supporting_facts": [["P", 0]], "context": [["P", ["Alpha beta gamma."]],
+                                                          ["Q", ["Delta epsilon."]]]},
+            {"_id": "b", "question": "What is alpha?", "answer": "beta", "type": "bridge",
+             "supporting_facts": [["P", 0]], "context": [["P", ["Alpha beta gamma."]],
+                                                          ["Q", ["Delta epsilon."]]]}]
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(data))
+    result = runner.invoke(app, ["cuer", "--dataset", "hotpotqa", "--path", str(path),
+                                 "--out", str(tmp_path / "run"), "--no-cache", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["skipped"]["remove"] == {"empty retrieval": 1}
+    assert summary["conditions"]["remove"]["n"] == 1
