@@ -174,53 +174,61 @@ def run_cmd(
 @app.command("cuer")
 @user_errors
 def cuer_cmd(
-    dataset: Annotated[str, typer.Option(help="hotpotqa, 2wiki, musique or synthetic.")],
     out: Annotated[Path, typer.Option(help="Run directory (resumed if it exists).")],
+    config: Annotated[Path | None, typer.Option(help="Study config (TOML); flags override "
+                                                "it.")] = None,
+    dataset: Annotated[str | None, typer.Option(help="hotpotqa, 2wiki, musique or "
+                                                "synthetic.")] = None,
     path: Annotated[Path | None, typer.Option(help="Data file (original format).")] = None,
     n: Annotated[int | None, typer.Option(help="First N examples.")] = None,
-    backend: Backend = "extractive",
+    backend: Annotated[str | None, typer.Option(help="extractive, ollama or openai.")] = None,
     model: Model = None,
     base_url: BaseUrl = None,
-    seed: Annotated[int, typer.Option(help="Seed (synthetic world, interventions).")] = 0,
+    seed: Annotated[int | None, typer.Option(help="Seed (synthetic world, "
+                                             "interventions).")] = None,
     hops: Annotated[int | None, typer.Option(help="Synthetic: H-hop questions.")] = None,
-    two_support: Annotated[bool, typer.Option(help="Ablation: remove each gold support "
-                                              "and both.")] = False,
-    duplicate_positions: Annotated[bool, typer.Option(help="Ablation: DUPLICATE at end, "
-                                                      "front, after.")] = False,
-    replace_hardness: Annotated[bool, typer.Option(help="Ablation: REPLACE easy, medium, "
-                                                   "hard.")] = False,
-    weight_sensitivity: Annotated[bool, typer.Option(help="Ablation: D over a grid of "
-                                                     "weights.")] = False,
+    two_support: Annotated[bool | None, typer.Option(
+        "--two-support", help="Ablation: remove each gold support and both.")] = None,
+    duplicate_positions: Annotated[bool | None, typer.Option(
+        "--duplicate-positions", help="Ablation: DUPLICATE at end, front, after.")] = None,
+    replace_hardness: Annotated[bool | None, typer.Option(
+        "--replace-hardness", help="Ablation: REPLACE easy, medium, hard.")] = None,
+    weight_sensitivity: Annotated[bool | None, typer.Option(
+        "--weight-sensitivity", help="Ablation: D over a grid of weights.")] = None,
     cache: CachePath = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the cache.")] = False,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
 ) -> None:
     """Single-shot CUE-R: REMOVE / REPLACE / DUPLICATE one evidence item, four axes."""
+    from cuer_agent.config import load_config, merged
     from cuer_agent.data import load_dataset
     from cuer_agent.execution import AgentConfig, Executor
-    from cuer_agent.experiments.cuer import CuerConfig, run_cuer
+    from cuer_agent.experiments.cuer import run_cuer
     from cuer_agent.experiments.cuer_report import cuer_table, write_cuer_summary
     from cuer_agent.experiments.run_agent import retriever_factory
     from cuer_agent.runs import RunDir
 
-    if n is not None and n < 1:
-        raise CuerError(f"--n must be >= 1, got {n}")
-    config = CuerConfig(seed=seed, two_support=two_support,
-                        duplicate_positions=duplicate_positions,
-                        replace_hardness_sweep=replace_hardness,
-                        weight_sensitivity=weight_sensitivity)
-    skills = _skill_client(backend, model, base_url, seed, cache, no_cache)
-    extra = {"hops": hops, "seed": seed} if dataset == "synthetic" else {}
-    ds = load_dataset(dataset, path, n=n, **extra)
+    study = load_config(config)
+    data = merged(study, "data", dataset=dataset, path=str(path) if path else None, n=n,
+                  hops=hops, seed=seed)
+    engine = merged(study, "backend", name=backend, model=model, base_url=base_url)
+    cfg = merged(study, "cuer", seed=data.seed, two_support=two_support,
+                 duplicate_positions=duplicate_positions,
+                 replace_hardness_sweep=replace_hardness,
+                 weight_sensitivity=weight_sensitivity)
+    skills = _skill_client(engine.name, engine.model, engine.base_url, data.seed, cache,
+                           no_cache)
+    extra = {"hops": data.hops, "seed": data.seed} if data.dataset == "synthetic" else {}
+    ds = load_dataset(data.dataset, data.path, n=data.n, **extra)
     run_dir = RunDir(out)
-    run_dir.open({"command": "cuer", "dataset": ds.name, "source": ds.source, "n": n,
-                  "backend": backend, "model": skills.backend.model, "base_url": base_url,
-                  "study": config.model_dump(mode="json")})
-    executor = Executor(skills, AgentConfig(mode="single_shot", k=config.k),
-                        meta={"backend": backend, "model": skills.backend.model})
-    run_cuer(ds, executor, run_dir, config, retriever_for=retriever_factory(ds),
+    run_dir.open({"command": "cuer", "data": data.model_dump(mode="json"),
+                  "backend": engine.model_dump(mode="json"), "source": ds.source,
+                  "cuer": cfg.model_dump(mode="json")})
+    executor = Executor(skills, AgentConfig(mode="single_shot", k=cfg.k),
+                        meta={"backend": engine.name, "model": skills.backend.model})
+    run_cuer(ds, executor, run_dir, cfg, retriever_for=retriever_factory(ds),
              show_progress=progress)
-    summary = write_cuer_summary(run_dir, config)
+    summary = write_cuer_summary(run_dir, cfg)
     Console(width=max(Console().width, 120)).print(
         cuer_table(summary, title=f"CUE-R on {ds.name} (n={summary['n']})"))
     typer.echo(f"→ {out}")

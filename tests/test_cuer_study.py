@@ -97,3 +97,38 @@ def test_empty_retrieval_is_skipped_and_counted(tmp_path: Path) -> None:
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["skipped"]["remove"] == {"empty retrieval": 1}
     assert summary["conditions"]["remove"]["n"] == 1
+
+
+def test_config_file_sets_the_study_and_flags_override_it(tmp_path: Path) -> None:
+    config = tmp_path / "study.toml"
+    config.write_text('[data]\ndataset = "synthetic"\nn = 3\nhops = 2\n\n'
+                      '[cuer]\ndivergence_weights = [0.2, 0.6, 0.2]\n')
+    result = runner.invoke(app, ["cuer", "--config", str(config), "--n", "4",
+                                 "--out", str(tmp_path / "run"), "--no-cache", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["n"] == 4
+    assert summary["config"]["divergence_weights"] == [0.2, 0.6, 0.2]
+
+
+def test_shipped_study_configs_are_valid() -> None:
+    from cuer_agent.config import load_config
+    root = Path(__file__).resolve().parents[1] / "configs"
+    for path in sorted(root.glob("*.toml")):
+        load_config(path)
+
+
+def test_config_with_an_unknown_key_names_the_key(tmp_path: Path) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text("[cuer]\nreplace_hardnes = 'easy'\n")
+    result = runner.invoke(app, ["cuer", "--config", str(config), "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2
+    assert "bad.toml: cuer.replace_hardnes: unknown key" in result.stderr
+
+
+def test_config_with_a_wrong_type_names_the_key(tmp_path: Path) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text("[cuer]\nk = 'five'\n")
+    result = runner.invoke(app, ["cuer", "--config", str(config), "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2
+    assert "cuer.k" in result.stderr

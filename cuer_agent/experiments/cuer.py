@@ -15,7 +15,7 @@ from the rows alone (`cuer_agent.experiments.cuer_summary`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from rich.progress import Progress
@@ -53,18 +53,18 @@ class CuerConfig(BaseModel):
     k: int = Field(5, ge=1)
     seed: int = 0
     """Seed of the interventions' randomness (random targets, easy replacements)."""
-    replace_hardness: str = "medium"
-    duplicate_position: str = "end"
-    f1_threshold: float = 0.8
+    replace_hardness: Literal["easy", "medium", "hard"] = "medium"
+    duplicate_position: Literal["end", "front", "after"] = "end"
+    f1_threshold: float = Field(0.8, gt=0, le=1)
     divergence_weights: tuple[float, float, float] = (0.5, 0.3, 0.2)
     """(used ids, answer change, confidence change)."""
-    bootstrap_resamples: int = 5000
+    bootstrap_resamples: int = Field(5000, ge=100)
     bootstrap_seed: int = 42
     two_support: bool = False
     duplicate_positions: bool = False
     replace_hardness_sweep: bool = False
     weight_sensitivity: bool = False
-    weight_grid_step: float = 0.1
+    weight_grid_step: float = Field(0.1, gt=0, lt=0.5)
     roles: dict[str, Any] = Field(default_factory=dict)
     """Overrides of `cuer_agent.roles.RoleThresholds` fields."""
 

@@ -1,0 +1,80 @@
+"""Study configs: one TOML file re-creates a run (`configs/*.toml`).
+
+Sections: `[data]` (which examples), `[backend]` (which model), `[cuer]` (the single-shot
+study's thresholds, weights and counts — `cuer_agent.experiments.cuer.CuerConfig`).
+Unknown keys and wrong types are errors that name the file and the key. Command-line
+flags given explicitly override the file.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from cuer_agent.errors import ConfigError
+from cuer_agent.experiments.cuer import CuerConfig
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class DataSection(_Section):
+    dataset: str = "synthetic"
+    path: str | None = None
+    """The dataset file in its original format (the user supplies it)."""
+    n: int | None = Field(None, ge=1)
+    hops: int | None = Field(None, ge=1, le=4)
+    """Synthetic world: only H-hop questions."""
+    seed: int = 0
+
+
+class BackendSection(_Section):
+    name: str = "extractive"
+    model: str | None = None
+    base_url: str | None = None
+
+
+class StudyConfig(_Section):
+    data: DataSection = DataSection()
+    backend: BackendSection = BackendSection()
+    cuer: CuerConfig = CuerConfig()
+
+
+def load_config(path: str | Path | None) -> StudyConfig:
+    """Parse and validate a study config; None gives the defaults."""
+    if path is None:
+        return StudyConfig()
+    source = Path(path)
+    try:
+        raw = tomllib.loads(source.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{source}: no such config file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML ({exc})") from None
+    return validate_config(raw, source)
+
+
+def validate_config(raw: dict[str, Any], source: object = "<config>") -> StudyConfig:
+    try:
+        return StudyConfig.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(p) for p in first["loc"])
+        problem = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
+        raise ConfigError(f"{source}: {key}: {problem}") from None
+
+
+def merged(config: StudyConfig, section: str, **overrides: Any) -> Any:
+    """A section with the explicitly given (not None) command-line values applied."""
+    current = getattr(config, section)
+    given = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        return type(current).model_validate({**current.model_dump(), **given})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"--{key.replace('_', '-')}: {first['msg']}") from None
