@@ -132,3 +132,11 @@ def test_config_with_a_wrong_type_names_the_key(tmp_path: Path) -> None:
     result = runner.invoke(app, ["cuer", "--config", str(config), "--out", str(tmp_path / "r")])
     assert result.exit_code == 2
     assert "cuer.k" in result.stderr
+
+
+def test_role_thresholds_in_a_config_are_checked(tmp_path: Path) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text("[cuer.roles]\nhurt_f2 = 0.3\n")
+    result = runner.invoke(app, ["cuer", "--config", str(config), "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2
+    assert "bad.toml: cuer.roles" in result.stderr and "hurt_f2" in result.stderr

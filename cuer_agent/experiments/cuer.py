@@ -14,13 +14,15 @@ from the rows alone (`cuer_agent.experiments.cuer_summary`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rich.progress import Progress
 
 from cuer_agent.data import Dataset, Example
+from cuer_agent.errors import ConfigError
 from cuer_agent.execution import Executor, RunResult, replace_evidence
 from cuer_agent.interventions import (
     ConditionInput,
@@ -37,6 +39,7 @@ from cuer_agent.metrics.utility import (
     weigh,
 )
 from cuer_agent.retrieval import BM25Retriever
+from cuer_agent.roles import RoleThresholds
 from cuer_agent.runs import RunDir
 from cuer_agent.trace import Trace
 
@@ -67,6 +70,19 @@ class CuerConfig(BaseModel):
     weight_grid_step: float = Field(0.1, gt=0, lt=0.5)
     roles: dict[str, Any] = Field(default_factory=dict)
     """Overrides of `cuer_agent.roles.RoleThresholds` fields."""
+
+    @field_validator("roles")
+    @classmethod
+    def _known_role_thresholds(cls, value: dict[str, Any]) -> dict[str, Any]:
+        known = {f.name for f in dataclasses.fields(RoleThresholds)}
+        unknown = sorted(set(value) - known)
+        if unknown:
+            raise ValueError(f"unknown role threshold(s) {unknown}; known: {sorted(known)}")
+        try:
+            RoleThresholds(**value)  # its own checks: positive numbers, known conditions
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return value
 
     def conditions(self) -> list[tuple[str, str, dict[str, Any]]]:
         """(condition name, registered condition, params) in run order."""
