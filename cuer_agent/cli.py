@@ -231,6 +231,8 @@ def cuer_cmd(
     summary = write_cuer_summary(run_dir, cfg)
     Console(width=max(Console().width, 120)).print(
         cuer_table(summary, title=f"CUE-R on {ds.name} (n={summary['n']})"))
+    for finding in summary["findings"]:
+        typer.echo(finding)
     typer.echo(f"→ {out}")
 
 

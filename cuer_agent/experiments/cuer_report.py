@@ -19,9 +19,29 @@ PAPER_HOTPOTQA_QWEN3_8B = {
 }
 
 
+# The paper's qualitative pattern: REMOVE and REPLACE hurt correctness, DUPLICATE does not.
+PAPER_PATTERN = {"remove": "hurts", "replace": "hurts", "duplicate": "preserves"}
+
+
+def pattern_findings(summary: dict[str, Any]) -> list[str]:
+    """One sentence per main operator: does our Δcorrectness follow the paper's pattern?"""
+    findings = []
+    for name, expected in PAPER_PATTERN.items():
+        delta = summary["conditions"].get(name, {}).get("delta", {}).get("correctness")
+        if not delta or delta["ci"] is None:
+            continue
+        lo, hi = delta["ci"]
+        observed = "hurts" if lo > 0 else "helps" if hi < 0 else "preserves"
+        verdict = "as in the paper" if observed == expected else "UNLIKE the paper"
+        findings.append(f"{name.upper()} {observed} correctness (Δ {delta['mean']:+.3f}, 95% CI "
+                        f"[{lo:+.3f}, {hi:+.3f}]) — {verdict}, where it {expected} correctness.")
+    return findings
+
+
 def write_cuer_summary(run_dir: RunDir, config: CuerConfig) -> dict[str, Any]:
     records = run_dir.rows(RECORDS)
     summary = summarize_cuer(records, config)
+    summary["findings"] = pattern_findings(summary)
     summary["roles"] = roles_summary(records, config)
     summary["ledger"] = ledger_from_rows(run_dir.rows(TRACES))
     summary["config"] = config.model_dump(mode="json")
