@@ -35,7 +35,10 @@ class InterventionRecord(BaseModel):
     provenance: dict[str, str] = Field(default_factory=dict)
     """New id → where it came from (a source chunk id)."""
     params: dict[str, Any] = Field(default_factory=dict)
-    """Operator parameters: hardness, position, seed …"""
+    """Operator parameters: hardness, position, stage, boundary …"""
+    certificate: dict[str, Any] = Field(default_factory=dict)
+    """Content tampering: hop, strategy, original span, new span, documents touched,
+    replacements (empty for other interventions)."""
     skipped: str = ""
     """Why the intervention could not apply (empty = applied)."""
 

@@ -1,0 +1,122 @@
+"""Faults at hop h: the input a fault sees, what it returns, and the registry.
+
+A fault is a pure function `(FaultInput) -> FaultOutcome`. It never runs the agent and
+never modifies the corpus: it returns the edit to make at its boundary of hop h
+(`cuer_agent.execution`), and the study forks the clean run there and lets the same
+agent re-execute the suffix.
+
+| boundary | the fault edits | e.g. |
+|---|---|---|
+| `retrieve` | hop h's evidence (`FaultOutcome.evidence`) | empty, irrelevant, false premise, stale, tampering |
+| `plan` | hop h's sub-query (`FaultOutcome.subquery`), then retrieval runs on it | query drift |
+| `read` (of hop h−1) | nothing but the decision: answer now (`FaultOutcome.force_answer`) | early termination |
+
+A new fault is one function plus one `@fault(name, stage=..., boundary=...)` line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from cuer_agent.errors import ConfigError
+from cuer_agent.interventions._record import InterventionRecord
+
+Evidence = dict[str, Any]
+Stage = Literal["retrieval", "tool", "answer"]
+Boundary = Literal["plan", "retrieve", "read"]
+
+
+@dataclass(frozen=True)
+class CorpusItem:
+    """A passage chunk a fault may draw from (off-topic passages, distractors)."""
+
+    id: str
+    title: str
+    text: str
+
+
+@dataclass(frozen=True)
+class FaultInput:
+    """What the injector knows at hop h. `gold_*` and `distractor_answers` are hidden
+    labels: the experimenter uses them to certify a fault; the agent never sees them."""
+
+    example_id: str
+    question: str
+    hop: int
+    subquery: str
+    """Hop h's sub-query in the clean run."""
+    evidence: Sequence[Evidence]
+    """Hop h's retrieved evidence in the clean run (Evidence dicts, in view order)."""
+    later_subqueries: Sequence[str]
+    """Sub-queries of hops > h in the clean run (observable), for bridge detection."""
+    corpus: Sequence[CorpusItem]
+    """Passages the fault may draw from: the example's pool or the shared corpus."""
+    seed: int
+    gold_answers: Sequence[str] = ()
+    distractor_answers: Sequence[str] = ()
+    """Gold answers of *other* examples: entity distractors for tampering."""
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FaultOutcome:
+    record: InterventionRecord
+    evidence: list[Evidence] | None = None
+    subquery: str | None = None
+    force_answer: bool = False
+
+    @property
+    def applied(self) -> bool:
+        return not self.record.skipped
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    name: str
+    stage: Stage
+    boundary: Boundary
+    apply: Callable[[FaultInput], FaultOutcome]
+
+
+_FAULTS: dict[str, FaultSpec] = {}
+
+
+def fault(name: str, *, stage: Stage,
+          boundary: Boundary) -> Callable[[Callable[[FaultInput], FaultOutcome]],
+                                          Callable[[FaultInput], FaultOutcome]]:
+    """Register a fault under `name` with its stage label and fork boundary."""
+    def deco(func: Callable[[FaultInput], FaultOutcome]) -> Callable[[FaultInput], FaultOutcome]:
+        _FAULTS[name] = FaultSpec(name, stage, boundary, func)
+        return func
+    return deco
+
+
+def get_fault(name: str) -> FaultSpec:
+    _load_builtin()
+    if name not in _FAULTS:
+        raise ConfigError(f"unknown fault {name!r}; choose from {', '.join(sorted(_FAULTS))}")
+    return _FAULTS[name]
+
+
+def fault_names() -> list[str]:
+    _load_builtin()
+    return sorted(_FAULTS)
+
+
+def fault_record(inp: FaultInput, name: str, *, skipped: str = "",
+                 **fields: Any) -> InterventionRecord:
+    """The record every fault returns: `<example>/<fault>@<hop>`."""
+    spec = _FAULTS[name]
+    return InterventionRecord(record_id=f"{inp.example_id}/{name}@{inp.hop}",
+                              example_id=inp.example_id, condition=name, operator=name.upper(),
+                              hop=inp.hop, skipped=skipped,
+                              params={"stage": spec.stage, "boundary": spec.boundary,
+                                      **fields.pop("params", {})},
+                              **fields)
+
+
+def _load_builtin() -> None:
+    # Imported for their @fault side effect.
+    from cuer_agent.interventions import faults, tampering  # noqa: F401

@@ -1,0 +1,1 @@
+"""Structural faults at hop h (written next)."""

@@ -1,0 +1,1 @@
+"""Certified content tampering (written next)."""
