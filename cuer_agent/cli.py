@@ -236,6 +236,60 @@ def cuer_cmd(
     typer.echo(f"→ {out}")
 
 
+@app.command("propagate")
+@user_errors
+def propagate_cmd(
+    out: Annotated[Path, typer.Option(help="Run directory (resumed if it exists).")],
+    dataset: Annotated[str, typer.Option(help="synthetic, musique, 2wiki or hotpotqa.")] = (
+        "synthetic"),
+    path: Annotated[Path | None, typer.Option(help="Data file (original format).")] = None,
+    hops: Annotated[int, typer.Option(help="Hop budget (synthetic: H-hop questions).")] = 3,
+    n: Annotated[int | None, typer.Option(help="First N examples.")] = None,
+    faults: Annotated[str | None, typer.Option(help="Comma-separated fault names "
+                                               "(default: all).")] = None,
+    hop_operators: Annotated[bool, typer.Option(help="Also REMOVE/REPLACE/DUPLICATE per "
+                                                "hop.")] = True,
+    strict: Annotated[bool, typer.Option(help="Inject only where the clean answer was "
+                                         "correct.")] = True,
+    backend: Backend = "extractive",
+    model: Model = None,
+    base_url: BaseUrl = None,
+    seed: Annotated[int, typer.Option(help="Seed (synthetic world, faults).")] = 0,
+    cache: CachePath = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the cache.")] = False,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+) -> None:
+    """Agentic fault propagation: inject a fault at hop h, let the agent re-execute."""
+    from cuer_agent.data import load_dataset
+    from cuer_agent.execution import AgentConfig, Executor
+    from cuer_agent.experiments.propagation import DEFAULT_FAULTS, PropagationConfig
+    from cuer_agent.experiments.propagation_report import propagation_tables, run_and_summarize
+    from cuer_agent.interventions._fault_types import get_fault
+    from cuer_agent.runs import RunDir
+
+    chosen = tuple(f.strip() for f in faults.split(",") if f.strip()) if faults else DEFAULT_FAULTS
+    for name in chosen:
+        get_fault(name)  # unknown name → one error line, before any work
+    if hops < 1:
+        raise CuerError(f"--hops must be >= 1, got {hops}")
+    config = PropagationConfig(faults=chosen, hop_operators=hop_operators, strict=strict,
+                               seed=seed)
+    skills = _skill_client(backend, model, base_url, seed, cache, no_cache)
+    extra = {"hops": hops, "seed": seed} if dataset == "synthetic" else {}
+    ds = load_dataset(dataset, path, n=n, **extra)
+    run_dir = RunDir(out)
+    run_dir.open({"command": "propagate", "dataset": ds.name, "source": ds.source, "n": n,
+                  "path": str(path) if path else None, "hops": hops, "seed": seed,
+                  "backend": backend, "model": skills.backend.model, "base_url": base_url,
+                  "propagation": config.model_dump(mode="json")})
+    executor = Executor(skills, AgentConfig(hop_budget=hops),
+                        meta={"backend": backend, "model": skills.backend.model})
+    summary = run_and_summarize(ds, executor, run_dir, config, show_progress=progress)
+    for table in propagation_tables(summary):
+        Console(width=max(Console().width, 120)).print(table)
+    typer.echo(f"→ {out}")
+
+
 @app.command("score")
 @user_errors
 def score_cmd(

@@ -5,11 +5,12 @@ never modifies the corpus: it returns the edit to make at its boundary of hop h
 (`cuer_agent.execution`), and the study forks the clean run there and lets the same
 agent re-execute the suffix.
 
-| boundary | the fault edits | e.g. |
-|---|---|---|
-| `retrieve` | hop h's evidence (`FaultOutcome.evidence`) | empty, irrelevant, false premise, stale, tampering |
-| `plan` | hop h's sub-query (`FaultOutcome.subquery`), then retrieval runs on it | query drift |
-| `read` (of hop h−1) | nothing but the decision: answer now (`FaultOutcome.force_answer`) | early termination |
+* boundary `retrieve`: edits hop h's evidence (`FaultOutcome.evidence`) — empty,
+  irrelevant, false premise, stale evidence, content tampering;
+* boundary `plan`: edits hop h's sub-query (`FaultOutcome.subquery`), then retrieval
+  runs on it — query drift;
+* boundary `read` (of hop h−1): only the decision, answer now
+  (`FaultOutcome.force_answer`) — early termination.
 
 A new fault is one function plus one `@fault(name, stage=..., boundary=...)` line.
 """

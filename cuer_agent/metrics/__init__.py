@@ -5,7 +5,10 @@ from cuer_agent.metrics.answer import (
     exact_match,
     f1_score,
     normalize_answer,
+    recall_correct,
     soft_correct,
+    token_recall,
 )
 
-__all__ = ["answer_scores", "exact_match", "f1_score", "normalize_answer", "soft_correct"]
+__all__ = ["answer_scores", "exact_match", "f1_score", "normalize_answer", "recall_correct",
+           "soft_correct", "token_recall"]

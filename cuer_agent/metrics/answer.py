@@ -77,6 +77,25 @@ def soft_correct(prediction: str, gold: str, *, f1_threshold: float = 0.8) -> fl
     return float(f1_score(prediction, gold) >= f1_threshold)
 
 
+def token_recall(prediction: str, gold: str) -> float:
+    """Share of the gold answer's normalised tokens found in the prediction (multiset)."""
+    pred, ref = normalize_answer(prediction).split(), normalize_answer(gold).split()
+    if not ref:
+        return float(not pred)
+    common = Counter(pred) & Counter(ref)
+    return sum(common.values()) / len(ref)
+
+
+def recall_correct(prediction: str, golds: Sequence[str], *, threshold: float = 0.8) -> float:
+    """The propagation study's correctness (paper-notes §B): normalised EM, or token recall
+    of a gold answer in the prediction >= `threshold`; max over the gold answers."""
+    golds = [g for g in golds if g is not None] or [""]
+    if not normalize_answer(prediction):
+        return 0.0
+    return max(float(exact_match(prediction, g) == 1.0 or token_recall(prediction, g) >= threshold)
+               for g in golds)
+
+
 def answer_scores(prediction: str, golds: Sequence[str], *,
                   f1_threshold: float = 0.8) -> dict[str, float]:
     """`{em, f1, soft}` of one prediction, each the max over the gold answers."""

@@ -12,7 +12,7 @@ official normalisation, and default weights (0.5, 0.3, 0.2) — a config value.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from cuer_agent.metrics.answer import normalize_answer
@@ -69,3 +69,40 @@ def divergence(used: Iterable[str], answer: str, confidence: float | None,
                weights: DivergenceWeights = DivergenceWeights()) -> float:
     return weigh(divergence_parts(used, answer, confidence, used_cf, answer_cf, confidence_cf),
                  weights)
+
+
+def normalized_edit_distance(a: Sequence[str], b: Sequence[str]) -> float:
+    """Levenshtein distance between two action sequences / the longer length (0 if both
+    are empty)."""
+    if not a and not b:
+        return 0.0
+    prev = list(range(len(b) + 1))
+    for i, x in enumerate(a, start=1):
+        cur = [i]
+        for j, y in enumerate(b, start=1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y)))
+        prev = cur
+    return prev[-1] / max(len(a), len(b))
+
+
+@dataclass(frozen=True)
+class AgenticWeights:
+    """Weights of the multi-hop D: used ids across hops, answer change, confidence
+    change, and the edit distance between the action sequences."""
+
+    used: float = 0.4
+    answer: float = 0.24
+    confidence: float = 0.16
+    actions: float = 0.2
+
+
+def agentic_divergence(used: Iterable[str], answer: str, confidence: float | None,
+                       actions: Sequence[str], used_cf: Iterable[str], answer_cf: str,
+                       confidence_cf: float | None, actions_cf: Sequence[str],
+                       weights: AgenticWeights = AgenticWeights()) -> float:
+    """D for multi-hop traces: CUE-R's three terms over the ids used in any hop, plus how
+    far the sequence of actions moved."""
+    d_used, d_answer, d_conf = divergence_parts(used, answer, confidence, used_cf, answer_cf,
+                                                confidence_cf)
+    return (weights.used * d_used + weights.answer * d_answer + weights.confidence * d_conf
+            + weights.actions * normalized_edit_distance(actions, actions_cf))

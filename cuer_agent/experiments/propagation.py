@@ -1,0 +1,270 @@
+"""The agentic fault-propagation study: inject a fault at hop h, let the agent re-execute.
+
+For each example the agent runs once (the *clean* run). For each fault and each hop h
+the example is eligible for (paper-notes §B: the clean trace reached h hops; in strict
+mode, the default, the clean answer was also correct), the fault is applied at its
+boundary of hop h and the same agent re-executes the suffix from the saved state. The
+per-hop CUE-R operators (REMOVE / REPLACE / DUPLICATE on hop h's target) run the same
+way. Every counterfactual is stored with its intervention record.
+
+Correctness here is the propagation study's: normalised EM, or token recall of the
+gold answer in the prediction >= 0.8.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from rich.progress import Progress
+
+from cuer_agent.data import Dataset, Example
+from cuer_agent.execution import (
+    Executor,
+    RunResult,
+    force_answer,
+    replace_evidence,
+    replace_subquery,
+)
+from cuer_agent.interventions import ConditionInput, ReplacementPool, get_condition
+from cuer_agent.interventions._fault_types import CorpusItem, FaultInput, get_fault
+from cuer_agent.interventions.tampering import query_contaminated, tampering_outcome
+from cuer_agent.metrics import recall_correct
+from cuer_agent.metrics.utility import AgenticWeights, agentic_divergence, divergence
+from cuer_agent.retrieval import BM25Retriever
+from cuer_agent.runs import RunDir
+from cuer_agent.trace import Trace
+
+TRACES, RECORDS = "traces.jsonl", "records.jsonl"
+DEFAULT_FAULTS = ("empty_retrieval", "irrelevant_evidence", "query_drift", "false_premise",
+                  "stale_evidence", "early_termination", "content_tampering")
+HOP_OPERATORS = ("remove", "replace", "duplicate")
+
+
+class PropagationConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    faults: tuple[str, ...] = DEFAULT_FAULTS
+    hop_operators: bool = True
+    """Also run REMOVE / REPLACE / DUPLICATE on each hop's target."""
+    strict: bool = True
+    """Inject only into clean traces whose answer was correct."""
+    seed: int = 0
+    recall_threshold: float = Field(0.8, gt=0, le=1)
+    distractor_pool: int = Field(200, ge=1)
+    """How many other examples' gold answers serve as entity distractors."""
+    agentic_weights: tuple[float, float, float, float] = (0.4, 0.24, 0.16, 0.2)
+    bootstrap_resamples: int = Field(1000, ge=100)
+    bootstrap_seed: int = 42
+
+
+def used_across_hops(trace: Trace) -> list[str]:
+    ids = [i for hop in trace.hops for i in hop.selected] + list(trace.used_ids)
+    return list(dict.fromkeys(ids))
+
+
+def run_metrics(trace: Trace, clean: Trace, example: Example,
+                config: PropagationConfig) -> dict[str, float]:
+    correct = recall_correct(trace.answer, example.gold_answers,
+                             threshold=config.recall_threshold)
+    return {
+        "correct": correct,
+        "hops": float(len(trace.hops)),
+        "divergence_cuer": divergence(clean.used_ids, clean.answer, clean.confidence,
+                                      trace.used_ids, trace.answer, trace.confidence),
+        "divergence": agentic_divergence(
+            used_across_hops(clean), clean.answer, clean.confidence, clean.actions,
+            used_across_hops(trace), trace.answer, trace.confidence, trace.actions,
+            AgenticWeights(*config.agentic_weights)),
+    }
+
+
+def prefix_skill_calls(fork: RunResult, first_hop: int) -> int:
+    """Skill nodes the fork ran for hops before `first_hop` — must be 0."""
+    count = 0
+    for key in fork.nodes_run:
+        hop, node = key.split(":", 1)
+        if node in {"plan", "read"} and hop.isdigit() and int(hop) < first_hop:
+            count += 1
+    return count
+
+
+class _Injector:
+    """Per-example context shared by every fault and hop of that example."""
+
+    def __init__(self, example: Example, base: RunResult, retriever: BM25Retriever,
+                 distractors: list[str], config: PropagationConfig) -> None:
+        self.example, self.base, self.config = example, base, config
+        self.retriever = retriever
+        self.corpus = [CorpusItem(c.id, c.title, c.text) for c in retriever.chunks]
+        self.distractors = distractors
+
+    def fault_input(self, hop: int) -> FaultInput:
+        clean = self.base.trace
+        record = clean.hops[hop - 1] if hop <= len(clean.hops) else None
+        return FaultInput(
+            example_id=self.example.id, question=self.example.question, hop=hop,
+            subquery=record.subquery if record else "",
+            evidence=[ev.model_dump(mode="json") for ev in record.retrieved] if record else [],
+            later_subqueries=[h.subquery for h in clean.hops[hop:]], corpus=self.corpus,
+            seed=self.config.seed, gold_answers=self.example.gold_answers,
+            distractor_answers=self.distractors)
+
+
+def _fork_for(executor: Executor, base: RunResult, boundary: str, hop: int,
+              outcome: Any) -> RunResult:
+    if boundary == "retrieve":
+        return executor.fork(base, hop, "retrieve", replace_evidence(outcome.evidence))
+    if boundary == "plan":
+        return executor.fork(base, hop, "plan", replace_subquery(outcome.subquery))
+    return executor.fork(base, hop - 1, "read", force_answer())
+
+
+def example_rows(example: Example, executor: Executor, retriever: BM25Retriever,
+                 distractors: list[str], config: PropagationConfig) -> list[dict[str, Any]]:
+    """Every row of one example: the clean run, then each fault × hop, then hop operators.
+    A row is {"record", "trace" (None if skipped), "metrics", ...}."""
+    base = executor.run(example, retriever)
+    clean = base.trace
+    clean_metrics = run_metrics(clean, clean, example, config)
+    rows = [_row(example, "clean", 0, "", base, clean_metrics, {})]
+    injector = _Injector(example, base, retriever, distractors, config)
+    budget = executor.config.hop_budget
+    for name in config.faults:
+        spec = get_fault(name)
+        for hop in range(1, budget + 1):
+            why = _ineligible(clean, clean_metrics, hop, config)
+            if why:
+                rows.append(_skipped(example, name, hop, why))
+                continue
+            outcome = spec.apply(injector.fault_input(hop))
+            if not outcome.applied:
+                rows.append({"record": outcome.record.model_dump(mode="json"), "trace": None,
+                             "metrics": None})
+                continue
+            fork = _fork_for(executor, base, spec.boundary, hop, outcome)
+            metrics = run_metrics(fork.trace, clean, example, config)
+            metrics["prefix_calls"] = float(prefix_skill_calls(fork, hop))
+            extra: dict[str, Any] = {}
+            if outcome.record.certificate:
+                extra["tampering"] = tampering_outcome(
+                    bool(metrics["correct"]), fork.trace.answer, outcome.record.certificate)
+                extra["contaminated"] = query_contaminated(
+                    outcome.record.certificate["new_span"],
+                    [h.subquery for h in fork.trace.hops[hop:]])
+            rows.append(_fork_row(outcome.record.model_dump(mode="json"), fork, metrics, extra))
+    if config.hop_operators:
+        rows += _operator_rows(example, executor, base, retriever, clean_metrics, config)
+    return rows
+
+
+def _operator_rows(example: Example, executor: Executor, base: RunResult,
+                   retriever: BM25Retriever, clean_metrics: dict[str, float],
+                   config: PropagationConfig) -> list[dict[str, Any]]:
+    clean = base.trace
+    rows = []
+    pool = ReplacementPool(retriever, example.supporting_titles)
+    for hop in range(1, executor.config.hop_budget + 1):
+        for name in HOP_OPERATORS:
+            condition = f"hop_{name}"
+            why = _ineligible(clean, clean_metrics, hop, config, strict=False)
+            if why:
+                rows.append(_skipped(example, condition, hop, why))
+                continue
+            record = clean.hops[hop - 1]
+            gold = example.hops[hop - 1].support_title if hop <= len(example.hops) else None
+            inp = ConditionInput(
+                example_id=example.id, question=example.question,
+                evidence=[ev.model_dump(mode="json") for ev in record.retrieved],
+                used_ids=record.selected, gold_titles={gold} if gold else set(), pool=pool,
+                seed=config.seed, hop=hop)
+            edited, rec = get_condition(name)(inp, condition)
+            rec = rec.model_copy(update={"record_id": f"{example.id}/{condition}@{hop}"})
+            if edited is None:
+                rows.append({"record": rec.model_dump(mode="json"), "trace": None,
+                             "metrics": None})
+                continue
+            fork = executor.fork(base, hop, "retrieve", replace_evidence(edited))
+            metrics = run_metrics(fork.trace, clean, example, config)
+            metrics["prefix_calls"] = float(prefix_skill_calls(fork, hop))
+            rows.append(_fork_row(rec.model_dump(mode="json"), fork, metrics, {}))
+    return rows
+
+
+def _ineligible(clean: Trace, clean_metrics: dict[str, float], hop: int,
+                config: PropagationConfig, *, strict: bool | None = None) -> str:
+    if len(clean.hops) < hop:
+        return "clean trace has fewer hops"
+    if (config.strict if strict is None else strict) and not clean_metrics["correct"]:
+        return "clean answer wrong (strict)"
+    return ""
+
+
+def _row(example: Example, condition: str, hop: int, skipped: str, result: RunResult,
+         metrics: dict[str, float], extra: dict[str, Any]) -> dict[str, Any]:
+    record = {"record_id": f"{example.id}/{condition}" + (f"@{hop}" if hop else ""),
+              "example_id": example.id, "condition": condition, "operator": "NONE",
+              "hop": hop, "skipped": skipped}
+    return _fork_row(record, result, metrics, extra)
+
+
+def _fork_row(record: dict[str, Any], result: RunResult, metrics: dict[str, float],
+              extra: dict[str, Any]) -> dict[str, Any]:
+    return {"record": record, "trace": result.trace.model_dump(mode="json"),
+            "request_keys": result.request_keys, "spent": result.spent, "metrics": metrics,
+            **extra}
+
+
+def _skipped(example: Example, condition: str, hop: int, reason: str) -> dict[str, Any]:
+    return {"record": {"record_id": f"{example.id}/{condition}@{hop}",
+                       "example_id": example.id, "condition": condition, "operator": "NONE",
+                       "hop": hop, "skipped": reason},
+            "trace": None, "metrics": None}
+
+
+def distractor_answers(dataset: Dataset, example: Example, limit: int) -> list[str]:
+    """Gold answers of other examples (entity distractors for tampering), in data order."""
+    out = [ex.answer for ex in dataset.examples if ex.id != example.id]
+    return out[:limit]
+
+
+def run_propagation(dataset: Dataset, executor: Executor, run_dir: RunDir,
+                    config: PropagationConfig, *,
+                    retriever_for: Callable[[Example], BM25Retriever],
+                    show_progress: bool = True) -> None:
+    """Run every example not yet complete in `run_dir`. Rows go to records.jsonl (record
+    + metrics) and traces.jsonl (record + trace); a half-written example is dropped and
+    redone, so no row is duplicated or lost."""
+    done = _complete(run_dir)
+    todo = [ex for ex in dataset.examples if ex.id not in done]
+    with Progress(disable=not show_progress, transient=True) as progress:
+        task = progress.add_task("propagation", total=len(dataset.examples),
+                                 completed=len(done))
+        for example in todo:
+            rows = example_rows(example, executor, retriever_for(example),
+                                distractor_answers(dataset, example, config.distractor_pool),
+                                config)
+            for row in rows:
+                if row["trace"] is not None:
+                    run_dir.append(TRACES, {k: row[k] for k in ("record", "trace",
+                                                               "request_keys", "spent")})
+            for row in rows:
+                run_dir.append(RECORDS, {k: v for k, v in row.items()
+                                         if k not in ("trace", "request_keys", "spent")})
+            run_dir.append(RECORDS, {"record": {"record_id": f"{example.id}/done",
+                                                "example_id": example.id,
+                                                "condition": "done"}, "metrics": None})
+            progress.advance(task)
+
+
+def _complete(run_dir: RunDir) -> set[str]:
+    """Examples whose closing "done" row is written; other rows of theirs are dropped."""
+    records = run_dir.rows(RECORDS)
+    done = {r["record"]["example_id"] for r in records if r["record"]["condition"] == "done"}
+    kept = [r for r in records if r["record"]["example_id"] in done]
+    if len(kept) != len(records):
+        run_dir.rewrite(RECORDS, kept)
+        run_dir.rewrite(TRACES, [r for r in run_dir.rows(TRACES)
+                                 if r["record"]["example_id"] in done])
+    return done

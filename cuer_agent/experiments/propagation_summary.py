@@ -1,0 +1,191 @@
+"""Summary of the fault-propagation study, from `records.jsonl` (and traces for the
+stage transitions) alone: the same rows give the same bytes.
+
+* `faults` — per fault and hop: injected, recovered (correct after re-execution),
+  failed, recovery(h) = recovered / injected with a bootstrap CI;
+* `tampering` — per hop: resisted / absorbed / derailed and query contamination, plus
+  the share of eligible hops where a span could be certified (and why not);
+* `hop_operators` — per-hop REMOVE / REPLACE / DUPLICATE: Δcorrectness and D (the
+  multi-hop D and the plain CUE-R D);
+* `stage_transitions` — how a failed injection shows downstream: a networkx graph whose
+  nodes are (hops after the fault, support status, finding same/changed vs the clean
+  run) and whose edge weights count traces;
+* `prefix_calls` — skill calls spent on the prefix by any fork (must be 0).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from cuer_agent.experiments.propagation import PropagationConfig
+from cuer_agent.metrics.stats import bootstrap_ci
+
+Rows = list[dict[str, Any]]
+
+
+def _r(x: float) -> float:
+    return round(float(x), 6)
+
+
+def _ci(values: list[float], config: PropagationConfig) -> list[float] | None:
+    if not values:
+        return None
+    lo, hi = bootstrap_ci(values, n_resamples=config.bootstrap_resamples,
+                          seed=config.bootstrap_seed)
+    return [_r(lo), _r(hi)]
+
+
+def _by(rows: Rows, condition_filter: Any) -> dict[str, dict[int, list[dict[str, Any]]]]:
+    out: dict[str, dict[int, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        rec = row["record"]
+        if condition_filter(rec["condition"]):
+            out[rec["condition"]][int(rec.get("hop", 0))].append(row)
+    return out
+
+
+def fault_table(rows: Rows, faults: tuple[str, ...],
+                config: PropagationConfig) -> dict[str, Any]:
+    grouped = _by(rows, lambda c: c in faults)
+    table: dict[str, Any] = {}
+    for fault in faults:
+        per_hop = {}
+        for hop, items in sorted(grouped.get(fault, {}).items()):
+            applied = [r["metrics"]["correct"] for r in items if r["metrics"] is not None]
+            recovered = int(sum(applied))
+            per_hop[str(hop)] = {
+                "injected": len(applied), "recovered": recovered,
+                "failed": len(applied) - recovered,
+                "recovery": _r(recovered / len(applied)) if applied else None,
+                "ci": _ci(applied, config),
+                "descriptive_only": len(applied) - recovered < 10,
+            }
+        table[fault] = per_hop
+    return table
+
+
+def skipped(rows: Rows) -> dict[str, dict[str, int]]:
+    out: dict[str, Counter[str]] = defaultdict(Counter)
+    for row in rows:
+        rec = row["record"]
+        if row["metrics"] is None and rec["condition"] not in {"done"} and rec.get("skipped"):
+            out[rec["condition"]][rec["skipped"]] += 1
+    return {c: dict(sorted(v.items())) for c, v in sorted(out.items())}
+
+
+def tampering_table(rows: Rows) -> dict[str, Any]:
+    grouped = _by(rows, lambda c: c == "content_tampering").get("content_tampering", {})
+    per_hop: dict[str, Any] = {}
+    eligible = certified = 0
+    reasons: Counter[str] = Counter()
+    for hop, items in sorted(grouped.items()):
+        outcomes = Counter(r["tampering"] for r in items if r["metrics"] is not None)
+        applied = [r for r in items if r["metrics"] is not None]
+        per_hop[str(hop)] = {
+            "injected": len(applied),
+            "resisted": outcomes["resisted"], "absorbed": outcomes["absorbed"],
+            "derailed": outcomes["derailed"],
+            "contaminated": sum(bool(r.get("contaminated")) for r in applied),
+            "strategies": dict(sorted(Counter(r["record"]["certificate"]["strategy"]
+                                              for r in applied).items())),
+        }
+        for r in items:
+            why = r["record"].get("skipped", "")
+            if why.startswith("clean "):  # not eligible at this hop
+                continue
+            eligible += 1
+            if r["metrics"] is not None:
+                certified += 1
+            else:
+                reasons[why] += 1
+    return {"by_hop": per_hop, "eligible": eligible, "certified": certified,
+            "certified_share": _r(certified / eligible) if eligible else None,
+            "not_certified": dict(sorted(reasons.items()))}
+
+
+def operator_table(rows: Rows, config: PropagationConfig) -> dict[str, Any]:
+    clean = {r["record"]["example_id"]: r["metrics"] for r in rows
+             if r["record"]["condition"] == "clean"}
+    grouped = _by(rows, lambda c: c.startswith("hop_"))
+    out: dict[str, Any] = {}
+    for condition, by_hop in sorted(grouped.items()):
+        out[condition.removeprefix("hop_")] = {}
+        for hop, items in sorted(by_hop.items()):
+            applied = [r for r in items if r["metrics"] is not None]
+            delta = [clean[r["record"]["example_id"]]["correct"] - r["metrics"]["correct"]
+                     for r in applied]
+            d = [r["metrics"]["divergence"] for r in applied]
+            d_plain = [r["metrics"]["divergence_cuer"] for r in applied]
+            out[condition.removeprefix("hop_")][str(hop)] = {
+                "n": len(applied),
+                "delta_correctness": {"mean": _r(np.mean(delta)) if delta else None,
+                                      "ci": _ci(delta, config)},
+                "divergence": {"mean": _r(np.mean(d)) if d else None, "ci": _ci(d, config)},
+                "divergence_cuer": _r(np.mean(d_plain)) if d_plain else None,
+            }
+    return out
+
+
+def _hop_state(hop: dict[str, Any], clean_hop: dict[str, Any] | None) -> str:
+    same = clean_hop is not None and hop["finding"] == clean_hop["finding"]
+    return f"{hop['support']}/{'same' if same else 'changed'}"
+
+
+def stage_transitions(trace_rows: Rows, record_rows: Rows,
+                      faults: tuple[str, ...]) -> dict[str, Any]:
+    """For each fault, a graph of observable hop states after the injected hop, over the
+    injected runs that still failed, exported as weighted edges."""
+    failed = {r["record"]["record_id"] for r in record_rows
+              if r["metrics"] is not None and r["record"]["condition"] in faults
+              and not r["metrics"]["correct"]}
+    clean = {r["record"]["example_id"]: r["trace"] for r in trace_rows
+             if r["record"]["condition"] == "clean"}
+    graphs: dict[str, nx.DiGraph] = {f: nx.DiGraph() for f in faults}
+    for row in trace_rows:
+        rec = row["record"]
+        if rec["record_id"] not in failed:
+            continue
+        graph, h = graphs[rec["condition"]], int(rec["hop"])
+        clean_hops = clean[rec["example_id"]]["hops"]
+        previous = "injected"
+        for hop in row["trace"]["hops"][h - 1:]:
+            k = hop["hop"]
+            clean_hop = clean_hops[k - 1] if k <= len(clean_hops) else None
+            node = f"+{k - h}:{_hop_state(hop, clean_hop)}"
+            _bump(graph, previous, node)
+            previous = node
+        _bump(graph, previous, "answer:wrong")
+    return {f: {"traces": sum(w for _, v, w in g.edges(data="weight") if v == "answer:wrong"),
+                "edges": [{"from": u, "to": v, "count": w}
+                          for u, v, w in sorted(g.edges(data="weight"))]}
+            for f, g in graphs.items()}
+
+
+def _bump(graph: nx.DiGraph, u: str, v: str) -> None:
+    weight = graph.get_edge_data(u, v, {"weight": 0})["weight"]
+    graph.add_edge(u, v, weight=weight + 1)
+
+
+def summarize_propagation(record_rows: Rows, trace_rows: Rows,
+                          config: PropagationConfig) -> dict[str, Any]:
+    clean = [r for r in record_rows if r["record"]["condition"] == "clean"]
+    correct = [r["metrics"]["correct"] for r in clean]
+    hops_used = Counter(int(r["metrics"]["hops"]) for r in clean)
+    prefix = [r["metrics"]["prefix_calls"] for r in record_rows
+              if r["metrics"] is not None and "prefix_calls" in r["metrics"]]
+    return {
+        "clean": {"n": len(clean), "accuracy": _r(np.mean(correct)) if correct else None,
+                  "accuracy_ci": _ci(correct, config),
+                  "hops_used": {str(k): v for k, v in sorted(hops_used.items())}},
+        "faults": fault_table(record_rows, config.faults, config),
+        "tampering": tampering_table(record_rows),
+        "hop_operators": operator_table(record_rows, config) if config.hop_operators else {},
+        "skipped": skipped(record_rows),
+        "prefix_calls": {"forks": len(prefix), "total": int(sum(prefix)),
+                         "max": int(max(prefix, default=0))},
+        "stage_transitions": stage_transitions(trace_rows, record_rows, config.faults),
+    }
