@@ -278,9 +278,11 @@ def propagate_cmd(
     extra = {"hops": hops, "seed": seed} if dataset == "synthetic" else {}
     ds = load_dataset(dataset, path, n=n, **extra)
     run_dir = RunDir(out)
-    run_dir.open({"command": "propagate", "dataset": ds.name, "source": ds.source, "n": n,
-                  "path": str(path) if path else None, "hops": hops, "seed": seed,
-                  "backend": backend, "model": skills.backend.model, "base_url": base_url,
+    run_dir.open({"command": "propagate", "source": ds.source, "hop_budget": hops,
+                  "data": {"dataset": ds.name, "path": str(path) if path else None, "n": n,
+                           "hops": hops if dataset == "synthetic" else None, "seed": seed},
+                  "backend": {"name": backend, "model": skills.backend.model,
+                              "base_url": base_url},
                   "propagation": config.model_dump(mode="json")})
     executor = Executor(skills, AgentConfig(hop_budget=hops),
                         meta={"backend": backend, "model": skills.backend.model})
@@ -288,6 +290,33 @@ def propagate_cmd(
     for table in propagation_tables(summary):
         Console(width=max(Console().width, 120)).print(table)
     typer.echo(f"→ {out}")
+
+
+@app.command("replay")
+@user_errors
+def replay_cmd(
+    run_dir: Annotated[Path, typer.Argument(help="A cuer or propagate run directory.")],
+    record: Annotated[str, typer.Option(help="Record id, e.g. syn-0-3/query_drift@2.")],
+    cache: CachePath = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the cache.")] = False,
+) -> None:
+    """Re-execute one stored record and check that the same trace comes out (exit 1 if not)."""
+    import json
+
+    from cuer_agent.experiments.replay import replay
+
+    config_path = run_dir / "config.json"
+    if not config_path.exists():
+        raise CuerError(f"{config_path}: no such file (not a run directory)")
+    engine = json.loads(config_path.read_text())["backend"]
+    skills = _skill_client(engine["name"], engine.get("model"), engine.get("base_url"), 0,
+                           cache, no_cache)
+    result = replay(run_dir, record, skills)
+    if result.identical:
+        typer.echo(f"{record}: replayed trace is identical ({len(result.stored)} bytes)")
+        return
+    typer.echo(f"{record}: replayed trace DIFFERS from the stored one", err=True)
+    raise typer.Exit(code=1)
 
 
 @app.command("score")

@@ -1,0 +1,119 @@
+"""`cuer-agent replay DIR --record ID`: re-execute one stored record from the run directory
+alone and check that the same trace (and the same intervention record) comes out.
+
+The run's `config.json` names the data, the backend and the study config; the example
+is re-run and its interventions re-derived (they are seeded, pure functions of the clean
+run), then the record's trace is compared byte for byte with the stored one.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from cuer_agent.data import load_dataset
+from cuer_agent.errors import CuerError
+from cuer_agent.execution import AgentConfig, Executor
+from cuer_agent.interventions import InterventionRecord
+from cuer_agent.llm.backends import SkillClient
+from cuer_agent.runs import CONFIG_FILE, read_rows
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    record_id: str
+    identical: bool
+    stored: str
+    replayed: str
+
+
+def _stored_row(run_dir: Path, record_id: str) -> dict[str, Any]:
+    for row in read_rows(run_dir / "traces.jsonl"):
+        if row.get("record", {}).get("record_id") == record_id:
+            return row
+    raise CuerError(f"{run_dir / 'traces.jsonl'}: no trace for record {record_id!r}")
+
+
+def replay(run_dir: Path, record_id: str, skills: SkillClient) -> ReplayResult:
+    config_path = run_dir / CONFIG_FILE
+    if not config_path.exists():
+        raise CuerError(f"{config_path}: no such file (not a run directory)")
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    stored = _stored_row(run_dir, record_id)
+    example_id = stored["record"]["example_id"]
+    command = config.get("command")
+    if command == "cuer":
+        rows = _cuer_rows(config, example_id, skills)
+    elif command == "propagate":
+        rows = _propagation_rows(config, example_id, skills)
+    else:
+        raise CuerError(f"{config_path}: replay supports cuer and propagate runs, "
+                        f"not {command!r}")
+    for row in rows:
+        if row.get("record", {}).get("record_id") == record_id and row.get("trace"):
+            replayed = json.dumps(row["trace"], sort_keys=True)
+            original = json.dumps(stored["trace"], sort_keys=True)
+            same = replayed == original and _same_record(row["record"], stored["record"])
+            return ReplayResult(record_id, same, original, replayed)
+    raise CuerError(f"record {record_id!r} did not come out of the replay")
+
+
+def _same_record(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Equal as intervention records (defaults filled in), or as plain dicts."""
+    try:
+        return InterventionRecord.model_validate(a) == InterventionRecord.model_validate(b)
+    except ValidationError:
+        return a == b
+
+
+def _dataset(name: str, path: str | None, n: int | None, hops: int | None, seed: int) -> Any:
+    extra = {"hops": hops, "seed": seed} if name == "synthetic" else {}
+    return load_dataset(name, path, n=n, **extra)
+
+
+def _cuer_rows(config: dict[str, Any], example_id: str,
+               skills: SkillClient) -> list[dict[str, Any]]:
+    from cuer_agent.experiments.cuer import CuerConfig, _example_rows
+    from cuer_agent.experiments.run_agent import retriever_factory
+
+    data = config["data"]
+    ds = _dataset(data["dataset"], data["path"], data["n"], data["hops"], data["seed"])
+    study = CuerConfig.model_validate(config["cuer"])
+    example = _find(ds, example_id)
+    executor = Executor(skills, AgentConfig(mode="single_shot", k=study.k),
+                        meta={"backend": config["backend"]["name"],
+                              "model": skills.backend.model})
+    pairs = _example_rows(example, executor, study, study.conditions(),
+                          retriever_factory(ds)(example))
+    return [trace_row for trace_row, _ in pairs if trace_row is not None]
+
+
+def _propagation_rows(config: dict[str, Any], example_id: str,
+                      skills: SkillClient) -> list[dict[str, Any]]:
+    from cuer_agent.experiments.propagation import (
+        PropagationConfig,
+        distractor_answers,
+        example_rows,
+    )
+    from cuer_agent.experiments.run_agent import retriever_factory
+
+    data = config["data"]
+    ds = _dataset(data["dataset"], data["path"], data["n"], data["hops"], data["seed"])
+    study = PropagationConfig.model_validate(config["propagation"])
+    example = _find(ds, example_id)
+    executor = Executor(skills, AgentConfig(hop_budget=config["hop_budget"]),
+                        meta={"backend": config["backend"]["name"],
+                              "model": skills.backend.model})
+    return example_rows(example, executor, retriever_factory(ds)(example),
+                        distractor_answers(ds, example, study.distractor_pool), study)
+
+
+def _find(dataset: Any, example_id: str) -> Any:
+    for example in dataset.examples:
+        if example.id == example_id:
+            return example
+    raise CuerError(f"example {example_id!r} is not in the run's data set")
