@@ -1,0 +1,121 @@
+"""The agentic fault-propagation study end to end (extractive backend, synthetic world)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cuer_agent.cli import app
+from cuer_agent.experiments.propagation import DEFAULT_FAULTS
+
+runner = CliRunner()
+
+
+def propagate(out: Path, *extra: str) -> tuple[int, str]:
+    result = runner.invoke(app, ["propagate", "--hops", "3", "--n", "6", "--seed", "7",
+                                 "--out", str(out), "--no-cache", "--no-progress", *extra])
+    return result.exit_code, result.stdout + result.stderr
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("prop") / "run"
+    code, text = propagate(out)
+    assert code == 0, text
+    return out
+
+
+def summary_of(run: Path) -> dict:
+    return json.loads((run / "summary.json").read_text())
+
+
+def test_every_fault_is_applied_at_every_eligible_hop(study: Path) -> None:
+    rows = [json.loads(line) for line in (study / "records.jsonl").open()]
+    clean = {r["record"]["example_id"]: r["metrics"] for r in rows
+             if r["record"]["condition"] == "clean"}
+    cells = {(r["record"]["condition"], r["record"]["example_id"], r["record"]["hop"]): r
+             for r in rows if r["record"]["condition"] in DEFAULT_FAULTS}
+    for fault in DEFAULT_FAULTS:
+        applied = 0
+        for example_id, metrics in clean.items():
+            for hop in (1, 2, 3):
+                row = cells[(fault, example_id, hop)]  # one row per fault × example × hop
+                eligible = metrics["correct"] and metrics["hops"] >= hop
+                if eligible:
+                    assert row["metrics"] is not None or not row["record"]["skipped"].startswith(
+                        "clean "), (fault, example_id, hop)
+                else:
+                    assert row["record"]["skipped"].startswith("clean ")
+                applied += row["metrics"] is not None
+        assert applied > 0, fault
+
+
+def test_forks_spend_nothing_on_the_prefix(study: Path) -> None:
+    prefix = summary_of(study)["prefix_calls"]
+    assert prefix["forks"] > 0
+    assert prefix["total"] == 0 and prefix["max"] == 0
+
+
+def test_recovery_is_recovered_over_injected(study: Path) -> None:
+    for per_hop in summary_of(study)["faults"].values():
+        for cell in per_hop.values():
+            if cell["injected"]:
+                assert cell["recovered"] + cell["failed"] == cell["injected"]
+                assert cell["recovery"] == round(cell["recovered"] / cell["injected"], 6)
+
+
+def test_tampering_outcomes_add_up_and_certificates_are_stored(study: Path) -> None:
+    summary = summary_of(study)
+    for cell in summary["tampering"]["by_hop"].values():
+        assert cell["resisted"] + cell["absorbed"] + cell["derailed"] == cell["injected"]
+    rows = [json.loads(line) for line in (study / "records.jsonl").open()]
+    tampered = [r for r in rows if r["record"]["condition"] == "content_tampering"
+                and r["metrics"] is not None]
+    for row in tampered:
+        cert = row["record"]["certificate"]
+        assert {"hop", "strategy", "original_span", "new_span", "documents_touched",
+                "replacements"} <= set(cert)
+
+
+def test_skips_are_counted_by_reason(study: Path) -> None:
+    rows = [json.loads(line) for line in (study / "records.jsonl").open()]
+    skipped_rows = [r for r in rows if r["metrics"] is None and r["record"]["condition"] != "done"]
+    counted = sum(sum(v.values()) for v in summary_of(study)["skipped"].values())
+    assert counted == len(skipped_rows)
+
+
+def test_stage_transitions_are_weighted_edges(study: Path) -> None:
+    transitions = summary_of(study)["stage_transitions"]
+    assert set(transitions) == set(DEFAULT_FAULTS)
+    for graph in transitions.values():
+        for edge in graph["edges"]:
+            assert edge["count"] > 0
+
+
+def test_same_seed_gives_the_same_records_bytes(study: Path, tmp_path: Path) -> None:
+    assert propagate(tmp_path / "again")[0] == 0
+    assert (tmp_path / "again" / "records.jsonl").read_bytes() == \
+        (study / "records.jsonl").read_bytes()
+    assert (tmp_path / "again" / "summary.json").read_bytes() == \
+        (study / "summary.json").read_bytes()
+
+
+def test_any_record_replays_to_the_same_trace(study: Path) -> None:
+    rows = [json.loads(line) for line in (study / "traces.jsonl").open()]
+    for condition in ("query_drift", "content_tampering", "early_termination", "hop_remove"):
+        row = next((r for r in rows if r["record"]["condition"] == condition), None)
+        if row is None:
+            continue
+        result = runner.invoke(app, ["replay", str(study), "--record",
+                                     row["record"]["record_id"], "--no-cache"])
+        assert result.exit_code == 0, result.output
+        assert "identical" in result.stdout
+
+
+def test_unknown_fault_is_exit_2_before_work(tmp_path: Path) -> None:
+    code, text = propagate(tmp_path / "r", "--faults", "gremlins")
+    assert code == 2 and "unknown fault" in text
+    assert not (tmp_path / "r").exists()
