@@ -97,6 +97,22 @@ CachePath = Annotated[Path | None, typer.Option(
     help="Response cache (SQLite). Default: $CUER_CACHE or ~/.cache/cuer-agent/responses.sqlite")]
 
 
+def filter_gold_hops(dataset: Any, gold_hops: str | None) -> Any:
+    """Keep the examples whose gold hop count is listed ("3,4"); None keeps all."""
+    import dataclasses
+
+    if not gold_hops:
+        return dataset
+    try:
+        wanted = {int(h) for h in gold_hops.split(",") if h.strip()}
+    except ValueError:
+        raise CuerError(f"--gold-hops must list integers, got {gold_hops!r}") from None
+    kept = [ex for ex in dataset.examples if ex.n_hops in wanted]
+    if not kept:
+        raise CuerError(f"no example has {sorted(wanted)} gold hops")
+    return dataclasses.replace(dataset, examples=kept)
+
+
 def _skill_client(backend: str, model: str | None, base_url: str | None, seed: int,
                   cache: Path | None, no_cache: bool) -> Any:
     """Backend + cache + ledger; checks the server before any work starts."""
@@ -251,6 +267,8 @@ def propagate_cmd(
                                                 "hop.")] = True,
     strict: Annotated[bool, typer.Option(help="Inject only where the clean answer was "
                                          "correct.")] = True,
+    gold_hops: Annotated[str | None, typer.Option(help="Keep only examples with these gold "
+                                                  "hop counts, e.g. 3,4.")] = None,
     backend: Backend = "extractive",
     model: Model = None,
     base_url: BaseUrl = None,
@@ -276,11 +294,12 @@ def propagate_cmd(
                                seed=seed)
     skills = _skill_client(backend, model, base_url, seed, cache, no_cache)
     extra = {"hops": hops, "seed": seed} if dataset == "synthetic" else {}
-    ds = load_dataset(dataset, path, n=n, **extra)
+    ds = filter_gold_hops(load_dataset(dataset, path, n=n, **extra), gold_hops)
     run_dir = RunDir(out)
     run_dir.open({"command": "propagate", "source": ds.source, "hop_budget": hops,
                   "data": {"dataset": ds.name, "path": str(path) if path else None, "n": n,
-                           "hops": hops if dataset == "synthetic" else None, "seed": seed},
+                           "hops": hops if dataset == "synthetic" else None, "seed": seed,
+                           "gold_hops": gold_hops},
                   "backend": {"name": backend, "model": skills.backend.model,
                               "base_url": base_url},
                   "propagation": config.model_dump(mode="json")})

@@ -94,6 +94,7 @@ def _cuer_rows(config: dict[str, Any], example_id: str,
 
 def _propagation_rows(config: dict[str, Any], example_id: str,
                       skills: SkillClient) -> list[dict[str, Any]]:
+    from cuer_agent.cli import filter_gold_hops
     from cuer_agent.experiments.propagation import (
         PropagationConfig,
         distractor_answers,
@@ -102,7 +103,8 @@ def _propagation_rows(config: dict[str, Any], example_id: str,
     from cuer_agent.experiments.run_agent import retriever_factory
 
     data = config["data"]
-    ds = _dataset(data["dataset"], data["path"], data["n"], data["hops"], data["seed"])
+    ds = filter_gold_hops(_dataset(data["dataset"], data["path"], data["n"], data["hops"],
+                                   data["seed"]), data.get("gold_hops"))
     study = PropagationConfig.model_validate(config["propagation"])
     example = _find(ds, example_id)
     executor = Executor(skills, AgentConfig(hop_budget=config["hop_budget"]),
