@@ -31,7 +31,13 @@ from cuer_agent.interventions import ConditionInput, ReplacementPool, get_condit
 from cuer_agent.interventions._fault_types import CorpusItem, FaultInput, get_fault
 from cuer_agent.interventions.tampering import query_contaminated, tampering_outcome
 from cuer_agent.metrics import recall_correct
-from cuer_agent.metrics.utility import AgenticWeights, agentic_divergence, divergence
+from cuer_agent.metrics.utility import (
+    AgenticWeights,
+    agentic_divergence,
+    confidence_error,
+    divergence,
+    grounding,
+)
 from cuer_agent.retrieval import BM25Retriever
 from cuer_agent.runs import RunDir
 from cuer_agent.trace import Trace
@@ -68,8 +74,12 @@ def run_metrics(trace: Trace, clean: Trace, example: Example,
                 config: PropagationConfig) -> dict[str, float]:
     correct = recall_correct(trace.answer, example.gold_answers,
                              threshold=config.recall_threshold)
+    titles = {ev.id: ev.title for ev in trace.evidence_by_id().values()}
     return {
         "correct": correct,
+        "grounding": grounding([titles.get(u, "") for u in trace.used_ids],
+                               example.supporting_titles),
+        "confidence_error": confidence_error(trace.confidence, correct),
         "hops": float(len(trace.hops)),
         "divergence_cuer": divergence(clean.used_ids, clean.answer, clean.confidence,
                                       trace.used_ids, trace.answer, trace.confidence),

@@ -116,14 +116,17 @@ def operator_table(rows: Rows, config: PropagationConfig) -> dict[str, Any]:
         out[condition.removeprefix("hop_")] = {}
         for hop, items in sorted(by_hop.items()):
             applied = [r for r in items if r["metrics"] is not None]
-            delta = [clean[r["record"]["example_id"]]["correct"] - r["metrics"]["correct"]
-                     for r in applied]
             d = [r["metrics"]["divergence"] for r in applied]
             d_plain = [r["metrics"]["divergence_cuer"] for r in applied]
+            cell: dict[str, Any] = {"n": len(applied)}
+            # Δ = U(clean) − U(counterfactual); confidence error's utility is −CE.
+            for axis, sign in (("correct", 1), ("grounding", 1), ("confidence_error", -1)):
+                delta = [sign * (clean[r["record"]["example_id"]][axis] - r["metrics"][axis])
+                         for r in applied]
+                cell[f"delta_{'correctness' if axis == 'correct' else axis}"] = {
+                    "mean": _r(np.mean(delta)) if delta else None, "ci": _ci(delta, config)}
             out[condition.removeprefix("hop_")][str(hop)] = {
-                "n": len(applied),
-                "delta_correctness": {"mean": _r(np.mean(delta)) if delta else None,
-                                      "ci": _ci(delta, config)},
+                **cell,
                 "divergence": {"mean": _r(np.mean(d)) if d else None, "ci": _ci(d, config)},
                 "divergence_cuer": _r(np.mean(d_plain)) if d_plain else None,
             }
