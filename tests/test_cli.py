@@ -219,3 +219,17 @@ def test_score_bad_prediction_file_is_exit_2(tmp_path: Path) -> None:
     pred.write_text("{not json")
     code, _, err = cli("score", "--dataset", "hotpotqa", "--gold", str(gold), "--pred", str(pred))
     assert code == 2 and "pred.json" in err
+
+
+def test_run_is_identical_across_processes_with_different_hash_seeds(tmp_path: Path) -> None:
+    """Set iteration order must never reach a result (PYTHONHASHSEED differs per process)."""
+    outs = []
+    for i, hash_seed in enumerate(("1", "2")):
+        out = tmp_path / f"r{i}"
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        subprocess.run([sys.executable, "-m", "cuer_agent.cli", "run", "--dataset", "synthetic",
+                        "--hops", "3", "--n", "25", "--seed", "7", "--out", str(out),
+                        "--no-cache", "--no-progress"], env=env, check=True,
+                       capture_output=True)
+        outs.append((out / "traces.jsonl").read_bytes())
+    assert outs[0] == outs[1]

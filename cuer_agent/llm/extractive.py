@@ -133,8 +133,9 @@ def score_sentences(query: str, evidence: tuple[EvidenceView, ...]) -> list[Hit]
         named = bool(title) and title <= qstems
         in_title = qstems & title
         in_text = (qstems & sst) - in_title
-        score = sum(weight[w] for w in in_text)
-        score += (1.0 if named else 0.5) * sum(weight[w] for w in in_title)
+        # fsum: exact, so the score cannot depend on set iteration order (hash seed).
+        score = math.fsum(weight[w] for w in in_text)
+        score += (1.0 if named else 0.5) * math.fsum(weight[w] for w in in_title)
         hits.append(Hit(score, ev, sent, order, frozenset(in_text | in_title)))
     hits.sort(key=lambda h: (-h.score, h.order))
     return hits
