@@ -117,26 +117,46 @@ class Executor:
             raise KeyError(f"run {base.example_id} has no state after {boundary} of hop {hop}")
         return copy.deepcopy(base.snapshots[key])
 
-    def reanswer(self, base: RunResult, overrides: dict[int, list[dict[str, Any]]]) -> RunResult:
-        """Frozen re-answer: hop h's evidence replaced by `overrides[h]`, only `answer` runs."""
+    def reanswer(self, base: RunResult,
+                 overrides: dict[int, list[dict[str, Any]] | dict[str, Any]]) -> RunResult:
+        """Frozen re-answer: replace hop h by `overrides[h]` — an evidence list (all of it
+        selected, the finding kept) or a whole hop record — keep every other hop as
+        observed, and run only `answer`."""
         last = len(base.final_state.get("hops", []))
         state = self.snapshot(base, last, "read")
         hops = []
         for rec in state["hops"]:
-            if rec["hop"] in overrides:
-                evidence = overrides[rec["hop"]]
-                rec = {**rec, "retrieved": evidence, "selected": [ev["id"] for ev in evidence]}
+            new = overrides.get(rec["hop"])
+            if isinstance(new, list):
+                rec = {**rec, "retrieved": new, "selected": [ev["id"] for ev in new]}
+            elif isinstance(new, dict):
+                rec = new
             hops.append(rec)
         state = {**state, "hops": hops, "done": True}
         return self._execute(base.example_id, base.retriever, state, as_node="read")
+
+    def rerun_hop(self, run: RunResult, j: int) -> dict[str, Any] | None:
+        """Hop j re-executed cleanly: from the observed state after hop j−1 the agent plans,
+        retrieves and reads hop j again, and stops there. None if it chose to answer."""
+        state = _resume(self.snapshot(run, j - 1, "read"))
+        result = self._execute(run.example_id, run.retriever, state, as_node="read",
+                               stop_after=f"{j}:read")
+        hops = result.final_state.get("hops", [])
+        return hops[j - 1] if len(hops) >= j else None
 
     def repair_and_regenerate(self, run: RunResult, j: int) -> RunResult:
         """Keep hops < j as observed; the agent re-plans hop j and continues on its own."""
         return self.fork(run, j - 1, "read", _resume)
 
+    def continue_retrieving(self, run: RunResult) -> RunResult:
+        """One more hop than the observed run took: the agent may search again (hop n+1)."""
+        n = len(run.trace.hops)
+        return self.fork(run, n, "read",
+                         lambda s: {**s, "done": False, "hop_budget": max(s["hop_budget"], n + 1)})
+
     # -- mechanics ----------------------------------------------------------------------------
     def _execute(self, example_id: str, retriever: Retriever, state: dict[str, Any],
-                 as_node: str | None) -> RunResult:
+                 as_node: str | None, stop_after: str | None = None) -> RunResult:
         context = AgentContext(skills=self.skills, retriever=retriever)
         # A fresh thread per execution: forks never share checkpoints (safe in parallel).
         thread = {"configurable": {"thread_id": uuid.uuid4().hex}}
@@ -164,6 +184,8 @@ class Executor:
                     key = _snapshot_key(current, last_node)
                     snapshots[key] = current
                     nodes_run.append(key)
+                    if key == stop_after:
+                        break
         except BackendError as exc:
             error = str(exc)
         finally:

@@ -140,3 +140,20 @@ def test_role_thresholds_in_a_config_are_checked(tmp_path: Path) -> None:
     result = runner.invoke(app, ["cuer", "--config", str(config), "--out", str(tmp_path / "r")])
     assert result.exit_code == 2
     assert "bad.toml: cuer.roles" in result.stderr and "hurt_f2" in result.stderr
+
+
+def test_trace_rows_of_an_unrecorded_example_are_dropped_on_resume(tmp_path: Path) -> None:
+    assert cuer(tmp_path / "full")[0] == 0
+    part = tmp_path / "part"
+    assert cuer(part)[0] == 0
+    # Killed right after writing the next example's first trace row, before any record.
+    records = (part / "records.jsonl").read_text().splitlines(keepends=True)
+    last_example = json.loads(records[-1])["record"]["example_id"]
+    kept = [r for r in records if json.loads(r)["record"]["example_id"] != last_example]
+    (part / "records.jsonl").write_text("".join(kept))
+    traces = (part / "traces.jsonl").read_text().splitlines(keepends=True)
+    first_of_last = next(i for i, t in enumerate(traces)
+                         if json.loads(t)["record"]["example_id"] == last_example)
+    (part / "traces.jsonl").write_text("".join(traces[:first_of_last + 1]))
+    assert cuer(part)[0] == 0
+    assert (part / "traces.jsonl").read_bytes() == (tmp_path / "full" / "traces.jsonl").read_bytes()

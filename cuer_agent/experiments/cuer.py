@@ -195,8 +195,12 @@ def _complete_examples(run_dir: RunDir, expected: int) -> set[str]:
     for row in records:
         counts[row["record"]["example_id"]] = counts.get(row["record"]["example_id"], 0) + 1
     complete = {ex for ex, c in counts.items() if c == expected}
-    if len(complete) != len(counts):
-        run_dir.rewrite(RECORDS, [r for r in records if r["record"]["example_id"] in complete])
-        run_dir.rewrite(TRACES, [r for r in run_dir.rows(TRACES)
-                                 if r["record"]["example_id"] in complete])
+    # A cut-off example may have trace rows and no record row yet: filter both files.
+    traces = run_dir.rows(TRACES)
+    kept_records = [r for r in records if r["record"]["example_id"] in complete]
+    kept_traces = [r for r in traces if r["record"]["example_id"] in complete]
+    if len(kept_records) != len(records):
+        run_dir.rewrite(RECORDS, kept_records)
+    if len(kept_traces) != len(traces):
+        run_dir.rewrite(TRACES, kept_traces)
     return complete

@@ -42,7 +42,10 @@ from cuer_agent.retrieval import BM25Retriever
 from cuer_agent.runs import RunDir
 from cuer_agent.trace import Trace
 
-TRACES, RECORDS = "traces.jsonl", "records.jsonl"
+TRACES, RECORDS, DIAGNOSES = "traces.jsonl", "records.jsonl", "diagnoses.jsonl"
+OnFailed = Callable[[Example, Any, int, RunResult], list[dict[str, Any]]]
+"""Called with (example, fault spec, hop, fork) for each injected run that still fails;
+returns diagnosis rows (the evaluate command diagnoses there, while the fork is live)."""
 DEFAULT_FAULTS = ("empty_retrieval", "irrelevant_evidence", "query_drift", "false_premise",
                   "stale_evidence", "early_termination", "content_tampering")
 HOP_OPERATORS = ("remove", "replace", "duplicate")
@@ -132,7 +135,8 @@ def _fork_for(executor: Executor, base: RunResult, boundary: str, hop: int,
 
 
 def example_rows(example: Example, executor: Executor, retriever: BM25Retriever,
-                 distractors: list[str], config: PropagationConfig) -> list[dict[str, Any]]:
+                 distractors: list[str], config: PropagationConfig,
+                 on_failed: OnFailed | None = None) -> list[dict[str, Any]]:
     """Every row of one example: the clean run, then each fault × hop, then hop operators.
     A row is {"record", "trace" (None if skipped), "metrics", ...}."""
     base = executor.run(example, retriever)
@@ -163,6 +167,8 @@ def example_rows(example: Example, executor: Executor, retriever: BM25Retriever,
                 extra["contaminated"] = query_contaminated(
                     outcome.record.certificate["new_span"],
                     [h.subquery for h in fork.trace.hops[hop:]])
+            if on_failed is not None and not metrics["correct"]:
+                extra["diagnoses"] = on_failed(example, spec, hop, fork)
             rows.append(_fork_row(outcome.record.model_dump(mode="json"), fork, metrics, extra))
     if config.hop_operators:
         rows += _operator_rows(example, executor, base, retriever, clean_metrics, config)
@@ -242,7 +248,7 @@ def distractor_answers(dataset: Dataset, example: Example, limit: int) -> list[s
 def run_propagation(dataset: Dataset, executor: Executor, run_dir: RunDir,
                     config: PropagationConfig, *,
                     retriever_for: Callable[[Example], BM25Retriever],
-                    show_progress: bool = True) -> None:
+                    show_progress: bool = True, on_failed: OnFailed | None = None) -> None:
     """Run every example not yet complete in `run_dir`. Rows go to records.jsonl (record
     + metrics) and traces.jsonl (record + trace); a half-written example is dropped and
     redone, so no row is duplicated or lost."""
@@ -254,14 +260,17 @@ def run_propagation(dataset: Dataset, executor: Executor, run_dir: RunDir,
         for example in todo:
             rows = example_rows(example, executor, retriever_for(example),
                                 distractor_answers(dataset, example, config.distractor_pool),
-                                config)
+                                config, on_failed)
             for row in rows:
                 if row["trace"] is not None:
                     run_dir.append(TRACES, {k: row[k] for k in ("record", "trace",
                                                                "request_keys", "spent")})
+                for diagnosis in row.get("diagnoses", []):
+                    run_dir.append(DIAGNOSES, diagnosis)
             for row in rows:
                 run_dir.append(RECORDS, {k: v for k, v in row.items()
-                                         if k not in ("trace", "request_keys", "spent")})
+                                         if k not in ("trace", "request_keys", "spent",
+                                                      "diagnoses")})
             run_dir.append(RECORDS, {"record": {"record_id": f"{example.id}/done",
                                                 "example_id": example.id,
                                                 "condition": "done"}, "metrics": None})
@@ -272,9 +281,12 @@ def _complete(run_dir: RunDir) -> set[str]:
     """Examples whose closing "done" row is written; other rows of theirs are dropped."""
     records = run_dir.rows(RECORDS)
     done = {r["record"]["example_id"] for r in records if r["record"]["condition"] == "done"}
-    kept = [r for r in records if r["record"]["example_id"] in done]
-    if len(kept) != len(records):
-        run_dir.rewrite(RECORDS, kept)
-        run_dir.rewrite(TRACES, [r for r in run_dir.rows(TRACES)
-                                 if r["record"]["example_id"] in done])
+    # Rows of an example without its "done" row were cut off mid-example: drop them in
+    # every file, so the rerun writes them exactly once.
+    for name, rows, key in ((RECORDS, records, lambda r: r["record"]["example_id"]),
+                            (TRACES, run_dir.rows(TRACES), lambda r: r["record"]["example_id"]),
+                            (DIAGNOSES, run_dir.rows(DIAGNOSES), lambda r: r["example_id"])):
+        kept = [r for r in rows if key(r) in done]
+        if len(kept) != len(rows):
+            run_dir.rewrite(name, kept)
     return done

@@ -1,0 +1,219 @@
+"""Fault-attribution metrics: how well a diagnoser localises a certified injected fault.
+
+Input is one `Attribution` per failed trace: a fault was injected at hop h (`true_hop`,
+certified), the agent re-executed the later hops and is *still wrong* (the set F_h), and
+a diagnoser predicted (`pred_hop`, `pred_stage`) at a cost of `calls` / `tokens`.
+`pred_hop is None` means the diagnoser errored on that trace: it is never dropped, it
+counts as wrong for every correctness metric and is reported under `errors`.
+
+Definitions (1[.] is the indicator, means over the items given):
+
+* exact-hop accuracy  Acc(h) = mean over F_h of 1[pred_hop == h] — **integer equality**
+  (never substring / string matching: a prediction of 1 must not match h = 10);
+* stage accuracy      mean 1[pred_stage == true_stage];
+* hop tolerance       mean 1[|pred_hop - h| <= 1];
+* ancestor hit        mean 1[1 <= pred_hop <= h and pred_stage == true_stage];
+* MAE                 mean |pred_hop - h| over the non-error items only;
+* cost per correct    total calls (tokens) over all diagnoses / number of exact-hop
+  correct diagnoses (None if there is none);
+* chance baseline     a diagnoser that picks a hop uniformly from 1..n_hops of the
+  observed trace is right with probability 1/n_hops if 1 <= h <= n_hops, else 0
+  (e.g. h = n_hops + 1, premature termination, is unreachable); its expected exact-hop
+  accuracy is the mean of that probability over the items (per depth and overall).
+
+CIs are 95% percentile bootstraps of the mean (`stats.bootstrap_ci`); `ci_clustered`
+resamples whole examples (`stats.cluster_bootstrap_ci`, clusters = `example_id`), since
+the faults injected into one example are correlated. Depth cells with fewer than
+`min_cell` items are flagged `descriptive_only`. All outputs are JSON-native, rounded to
+6 decimals, deterministic (seeded numpy); NaN / undefined values become None.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from cuer_agent.metrics.stats import bootstrap_ci, cluster_bootstrap_ci
+
+DEFAULT_RESAMPLES = 1000
+DEFAULT_SEED = 42
+DEFAULT_MIN_CELL = 10
+_DIGITS = 6
+
+__all__ = ["Attribution", "attribution_summary", "chance_expected_accuracy"]
+
+
+def _as_int(value: object, name: str, *, optional: bool = False) -> int | None:
+    """A genuine integer (numpy integers accepted; bool, float and str rejected)."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}: {value!r}")
+    return operator.index(value)
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """One diagnosis of one failed trace (see the module docstring)."""
+
+    example_id: str
+    fault: str
+    true_hop: int
+    true_stage: str
+    n_hops: int
+    pred_hop: int | None
+    pred_stage: str | None
+    calls: int = 0
+    tokens: int = 0
+
+    def __post_init__(self) -> None:
+        # Hops are integers, compared with ==; a "10" string sneaking in would re-open the
+        # substring-matching bug, so refuse anything that is not an int.
+        for name in ("true_hop", "n_hops", "calls", "tokens"):
+            object.__setattr__(self, name, _as_int(getattr(self, name), name))
+        object.__setattr__(self, "pred_hop", _as_int(self.pred_hop, "pred_hop", optional=True))
+        if self.calls < 0 or self.tokens < 0:
+            raise ValueError("calls and tokens must be non-negative")
+
+    @property
+    def errored(self) -> bool:
+        return self.pred_hop is None
+
+    @property
+    def hop_correct(self) -> bool:
+        return self.pred_hop is not None and self.pred_hop == self.true_hop
+
+    @property
+    def stage_correct(self) -> bool:
+        return self.pred_hop is not None and self.pred_stage == self.true_stage
+
+    @property
+    def hop_within_one(self) -> bool:
+        return self.pred_hop is not None and abs(self.pred_hop - self.true_hop) <= 1
+
+    @property
+    def ancestor_hit(self) -> bool:
+        return (self.pred_hop is not None and 1 <= self.pred_hop <= self.true_hop
+                and self.pred_stage == self.true_stage)
+
+    @property
+    def chance_hit_probability(self) -> float:
+        """P(uniform pick from 1..n_hops == true_hop)."""
+        return 1.0 / self.n_hops if 1 <= self.true_hop <= self.n_hops else 0.0
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def _num(value: float | np.floating | None) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return None if math.isnan(value) else round(value, _DIGITS)
+
+
+def _interval(ci: NDArray[np.float64]) -> list[float | None] | None:
+    lo, hi = (_num(x) for x in ci)
+    return None if lo is None or hi is None else [lo, hi]
+
+
+def _mean_ci(values: NDArray[np.float64], *, n_resamples: int, seed: int,
+             clusters: Sequence[str] | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"mean": None, "ci": None}
+    if clusters is not None:
+        out["ci_clustered"] = None
+    if values.size == 0:
+        return out
+    out["mean"] = _num(values.mean())
+    out["ci"] = _interval(bootstrap_ci(values, n_resamples=n_resamples, seed=seed))
+    if clusters is not None:
+        out["ci_clustered"] = _interval(
+            cluster_bootstrap_ci(values, clusters, n_resamples=n_resamples, seed=seed))
+    return out
+
+
+def _indicator(items: Sequence[Attribution], attr: str) -> NDArray[np.float64]:
+    return np.fromiter((getattr(it, attr) for it in items), dtype=np.float64, count=len(items))
+
+
+def _group(items: Sequence[Attribution], key: str) -> dict[Any, list[Attribution]]:
+    groups: dict[Any, list[Attribution]] = {}
+    for it in items:
+        groups.setdefault(getattr(it, key), []).append(it)
+    return dict(sorted(groups.items()))
+
+
+# ----------------------------------------------------------------------------- public API
+
+def attribution_summary(items: Sequence[Attribution], *, n_resamples: int = DEFAULT_RESAMPLES,
+                        seed: int = DEFAULT_SEED, min_cell: int = DEFAULT_MIN_CELL
+                        ) -> dict[str, Any]:
+    """Exact-hop accuracy by depth and overall, plus stage / tolerance / ancestor / MAE /
+    cost metrics, with percentile-bootstrap CIs (see the module docstring)."""
+    items = list(items)
+    n = len(items)
+    errors = sum(it.errored for it in items)
+    kw: dict[str, int] = {"n_resamples": n_resamples, "seed": seed}
+
+    exact = _indicator(items, "hop_correct")
+    clusters = [it.example_id for it in items]
+
+    by_depth: dict[str, dict[str, Any]] = {}
+    for hop, cell in _group(items, "true_hop").items():
+        stats = _mean_ci(_indicator(cell, "hop_correct"),
+                         clusters=[it.example_id for it in cell], **kw)
+        by_depth[str(hop)] = {"n": len(cell), "acc": stats["mean"], "ci": stats["ci"],
+                              "ci_clustered": stats["ci_clustered"],
+                              "descriptive_only": len(cell) < min_cell}
+
+    abs_err = np.array([abs(it.pred_hop - it.true_hop) for it in items
+                        if it.pred_hop is not None], dtype=np.float64)
+
+    total_calls = sum(it.calls for it in items)
+    total_tokens = sum(it.tokens for it in items)
+    n_correct = int(exact.sum())
+
+    return {
+        "n": n,
+        "errors": errors,
+        "error_rate": _num(errors / n) if n else None,
+        "by_depth": by_depth,
+        "exact_hop_acc": _mean_ci(exact, clusters=clusters, **kw),
+        "stage_acc": _mean_ci(_indicator(items, "stage_correct"), **kw),
+        "hop_tol_acc": _mean_ci(_indicator(items, "hop_within_one"), **kw),
+        "ancestor_hit": _mean_ci(_indicator(items, "ancestor_hit"), **kw),
+        "mae": _mean_ci(abs_err, **kw),
+        "calls_per_diagnosis": _num(total_calls / n) if n else None,
+        "tokens_per_diagnosis": _num(total_tokens / n) if n else None,
+        "cost_per_correct": {
+            "calls": _num(total_calls / n_correct) if n_correct else None,
+            "tokens": _num(total_tokens / n_correct) if n_correct else None,
+        },
+        "by_fault": {
+            fault: {"n": len(cell), "acc": _num(_indicator(cell, "hop_correct").mean())}
+            for fault, cell in _group(items, "fault").items()
+        },
+    }
+
+
+def chance_expected_accuracy(items: Sequence[Attribution]) -> dict[str, Any]:
+    """Expected exact-hop accuracy of a uniform-random hop picker (analytic, no sampling):
+    mean over items of 1/n_hops if 1 <= true_hop <= n_hops else 0, per depth and overall.
+
+    Returns {"n", "expected_acc", "by_depth": {str(h): {"n", "expected_acc"}}}."""
+    items = list(items)
+    p = _indicator(items, "chance_hit_probability")
+    return {
+        "n": len(items),
+        "expected_acc": _num(p.mean()) if items else None,
+        "by_depth": {
+            str(hop): {"n": len(cell),
+                       "expected_acc": _num(_indicator(cell, "chance_hit_probability").mean())}
+            for hop, cell in _group(items, "true_hop").items()
+        },
+    }

@@ -1,0 +1,59 @@
+"""Number formatting shared by the tables and the prose: one place, so md and html agree."""
+
+from __future__ import annotations
+
+from typing import Any
+
+DASH = "—"
+
+
+def num(value: Any, digits: int = 3) -> str:
+    """A number with fixed digits, or a dash when it is missing."""
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+        return DASH
+    return f"{value:.{digits}f}"
+
+
+def signed(value: Any, digits: int = 3) -> str:
+    """A number with an explicit sign (deltas), or a dash."""
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+        return DASH
+    return f"{value:+.{digits}f}"
+
+
+def pval(value: Any) -> str:
+    """A p-value: `<0.001` below one in a thousand, a dash when missing."""
+    if value is None or not isinstance(value, int | float):
+        return DASH
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def ci(bounds: Any, digits: int = 3, *, sign: bool = False) -> str:
+    """A confidence interval `[lo, hi]`, or an empty string when there is none."""
+    if not isinstance(bounds, list | tuple) or len(bounds) != 2 or None in bounds:
+        return ""
+    fmt = signed if sign else num
+    return f"[{fmt(bounds[0], digits)}, {fmt(bounds[1], digits)}]"
+
+
+def mean_ci(stat: Any, digits: int = 3, *, sign: bool = False) -> str:
+    """`mean [lo, hi]` from a `{mean, ci}` dict; a dash when the mean is missing."""
+    if not isinstance(stat, dict) or stat.get("mean") is None:
+        return DASH
+    fmt = signed if sign else num
+    interval = ci(stat.get("ci"), digits, sign=sign)
+    return f"{fmt(stat['mean'], digits)} {interval}".rstrip()
+
+
+def share(count: Any, total: Any) -> str:
+    """`count (share)`, the share to two digits; the bare count when the total is 0."""
+    if not isinstance(count, int | float):
+        return DASH
+    if not total:
+        return str(count)
+    return f"{count} ({count / total:.2f})"
+
+
+def hop_key(key: str) -> tuple[int, str]:
+    """Sort key for hop / depth keys such as "1", "2", "10" (numeric first)."""
+    return (int(key), "") if str(key).isdigit() else (10**9, str(key))

@@ -1,0 +1,79 @@
+"""Conformance kit for diagnosers: `validate_diagnoser(diagnoser, cases)`.
+
+Checks that any diagnoser — built in or third party —
+
+* returns a well-formed `Diagnosis` (known stage, hop within 0..n+1, severity in [0, 1]);
+* is deterministic: the same view and seed give the same diagnosis;
+* never sees hidden labels: its view carries the gold answer only if it declares
+  `uses_gold`, and for a gold-free diagnoser changing the gold answer changes nothing.
+
+`cases` are (trace, gold answer, probe factory or None) triples; a probe factory makes a
+fresh probe per call, so probing diagnosers can be checked too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from cuer_agent.diagnosers import STAGES, Diagnoser, Diagnosis, DiagnosisView, Probe
+from cuer_agent.trace import Trace
+
+Case = tuple[Trace, str, Callable[[], Probe] | None]
+
+
+@dataclass(frozen=True)
+class ConformanceReport:
+    checked: int
+    problems: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def make_view(diagnoser: Diagnoser, trace: Trace, gold: str, seed: int = 0) -> DiagnosisView:
+    """The view a diagnoser is entitled to: gold only when it declares it uses gold."""
+    return DiagnosisView(trace=trace, gold_answer=gold if diagnoser.uses_gold else None,
+                         seed=seed)
+
+
+def _check_shape(diagnosis: object, trace: Trace) -> list[str]:
+    if not isinstance(diagnosis, Diagnosis):
+        return [f"returned {type(diagnosis).__name__}, not Diagnosis"]
+    problems = []
+    if diagnosis.stage not in STAGES:
+        problems.append(f"unknown stage {diagnosis.stage!r}")
+    if not 0 <= diagnosis.hop <= len(trace.hops) + 1:
+        problems.append(f"hop {diagnosis.hop} outside 0..{len(trace.hops) + 1}")
+    if not 0.0 <= diagnosis.severity <= 1.0:
+        problems.append(f"severity {diagnosis.severity} outside [0, 1]")
+    return problems
+
+
+def validate_diagnoser(diagnoser: Diagnoser, cases: Sequence[Case],
+                       seed: int = 0) -> ConformanceReport:
+    problems: list[str] = []
+    for i, (trace, gold, probe_factory) in enumerate(cases):
+        if diagnoser.probing and probe_factory is None:
+            continue
+        probe = probe_factory() if probe_factory else None
+        view = make_view(diagnoser, trace, gold, seed)
+        if not diagnoser.uses_gold and view.gold_answer is not None:
+            problems.append(f"case {i}: gold answer in the view of a gold-free diagnoser")
+        first = diagnoser.diagnose(view, probe)
+        problems += [f"case {i}: {p}" for p in _check_shape(first, trace)]
+        again = diagnoser.diagnose(make_view(diagnoser, trace, gold, seed),
+                                   probe_factory() if probe_factory else None)
+        if _comparable(again) != _comparable(first):
+            problems.append(f"case {i}: not deterministic under seed {seed}")
+        if not diagnoser.uses_gold:
+            other = diagnoser.diagnose(make_view(diagnoser, trace, gold + " (relabelled)", seed),
+                                       probe_factory() if probe_factory else None)
+            if _comparable(other) != _comparable(first):
+                problems.append(f"case {i}: result depends on the gold answer")
+    return ConformanceReport(len(cases), tuple(problems))
+
+
+def _comparable(d: Diagnosis) -> tuple[object, ...]:
+    return (d.hop, d.stage, d.propagated, d.severity, d.cause)

@@ -1,0 +1,162 @@
+"""The diagnoser protocol, the view it gets, the probe, and the registry.
+
+A diagnoser names where a failed run's failure started: `diagnose(view, probe) ->
+Diagnosis(hop, stage, propagated, severity, cause, cost)`. Hop conventions (paper-notes
+§B): 1..n = a hop of the trace, 0 = answer level, n+1 = the agent stopped too early.
+
+* `view` holds only the observable trace — plus the gold answer for diagnosers that
+  declare `uses_gold = True` (and only those).
+* `probe` is given only to diagnosers that declare `probing = True`: re-execution of the
+  same agent from the observed run, and a correctness oracle, under a call budget; it
+  counts what it spends.
+
+Registration: `@diagnoser("name")` on a class, or a third-party entry point in the
+`cuer_agent.diagnosers` group.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+
+from cuer_agent.errors import ConfigError
+from cuer_agent.trace import Trace
+
+Stage = Literal["retrieval", "tool", "answer", "none"]
+STAGES: tuple[str, ...] = ("retrieval", "tool", "answer", "none")
+ENTRY_POINT_GROUP = "cuer_agent.diagnosers"
+
+
+@dataclass(frozen=True)
+class DiagnosisCost:
+    calls: int = 0
+    """Skill calls the diagnosis spent (judge calls, probe re-executions)."""
+    tokens: int = 0
+    probes: int = 0
+    """Probe operations used (re-executions), against the budget."""
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    hop: int
+    stage: Stage
+    propagated: bool = False
+    """The failure started before the last hop and carried on."""
+    severity: float = 1.0
+    cause: str = ""
+    cost: DiagnosisCost = DiagnosisCost()
+
+    def __post_init__(self) -> None:
+        if self.stage not in STAGES:
+            raise ValueError(f"stage must be one of {STAGES}, got {self.stage!r}")
+        if self.hop < 0:
+            raise ValueError(f"hop must be >= 0, got {self.hop}")
+        if not 0.0 <= self.severity <= 1.0:
+            raise ValueError(f"severity must be in [0, 1], got {self.severity}")
+
+
+@dataclass(frozen=True)
+class DiagnosisView:
+    """What a diagnoser may see: the observable trace (and, if declared, the gold answer)."""
+
+    trace: Trace
+    gold_answer: str | None = None
+    seed: int = 0
+
+    def stable_seed(self, *parts: object) -> int:
+        """A seed from the view's content — never Python's `hash()`."""
+        text = "\x1f".join([str(self.seed), self.trace.to_json(), *map(str, parts)])
+        return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little")
+
+
+class ProbeBudgetExceeded(RuntimeError):
+    """A probing diagnoser asked for more re-executions than its budget allows."""
+
+
+@runtime_checkable
+class Probe(Protocol):
+    budget: int
+    probes: int
+
+    def rerun_hop(self, j: int) -> dict[str, Any] | None: ...
+
+    def reanswer_with_hop(self, j: int, hop_record: dict[str, Any]) -> Trace: ...
+
+    def regenerate_from(self, j: int) -> Trace: ...
+
+    def continue_retrieving(self) -> Trace: ...
+
+    def is_correct(self, answer: str) -> bool: ...
+
+
+class Diagnoser(Protocol):
+    name: ClassVar[str]
+    uses_gold: ClassVar[bool]
+    probing: ClassVar[bool]
+    stand_in: ClassVar[str | None]
+    """Set when the diagnoser is a rule-based stand-in for something else (reports say so)."""
+
+    def diagnose(self, view: DiagnosisView, probe: Probe | None) -> Diagnosis: ...
+
+
+@dataclass
+class BaseDiagnoser:
+    """Defaults for the class attributes; subclasses set what differs."""
+
+    name: ClassVar[str] = ""
+    uses_gold: ClassVar[bool] = False
+    probing: ClassVar[bool] = False
+    stand_in: ClassVar[str | None] = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+_REGISTRY: dict[str, Callable[..., Diagnoser]] = {}
+_LOADED = False
+
+
+def diagnoser(name: str) -> Callable[[type], type]:
+    """Class decorator: register a diagnoser under `name`."""
+    def deco(cls: type) -> type:
+        cls.name = name  # type: ignore[attr-defined]
+        _REGISTRY[name] = cls
+        return cls
+    return deco
+
+
+def diagnoser_names() -> list[str]:
+    load_builtin()
+    return sorted(_REGISTRY)
+
+
+def get_diagnoser(name: str, **options: Any) -> Diagnoser:
+    load_builtin()
+    if name not in _REGISTRY:
+        raise ConfigError(f"unknown diagnoser {name!r}; choose from "
+                          f"{', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[name](options=options)
+
+
+def load_builtin() -> None:
+    """Import the built-in diagnoser modules and third-party entry points (once)."""
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    from cuer_agent.diagnosers import (  # noqa: F401
+        chance,
+        coverage,
+        coverage_gold,
+        first_hop,
+        frozen_hop,
+        last_hop,
+        llm_judge,
+        rule,
+        suffix_regen,
+    )
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        obj = ep.load()
+        if ep.name not in _REGISTRY:
+            _REGISTRY[ep.name] = obj

@@ -1,0 +1,12 @@
+"""Control: always blames hop 1 (retrieval)."""
+
+from __future__ import annotations
+
+from cuer_agent.diagnosers._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
+
+
+@diagnoser("first-hop")
+class FirstHop(BaseDiagnoser):
+    def diagnose(self, view: DiagnosisView, probe: Probe | None = None) -> Diagnosis:
+        return Diagnosis(hop=1, stage="retrieval", propagated=len(view.trace.hops) > 1,
+                         cause="control: always the first hop")

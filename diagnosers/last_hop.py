@@ -1,0 +1,12 @@
+"""Control: always blames the trace's last hop (retrieval)."""
+
+from __future__ import annotations
+
+from cuer_agent.diagnosers._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
+
+
+@diagnoser("last-hop")
+class LastHop(BaseDiagnoser):
+    def diagnose(self, view: DiagnosisView, probe: Probe | None = None) -> Diagnosis:
+        return Diagnosis(hop=max(1, len(view.trace.hops)), stage="retrieval",
+                         cause="control: always the last hop")
