@@ -338,6 +338,88 @@ def replay_cmd(
     raise typer.Exit(code=1)
 
 
+@app.command("evaluate")
+@user_errors
+def evaluate_cmd(
+    hops: Annotated[int | None, typer.Option(help="Agent hop budget (synthetic: H-hop "
+                                             "questions). Default 3.")] = None,
+    config: Annotated[Path | None, typer.Option(help="Study config (TOML); flags override "
+                                                "it.")] = None,
+    dataset: Annotated[str | None, typer.Option(help="synthetic (default), hotpotqa, 2wiki, "
+                                                "musique.")] = None,
+    path: Annotated[Path | None, typer.Option(help="Data file (original format).")] = None,
+    n: Annotated[int | None, typer.Option(help="Examples (default 100).")] = None,
+    backend: Annotated[str | None, typer.Option(help="extractive (default), ollama, "
+                                                "openai.")] = None,
+    model: Model = None,
+    base_url: BaseUrl = None,
+    faults: Annotated[str | None, typer.Option(help="Comma-separated faults (default all).")] = (
+        None),
+    diagnosers: Annotated[str | None, typer.Option(help="Comma-separated diagnosers "
+                                                   "(default all).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed (synthetic world, faults).")] = None,
+    out: Annotated[Path | None, typer.Option(help="Run directory (default "
+                                             "runs/evaluate).")] = None,
+    cache: CachePath = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the cache.")] = False,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+) -> None:
+    """CUE-R baseline + agentic fault propagation + diagnoser comparison, with a report."""
+    from cuer_agent.config import load_config, merged
+    from cuer_agent.data import load_dataset
+    from cuer_agent.diagnosers import get_diagnoser
+    from cuer_agent.experiments.evaluate import run_evaluate
+    from cuer_agent.experiments.evaluate_report import print_headline
+    from cuer_agent.interventions._fault_types import get_fault
+    from cuer_agent.runs import RunDir
+
+    study = load_config(config)
+    data = merged(study, "data", dataset=dataset, path=str(path) if path else None, n=n,
+                  seed=seed)
+    if data.n is None:
+        data = data.model_copy(update={"n": 100})
+    agent = merged(study, "agent", hops=hops)
+    if data.dataset == "synthetic":
+        data = data.model_copy(update={"hops": data.hops or agent.hops})
+    fault_names = tuple(f.strip() for f in faults.split(",") if f.strip()) if faults else None
+    names = (tuple(d.strip() for d in diagnosers.split(",") if d.strip())
+             if diagnosers else None)
+    study = study.model_copy(update={
+        "data": data, "agent": agent,
+        "backend": merged(study, "backend", name=backend, model=model, base_url=base_url),
+        "propagation": merged(study, "propagation", faults=fault_names, seed=data.seed),
+        "diagnose": merged(study, "diagnose", names=names),
+        "cuer": merged(study, "cuer", seed=data.seed)})
+    for name in study.propagation.faults:
+        get_fault(name)
+    for name in study.diagnose.names:
+        get_diagnoser(name)
+    engine = study.backend
+    skills = _skill_client(engine.name, engine.model, engine.base_url, data.seed, cache,
+                           no_cache)
+    extra = {"hops": data.hops, "seed": data.seed} if data.dataset == "synthetic" else {}
+    ds = load_dataset(data.dataset, data.path, n=data.n, **extra)
+    run_dir = RunDir(out or Path("runs") / f"evaluate-{data.dataset}-h{agent.hops}")
+    run_dir.open({"command": "evaluate", "source": ds.source,
+                  "study": study.model_dump(mode="json")})
+    summary = run_evaluate(ds, skills, run_dir, study, show_progress=progress)
+    print_headline(summary, run_dir.path, skills.ledger.to_dict())
+
+
+@app.command("report")
+@user_errors
+def report_cmd(
+    run_dir: Annotated[Path, typer.Argument(help="An evaluate run directory.")],
+) -> None:
+    """Rebuild report.md and report.html from a run directory's summary.json."""
+    from cuer_agent.report import write_report
+
+    if not (run_dir / "summary.json").exists():
+        raise CuerError(f"{run_dir / 'summary.json'}: no such file (not a finished run)")
+    md, html = write_report(run_dir)
+    typer.echo(f"→ {md}\n→ {html}")
+
+
 @app.command("score")
 @user_errors
 def score_cmd(

@@ -1,7 +1,9 @@
 """Study configs: one TOML file re-creates a run (`configs/*.toml`).
 
-Sections: `[data]` (which examples), `[backend]` (which model), `[cuer]` (the single-shot
-study's thresholds, weights and counts — `cuer_agent.experiments.cuer.CuerConfig`).
+Sections: `[data]` (which examples), `[backend]` (which model), `[agent]` (hop budget,
+k), `[cuer]` (the single-shot study — `cuer_agent.experiments.cuer.CuerConfig`),
+`[propagation]` (faults, strict mode — `PropagationConfig`), `[diagnose]` (which
+diagnosers, probe budget).
 Unknown keys and wrong types are errors that name the file and the key. Command-line
 flags given explicitly override the file.
 """
@@ -16,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cuer_agent.errors import ConfigError
 from cuer_agent.experiments.cuer import CuerConfig
+from cuer_agent.experiments.propagation import PropagationConfig
 
 
 class _Section(BaseModel):
@@ -38,10 +41,30 @@ class BackendSection(_Section):
     base_url: str | None = None
 
 
+class AgentSection(_Section):
+    hops: int = Field(3, ge=1, le=8)
+    """Hop budget of the agent (synthetic world: also the questions' hop count)."""
+    k: int = Field(5, ge=1)
+
+
+class DiagnoseSection(_Section):
+    names: tuple[str, ...] = ("coverage", "coverage-gold", "llm-judge", "frozen-hop",
+                              "suffix-regen", "rule", "first-hop", "last-hop", "chance")
+    probe_budget: int = Field(3, ge=1)
+    """Hops a probing diagnoser may repair (paper: 2 with BM25, 4 with dense retrieval)."""
+    seed: int = 0
+    min_cell: int = Field(10, ge=1)
+    """Cells with fewer failed traces are flagged descriptive only."""
+    bootstrap_resamples: int = Field(1000, ge=100)
+
+
 class StudyConfig(_Section):
     data: DataSection = DataSection()
     backend: BackendSection = BackendSection()
+    agent: AgentSection = AgentSection()
     cuer: CuerConfig = CuerConfig()
+    propagation: PropagationConfig = PropagationConfig()
+    diagnose: DiagnoseSection = DiagnoseSection()
 
 
 def load_config(path: str | Path | None) -> StudyConfig:

@@ -80,12 +80,11 @@ def _lines_by_depth(series: dict[str, dict[str, dict[str, Any]]], value_key: str
                 ax.plot([p[0] for p in hollow], [p[1] for p in hollow], "o", color=colour,
                         markerfacecolor="white", zorder=3)
         ax.set_xticks(sorted(depths))
-        ax.set_xlabel("hop depth of the fault")
+        ax.set_xlabel(f"hop depth of the fault ({note})")
         ax.set_ylabel(ylabel)
         ax.set_ylim(-0.05, 1.05)
         ax.set_title(title)
-        ax.legend(fontsize=8, loc="best")
-        fig.text(0.01, 0.005, note, fontsize=7, color="#555")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         return _png(fig)
 
 
@@ -95,7 +94,7 @@ def exact_hop_by_depth(diagnosers: dict[str, Any]) -> bytes | None:
               if isinstance(d, dict)}
     return _lines_by_depth(series, "acc", "exact-hop accuracy",
                            "Exact-hop accuracy by fault depth (failed traces)",
-                           "hollow marker: fewer than 10 failed traces (descriptive only)")
+                           "hollow: < 10 failed traces, descriptive only")
 
 
 def recovery_by_depth(faults: dict[str, Any]) -> bytes | None:
@@ -103,7 +102,7 @@ def recovery_by_depth(faults: dict[str, Any]) -> bytes | None:
     return _lines_by_depth({k: v for k, v in faults.items() if isinstance(v, dict)},
                            "recovery", "recovery = P(correct | fault at h)",
                            "Recovery after a fault at hop h",
-                           "hollow marker: fewer than 10 failed traces (descriptive only)")
+                           "hollow: < 10 failed traces, descriptive only")
 
 
 def cuer_deltas(conditions: dict[str, Any]) -> bytes | None:

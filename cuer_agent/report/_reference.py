@@ -6,7 +6,7 @@ from __future__ import annotations
 
 # §A, HotpotQA distractor, Qwen-3 8B via Ollama, n=200:
 # (correctness, grounding, confidence error, D); None where the paper gives no number.
-CUER_SETUP = "HotpotQA distractor, Qwen-3 8B via Ollama, n=200 (CUE-R paper)"
+CUER_SETUP = "CUE-R paper: HotpotQA distractor, Qwen-3 8B via Ollama, n=200"
 CUER_HOTPOTQA_QWEN3_8B: dict[str, tuple[float | None, ...]] = {
     "original": (0.585, 0.823, 0.422, 0.0),
     "remove": (0.285, 0.392, 0.639, None),
@@ -17,8 +17,8 @@ CUER_SIGNIFICANCE = ("REMOVE and REPLACE deltas p < 0.001; DUPLICATE: Δcorrectn
                      "Δgrounding −0.023 (p = 0.039), D significant (p < 0.001).")
 
 # §B, strict dense, Claude Haiku 4.5, 80 three-hop MuSiQue questions.
-DIAG_SETUP = ("strict dense retrieval, Claude Haiku 4.5, 80 three-hop MuSiQue questions "
-              "(fault-attribution paper)")
+DIAG_SETUP = ("fault-attribution paper: strict dense retrieval, Claude Haiku 4.5, 80 "
+              "three-hop MuSiQue questions")
 # Exact-hop accuracy by depth 1/2/3. "all": every fault (failed n = 43/36/21);
 # "content": content corruption pooled (n = 44/18/3).
 DIAG_FAILED_N = {"all": (43, 36, 21), "content": (44, 18, 3)}
@@ -36,9 +36,9 @@ DIAG_ALIASES = {"coverage": "coverage", "coverage_gold": "coverage", "judge": "j
                 "suffix_regen": "suffix_regen", "suffix_regeneration": "suffix_regen",
                 "suffix": "suffix_regen"}
 
-# Tampering outcomes by depth: (absorbed, resisted, derailed, n).
+# Tampering outcomes by depth: (resisted, absorbed, derailed, n).
 TAMPERING_BY_DEPTH: dict[str, tuple[float, float, float, int]] = {
-    "1": (0.15, 0.58, 0.26, 106), "2": (0.09, 0.74, 0.18, 68), "3": (0.00, 0.85, 0.15, 20)}
+    "1": (0.58, 0.15, 0.26, 106), "2": (0.74, 0.09, 0.18, 68), "3": (0.85, 0.00, 0.15, 20)}
 RECOVERY_RANGES = "recovery 0.54–0.85 for content faults, 0.17–0.71 for structural faults"
 
 

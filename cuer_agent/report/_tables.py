@@ -97,8 +97,8 @@ def recovery(faults: dict[str, Any]) -> Table | None:
     return Table(caption="Recovery after a fault at hop h (recovered/injected = recovery [95% CI])",
                  headers=("fault", *(f"hop {h}" for h in hops)), rows=rows,
                  footnote=(f"{DESCRIPTIVE} fewer than 10 failed traces: descriptive only. "
-                           f"Paper ({ref.DIAG_SETUP}): {ref.RECOVERY_RANGES} — their setup, "
-                           "not ours."))
+                           f"Reference — {ref.DIAG_SETUP}; {ref.RECOVERY_RANGES} (their "
+                           "setup, not ours)."))
 
 
 def tampering(tamper: dict[str, Any]) -> Table | None:
@@ -121,7 +121,7 @@ def tampering(tamper: dict[str, Any]) -> Table | None:
     return Table(caption="Certified content tampering by hop: outcome counts (share of injected)",
                  headers=("hop", "injected", "resisted", "absorbed", "derailed",
                           "query contaminated", "strategies",
-                          "paper absorbed / resisted / derailed"),
+                          "paper resisted / absorbed / derailed"),
                  rows=tuple(rows),
                  footnote=f"Paper column: {ref.DIAG_SETUP} — their setup, not ours.")
 
@@ -184,7 +184,7 @@ def diagnoser_depths(diagnosers: dict[str, Any]) -> Table:
 
 def _kind(d: dict[str, Any]) -> str:
     parts = ["uses gold" if d.get("uses_gold") else "no gold",
-             "probing" if d.get("probing") else "reads trace"]
+             "probing" if d.get("probing") else "no probing"]
     if d.get("stand_in"):
         parts.append(str(d["stand_in"]))
     return "; ".join(parts)
@@ -217,7 +217,7 @@ def paper_diagnosers() -> Table:
         n = "/".join(str(x) for x in ref.DIAG_FAILED_N[block])
         for key, values in ref.DIAG_EXACT_HOP[block].items():
             rows.append((ref.DIAG_LABELS[key], label, n, *(f"{v:.2f}" for v in values)))
-    return Table(caption=f"Paper reference, NOT our setup: {ref.DIAG_SETUP}",
+    return Table(caption=f"Paper reference, NOT our setup — {ref.DIAG_SETUP}",
                  headers=("diagnoser", "faults", "failed n (d1/d2/d3)", "depth 1", "depth 2",
                           "depth 3"),
                  rows=tuple(rows))

@@ -1,0 +1,61 @@
+"""The headline tables `cuer-agent evaluate` prints, and the report files it writes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from cuer_agent.experiments.cuer_report import cuer_table
+from cuer_agent.experiments.propagation_report import propagation_tables
+
+
+def diagnoser_table(summary: dict[str, Any]) -> Table:
+    diagnosers = summary["diagnosers"]
+    depths = sorted({h for d in diagnosers.values() for h in d.get("by_depth", {})}, key=int)
+    table = Table(title="Exact-hop accuracy by injected depth (failed traces)")
+    table.add_column("diagnoser")
+    for h in depths:
+        table.add_column(f"depth {h}", justify="right")
+    for col in ("stage acc", "hop±1 acc", "calls/diag."):
+        table.add_column(col, justify="right")
+    for name, d in diagnosers.items():
+        cells = []
+        for h in depths:
+            cell = d["by_depth"].get(h)
+            if not cell or cell["acc"] is None:
+                cells.append("—")
+                continue
+            flag = "*" if cell["descriptive_only"] else ""
+            cells.append(f"{cell['acc']:.2f}{flag} (n={cell['n']})")
+        stage = (d.get("stage_acc") or {}).get("mean")
+        tol = (d.get("hop_tol_acc") or {}).get("mean")
+        label = name + (" †" if d.get("stand_in") else "") + (" (gold)" if d.get("uses_gold")
+                                                               else "")
+        table.add_row(label, *cells, "—" if stage is None else f"{stage:.2f}",
+                      "—" if tol is None else f"{tol:.2f}",
+                      f"{d.get('calls_per_diagnosis') or 0:.1f}")
+    return table
+
+
+def print_headline(summary: dict[str, Any], run_dir: Path, invocation: dict[str, Any]) -> None:
+    from cuer_agent.report import write_report
+
+    console = Console(width=max(Console().width, 120))
+    console.print(cuer_table(summary["single_shot"], title="Single-shot CUE-R baseline"))
+    for table in propagation_tables({**summary["agentic"]}):
+        console.print(table)
+    console.print(diagnoser_table(summary))
+    console.print("* fewer than 10 failed traces: descriptive only.  † rule-based stand-in.")
+    for note in summary["notes"]:
+        console.print(f"- {note}")
+    ledger = summary["ledger"]
+    console.print(f"LLM-skill requests: {ledger['requests']} by the studies "
+                  f"({ledger['calls']} distinct = the design minimum; {ledger['cache_hits']} "
+                  f"repeats served by the cache) + {ledger['diagnoser_requests']} by diagnosers. "
+                  f"This invocation: {invocation['calls']} backend calls, "
+                  f"{invocation['cache_hits']} cache hits.")
+    md, html = write_report(run_dir)
+    console.print(f"→ {run_dir}  ({md.name}, {html.name})")

@@ -1,0 +1,213 @@
+"""The report's sections, each a list of blocks built from one part of the summary. A
+part that is missing or empty gives a section that says it was not run."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from cuer_agent.report import _plots, _tables
+from cuer_agent.report._format import ci, num
+from cuer_agent.report._render import Block, Bullets, Code, Figure, Heading, Para, Table
+
+NOTES_TITLE = "Read this before quoting a number"
+
+
+def _not_run(what: str) -> Para:
+    return Para(f"Not run: this summary has no {what} part, so there is nothing to report "
+                "here.")
+
+
+def _table(table: Table | None, empty: str) -> Block:
+    return table if table is not None else Para(empty)
+
+
+def _figure(name: str, png: bytes | None, caption: str) -> list[Block]:
+    return [Figure(name, png, caption)] if png is not None else []
+
+
+def _part(summary: dict[str, Any], key: str) -> dict[str, Any]:
+    part = summary.get(key)
+    return part if isinstance(part, dict) else {}
+
+
+def backend_facts(config: dict[str, Any]) -> tuple[str, str | None, str | None]:
+    """(backend name, model, base URL) from the run config, tolerant of its layout."""
+    backend = config.get("backend")
+    if isinstance(backend, dict):
+        return (str(backend.get("name") or "unknown"), backend.get("model"),
+                backend.get("base_url"))
+    return str(backend or "unknown"), config.get("model"), config.get("base_url")
+
+
+def _data_facts(config: dict[str, Any]) -> str:
+    data = config.get("data") if isinstance(config.get("data"), dict) else {}
+    name = data.get("dataset") or config.get("dataset") or "unknown"
+    source = data.get("path") or config.get("source") or config.get("path")
+    hops = config.get("hop_budget") or data.get("hops") or config.get("hops")
+    text = str(name) + (f" ({source})" if source else "")
+    return text + (f", hop budget {hops}" if hops else "")
+
+
+def headline(summary: dict[str, Any]) -> list[Block]:
+    """Data, backend, n per study, and whether the backend is the extractive stand-in."""
+    config = _part(summary, "config")
+    name, model, base_url = backend_facts(config)
+    backend = name + (f", model {model}" if model else "") + (f", {base_url}" if base_url
+                                                              else "")
+    counts = []
+    if _part(summary, "single_shot"):
+        counts.append(f"single-shot CUE-R {summary['single_shot'].get('n', '?')} examples")
+    if _part(summary, "agentic"):
+        clean = _part(summary["agentic"], "clean")
+        counts.append(f"agentic clean runs {clean.get('n', '?')}")
+    for diag, d in _part(summary, "diagnosers").items():
+        if isinstance(d, dict):
+            counts.append(f"diagnoser {diag} {d.get('n', '?')} failed traces")
+    blocks: list[Block] = [
+        Heading(1, "cuer-agent evaluation report"),
+        Para(f"Data: {_data_facts(config)}. Backend: {backend}. "
+             f"n: {'; '.join(counts) if counts else 'no study was run'}."),
+    ]
+    if name == "extractive":
+        blocks.append(Para("The backend is the rule-based extractive stand-in, not a "
+                           "language model: every number below describes a rule-based reader "
+                           "and is not comparable with the papers' LLM results.", strong=True))
+    else:
+        blocks.append(Para(f"The backend is {name}; the paper columns still come from the "
+                           "papers' own models, data and retrievers."))
+    stand_ins = sorted(n for n, d in _part(summary, "diagnosers").items()
+                       if isinstance(d, dict) and d.get("stand_in"))
+    if stand_ins:
+        blocks.append(Para("Stand-in diagnosers (not the method they are named after): "
+                           + "; ".join(f"{n} — {summary['diagnosers'][n]['stand_in']}"
+                                       for n in stand_ins) + "."))
+    return blocks
+
+
+def notes(summary: dict[str, Any]) -> list[Block]:
+    """The evaluate command's own caveats, verbatim."""
+    items = [str(n) for n in summary.get("notes") or []]
+    return [Heading(2, NOTES_TITLE),
+            Bullets(tuple(items)) if items else Para("The evaluate command recorded no notes.")]
+
+
+def single_shot(summary: dict[str, Any]) -> list[Block]:
+    """Main CUE-R table with the paper's row, the delta plot, findings and skips."""
+    blocks: list[Block] = [Heading(2, "Single-shot CUE-R study")]
+    part = _part(summary, "single_shot")
+    if not part or not part.get("conditions"):
+        return [*blocks, _not_run("single-shot CUE-R")]
+    conditions = part["conditions"]
+    blocks += [Para(f"{part.get('n', '?')} examples: the single-shot system (BM25 top k → "
+                    "answer) run once, then forked after retrieval with one evidence item "
+                    "perturbed."),
+               _tables.cuer_main(conditions),
+               *_figure("cuer_deltas", _plots.cuer_deltas(conditions),
+                        "CUE-R deltas per operator and axis, 95% bootstrap CIs"),
+               Heading(3, "Findings against the paper's pattern")]
+    findings = [str(f) for f in part.get("findings") or []]
+    blocks.append(Bullets(tuple(findings)) if findings else Para("No findings were recorded."))
+    skipped = [f"{cond}: {reason} ({count})"
+               for cond, reasons in sorted((part.get("skipped") or {}).items())
+               for reason, count in sorted(reasons.items())]
+    if skipped:
+        blocks += [Heading(3, "Skipped conditions"), Bullets(tuple(skipped))]
+    return blocks
+
+
+def roles(summary: dict[str, Any]) -> list[Block]:
+    """Item-level role counts (table and bars) and the data-set level verdicts."""
+    blocks: list[Block] = [Heading(2, "Evidence-role distribution")]
+    part = _part(_part(summary, "single_shot"), "roles")
+    if not part:
+        return [*blocks, _not_run("evidence-role (single-shot CUE-R)")]
+    items = part.get("items") or {}
+    dataset = part.get("dataset") or {}
+    blocks += [Para("Operational labels about behaviour under intervention, not claims about "
+                    "the model's internals."),
+               _table(_tables.roles_items(items, part.get("n_items")), "No item was labelled."),
+               *_figure("roles", _plots.role_distribution(items, _tables.ROLE_ORDER),
+                        "Evidence-role distribution of the CUE-R targets")]
+    if dataset:
+        labels = ", ".join(dataset.get("labels") or []) or "none"
+        blocks.append(Para(f"Data-set level: primary label {dataset.get('primary', '?')}; "
+                           f"labels that hold: {labels}."))
+        verdicts = _tables.roles_verdicts(dataset)
+        if verdicts is not None:
+            blocks.append(verdicts)
+    return blocks
+
+
+def agentic(summary: dict[str, Any]) -> list[Block]:
+    """Clean accuracy, recovery by fault × hop, tampering outcomes by hop."""
+    blocks: list[Block] = [Heading(2, "Agentic fault propagation")]
+    part = _part(summary, "agentic")
+    if not part:
+        return [*blocks, _not_run("agentic (fault-propagation)")]
+    clean = _part(part, "clean")
+    hops = ", ".join(f"{h} hop(s): {n}" for h, n in (clean.get("hops_used") or {}).items())
+    blocks.append(Para(f"Clean runs: n = {clean.get('n', '?')}, accuracy "
+                       f"{num(clean.get('accuracy'))} {ci(clean.get('accuracy_ci'))}".rstrip()
+                       + (f"; hops used — {hops}" if hops else "") + "."))
+    prefix = _part(part, "prefix_calls")
+    if prefix:
+        blocks.append(Para(f"Skill calls spent re-running prefixes: {prefix.get('total', '?')} "
+                           f"over {prefix.get('forks', '?')} forks (must be 0: the suffix is "
+                           "re-executed from the saved state)."))
+    faults = _part(part, "faults")
+    blocks += [Heading(3, "Recovery by fault and hop"),
+               _table(_tables.recovery(faults), "No fault was injected."),
+               *_figure("recovery", _plots.recovery_by_depth(faults),
+                        "Recovery vs fault depth per fault, 95% bootstrap CIs")]
+    tamper = _part(part, "tampering")
+    blocks += [Heading(3, "Content tampering"),
+               _table(_tables.tampering(tamper), "No tampering was injected.")]
+    if tamper:
+        reasons = "; ".join(f"{r} ({c})" for r, c in (tamper.get("not_certified") or {}).items())
+        blocks.append(Para(f"Certified {tamper.get('certified', '?')} of "
+                           f"{tamper.get('eligible', '?')} eligible hops "
+                           f"(share {num(tamper.get('certified_share'), 2)})"
+                           + (f"; not certified: {reasons}" if reasons else "") + "."))
+    operators = _tables.hop_operators(_part(part, "hop_operators"))
+    if operators is not None:
+        blocks += [Heading(3, "Per-hop CUE-R operators"), operators]
+    skipped = [f"{fault}: {reason} ({count})"
+               for fault, reasons in sorted(_part(part, "skipped").items())
+               for reason, count in sorted((reasons or {}).items())]
+    if skipped:
+        blocks += [Heading(3, "Skipped injections"), Bullets(tuple(skipped))]
+    return blocks
+
+
+def diagnosers(summary: dict[str, Any]) -> list[Block]:
+    """Exact-hop accuracy by depth (ours and the paper's), other metrics and cost."""
+    blocks: list[Block] = [Heading(2, "Fault diagnosers")]
+    part = {k: v for k, v in _part(summary, "diagnosers").items() if isinstance(v, dict)}
+    if not part:
+        return [*blocks, _not_run("diagnosers"), _tables.paper_diagnosers()]
+    return [*blocks,
+            _tables.diagnoser_depths(part),
+            *_figure("exact_hop", _plots.exact_hop_by_depth(part),
+                     "Exact-hop accuracy vs fault depth per diagnoser, 95% bootstrap CIs"),
+            _tables.paper_diagnosers(),
+            _tables.diagnoser_metrics(part),
+            *_figure("cost", _plots.cost_per_correct(part),
+                     "Backend calls per correct diagnosis, per diagnoser")]
+
+
+def ledger_and_config(summary: dict[str, Any]) -> list[Block]:
+    """The backend ledger and the run config, for reproducing the numbers."""
+    blocks: list[Block] = [Heading(2, "Ledger and configuration"),
+                           _table(_tables.ledger(_part(summary, "ledger")),
+                                  "No ledger in this summary.")]
+    config = _part(summary, "config")
+    if config:
+        blocks.append(Code(json.dumps(config, sort_keys=True, indent=2, ensure_ascii=False)))
+    return blocks
+
+
+def all_sections(summary: dict[str, Any]) -> list[Block]:
+    """The whole report, in reading order."""
+    return [*headline(summary), *notes(summary), *single_shot(summary), *roles(summary),
+            *agentic(summary), *diagnosers(summary), *ledger_and_config(summary)]
