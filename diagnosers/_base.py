@@ -136,7 +136,10 @@ def get_diagnoser(name: str, **options: Any) -> Diagnoser:
     if name not in _REGISTRY:
         raise ConfigError(f"unknown diagnoser {name!r}; choose from "
                           f"{', '.join(sorted(_REGISTRY))}")
-    return _REGISTRY[name](options=options)
+    made = _REGISTRY[name](options=options)
+    if getattr(made, "name", "") != name:  # entry-point classes may not set it themselves
+        made.name = name  # type: ignore[misc]
+    return made
 
 
 def load_builtin() -> None:

@@ -110,7 +110,7 @@ def single_shot(summary: dict[str, Any]) -> list[Block]:
     blocks.append(Bullets(tuple(findings)) if findings else Para("No findings were recorded."))
     skipped = [f"{cond}: {reason} ({count})"
                for cond, reasons in sorted((part.get("skipped") or {}).items())
-               for reason, count in sorted(reasons.items())]
+               for reason, count in sorted((reasons or {}).items())]
     if skipped:
         blocks += [Heading(3, "Skipped conditions"), Bullets(tuple(skipped))]
     return blocks

@@ -1,0 +1,174 @@
+"""`cuer-agent evaluate` end to end, the diagnosers' conformance, and bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cuer_agent.cli import app
+from cuer_agent.data import load_dataset
+from cuer_agent.diagnosers import diagnoser_names, get_diagnoser
+from cuer_agent.diagnosers._probe import ExecutionProbe
+from cuer_agent.execution import AgentConfig, Executor, replace_evidence
+from cuer_agent.llm.backends import SkillClient, make_backend
+from cuer_agent.metrics import recall_correct
+from cuer_agent.retrieval import BM25Retriever
+from cuer_agent.testing import validate_diagnoser
+
+runner = CliRunner()
+
+
+def evaluate(out: Path, *extra: str) -> tuple[int, str]:
+    result = runner.invoke(app, ["evaluate", "--hops", "3", "--n", "6", "--seed", "7",
+                                 "--out", str(out), "--no-cache", "--no-progress", *extra])
+    return result.exit_code, result.stdout + result.stderr
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("ev") / "run"
+    code, text = evaluate(out)
+    assert code == 0, text
+    return out
+
+
+def test_summary_has_every_part(run: Path) -> None:
+    summary = json.loads((run / "summary.json").read_text())
+    assert {"single_shot", "agentic", "diagnosers", "ledger", "config", "notes"} <= set(summary)
+    assert {"n", "accuracy"} <= set(summary["agentic"]["clean"])
+    cell = summary["agentic"]["faults"]["empty_retrieval"]["1"]
+    assert {"injected", "failed", "recovery"} <= set(cell)
+    for hop_cell in summary["agentic"]["tampering"]["by_hop"].values():
+        assert {"resisted", "absorbed", "derailed"} <= set(hop_cell)
+    assert set(summary["diagnosers"]) == set(diagnoser_names())
+    for d in summary["diagnosers"].values():
+        assert {"by_depth", "stage_acc", "hop_tol_acc", "calls_per_diagnosis"} <= set(d)
+        for depth in d["by_depth"].values():
+            assert {"n", "acc", "ci"} <= set(depth)
+    assert "expected_acc_analytic" in summary["diagnosers"]["chance"]
+
+
+def test_report_files_are_written_and_rebuilt_identically(run: Path) -> None:
+    md, html = (run / "report.md").read_bytes(), (run / "report.html").read_bytes()
+    result = runner.invoke(app, ["report", str(run)])
+    assert result.exit_code == 0, result.output
+    assert (run / "report.md").read_bytes() == md
+    assert (run / "report.html").read_bytes() == html
+
+
+def _drop_rows(path: Path, keep: object) -> None:
+    rows = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(r for r in rows if keep(json.loads(r))))  # type: ignore[operator]
+
+
+def test_killed_and_resumed_evaluate_gives_the_same_summary(run: Path, tmp_path: Path) -> None:
+    """Simulate a SIGKILL in the middle of the last example: its trace and diagnosis rows
+    are partly written, its record rows and closing row are not."""
+    part = tmp_path / "part"
+    assert evaluate(part)[0] == 0
+    agentic = part / "agentic"
+    last = json.loads((agentic / "records.jsonl").read_text().splitlines()[-1])
+    victim = last["record"]["example_id"]
+    _drop_rows(agentic / "records.jsonl", lambda r: r["record"]["example_id"] != victim)
+    seen: list[int] = []
+
+    def half_of_victim(r: dict) -> bool:
+        if r["example_id"] != victim:
+            return True
+        seen.append(1)
+        return len(seen) % 2 == 1
+
+    _drop_rows(agentic / "diagnoses.jsonl", half_of_victim)
+    single = (part / "single_shot" / "records.jsonl").read_text().splitlines(keepends=True)
+    (part / "single_shot" / "records.jsonl").write_text("".join(single[:-3]))
+    (part / "summary.json").unlink()
+    assert evaluate(part)[0] == 0
+    assert (part / "summary.json").read_bytes() == (run / "summary.json").read_bytes()
+    for name in ("records.jsonl", "traces.jsonl", "diagnoses.jsonl"):
+        assert (agentic / name).read_bytes() == (run / "agentic" / name).read_bytes()
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--diagnosers", "oracle9000"], "unknown diagnoser"),
+    (["--faults", "gremlins"], "unknown fault"),
+])
+def test_unknown_names_are_one_line_and_exit_2(tmp_path: Path, args: list[str],
+                                               needle: str) -> None:
+    code, text = evaluate(tmp_path / "r", *args)
+    assert code == 2 and needle in text
+    assert not (tmp_path / "r").exists()
+
+
+def test_config_with_a_wrong_key_names_it(tmp_path: Path) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text("[diagnose]\nprobe_budjet = 2\n")
+    code, text = evaluate(tmp_path / "r", "--config", str(config))
+    assert code == 2 and "diagnose.probe_budjet: unknown key" in text
+
+
+def failed_fork_cases() -> list:
+    """A few injected runs that still fail, with a probe factory for each."""
+    dataset = load_dataset("synthetic", n=8, hops=3, seed=7)
+    retriever = BM25Retriever.from_passages(dataset.corpus)
+    executor = Executor(SkillClient(make_backend("extractive")), AgentConfig(hop_budget=3))
+    cases = []
+    for example in dataset.examples:
+        base = executor.run(example, retriever)
+        for hop in (1, 2):
+            if len(base.trace.hops) < hop:
+                continue
+            fork = executor.fork(base, hop, "retrieve", replace_evidence([]))
+
+            def oracle(answer: str, golds: tuple = example.gold_answers) -> bool:
+                return bool(recall_correct(answer, golds))
+
+            def factory(fork=fork, oracle=oracle) -> ExecutionProbe:
+                return ExecutionProbe(executor, fork, oracle, budget=8)
+
+            cases.append((fork.trace, example.answer, factory))
+    return cases[:6]
+
+
+@pytest.mark.parametrize("name", diagnoser_names())
+def test_every_builtin_diagnoser_passes_the_conformance_kit(name: str) -> None:
+    options = {"skills": SkillClient(make_backend("extractive"))} if name == "llm-judge" else {}
+    report = validate_diagnoser(get_diagnoser(name, **options), failed_fork_cases())
+    assert report.ok, report.problems
+
+
+def test_conformance_kit_catches_a_gold_peeking_diagnoser() -> None:
+    from cuer_agent.diagnosers import BaseDiagnoser, Diagnosis
+
+    class Peeker(BaseDiagnoser):
+        uses_gold = False  # says it does not, but behaves differently under relabelling
+        calls = 0
+
+        def diagnose(self, view, probe=None):  # type: ignore[no-untyped-def]
+            Peeker.calls += 1
+            return Diagnosis(hop=1 + Peeker.calls % 2, stage="retrieval")
+
+    report = validate_diagnoser(Peeker(), failed_fork_cases()[:1])
+    assert not report.ok
+
+
+def test_a_diagnoser_that_raises_is_recorded_and_the_run_goes_on(tmp_path: Path,
+                                                                monkeypatch) -> None:
+    from cuer_agent.diagnosers import _base
+
+    class Broken(_base.BaseDiagnoser):
+        def diagnose(self, view, probe=None):  # type: ignore[no-untyped-def]
+            raise RuntimeError("boom")
+
+    _base.load_builtin()
+    monkeypatch.setitem(_base._REGISTRY, "broken", Broken)
+    code, text = evaluate(tmp_path / "r", "--diagnosers", "broken,first-hop")
+    assert code == 0, text
+    rows = [json.loads(line) for line in (tmp_path / "r" / "agentic" / "diagnoses.jsonl").open()]
+    broken = [r for r in rows if r["diagnoser"] == "broken"]
+    assert broken and all("boom" in r["error"] for r in broken)
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert summary["diagnosers"]["broken"]["errors"] == len(broken)
+    assert summary["diagnosers"]["first-hop"]["errors"] == 0

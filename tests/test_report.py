@@ -1,0 +1,202 @@
+"""The evaluate report: report.md and a self-contained report.html from summary.json."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cuer_agent.errors import DataError
+from cuer_agent.report import build_report, write_report
+
+SECTIONS = ("Read this before quoting a number", "Single-shot CUE-R study",
+            "Evidence-role distribution", "Agentic fault propagation", "Fault diagnosers",
+            "Ledger and configuration")
+NOTES = ["coverage reads the gold answer: its 1.00 at depth 1 is not a fair comparison.",
+         "judge is a rule-based stand-in for an LLM judge <not an LLM> & scores 0.25 by design."]
+
+
+def stat(mean: float, half: float = 0.1) -> dict[str, Any]:
+    return {"mean": mean, "ci": [mean - half, mean + half]}
+
+
+def condition(correct: float, delta: float | None) -> dict[str, Any]:
+    cond: dict[str, Any] = {"n": 40, "correctness": stat(correct), "grounding": stat(0.7),
+                            "confidence_error": stat(0.4), "divergence": stat(delta or 0.0)}
+    if delta is not None:
+        cond["delta"] = {axis: {**stat(delta), "p": 0.0004}
+                         for axis in ("correctness", "grounding", "confidence_error",
+                                      "divergence")}
+    return cond
+
+
+def diagnoser(acc: float, *, gold: bool = False, stand_in: str | None = None
+              ) -> dict[str, Any]:
+    by_depth = {str(h): {"n": n, "acc": acc, "ci": [acc - 0.1, acc + 0.1],
+                         "ci_clustered": [acc - 0.2, acc + 0.2], "descriptive_only": n < 10}
+                for h, n in ((1, 30), (2, 20), (3, 6))}
+    return {"uses_gold": gold, "probing": False, "stand_in": stand_in, "n": 56, "errors": 0,
+            "by_depth": by_depth, "exact_hop_acc": {**stat(acc), "ci_clustered": [0.1, 0.9]},
+            "stage_acc": stat(0.6), "hop_tol_acc": stat(0.8), "ancestor_hit": stat(0.5),
+            "mae": stat(0.9), "calls_per_diagnosis": 1.0, "tokens_per_diagnosis": 120.0,
+            "cost_per_correct": {"calls": 2.5, "tokens": 300.0}}
+
+
+def summary() -> dict[str, Any]:
+    """A small evaluate summary with every part filled in."""
+    single_shot = {
+        "n": 40,
+        "conditions": {"original": condition(0.6, None), "remove": condition(0.3, 0.3),
+                       "replace": condition(0.25, 0.35), "duplicate": condition(0.6, 0.0)},
+        "skipped": {"replace": {"no non-supporting item for REPLACE": 1}},
+        "roles": {"n_items": 40, "items": {"constructive": 12, "neutral": 20, "redundant": 8},
+                  "dataset": {"primary": "constructive", "labels": ["constructive"],
+                              "verdicts": {"constructive": {"holds": True, "reason": "CI > 0"}}}},
+        "findings": ["REMOVE hurts correctness (Δ +0.300) — as in the paper."],
+        "ledger": {"requests": 200, "calls": 160}, "config": {"k": 5},
+    }
+    cell = {"injected": 30, "recovered": 12, "failed": 18, "recovery": 0.4, "ci": [0.2, 0.6],
+            "descriptive_only": False}
+    agentic = {
+        "clean": {"n": 50, "accuracy": 0.8, "accuracy_ci": [0.7, 0.9],
+                  "hops_used": {"2": 5, "3": 45}},
+        "faults": {"empty_retrieval": {"1": cell, "2": cell},
+                   "content_tampering": {"1": cell, "2": {**cell, "descriptive_only": True}}},
+        "tampering": {"by_hop": {"1": {"injected": 30, "resisted": 20, "absorbed": 4,
+                                       "derailed": 6, "contaminated": 3,
+                                       "strategies": {"answer_fact": 30}}},
+                      "eligible": 32, "certified": 30, "certified_share": 0.9375,
+                      "not_certified": {"nothing certifiable": 2}},
+        "hop_operators": {}, "skipped": {"query_drift": {"clean answer wrong (strict)": 10}},
+        "prefix_calls": {"forks": 90, "total": 0, "max": 0}, "stage_transitions": {},
+    }
+    chance = diagnoser(0.33)
+    chance["expected_acc_analytic"] = {"1": 0.33, "2": 0.33, "3": 0.33, "overall": 0.33}
+    return {
+        "config": {"command": "evaluate", "data": {"dataset": "synthetic", "hops": 3},
+                   "backend": {"name": "extractive", "model": None, "base_url": None}},
+        "single_shot": single_shot, "agentic": agentic,
+        "diagnosers": {"coverage": diagnoser(0.9, gold=True),
+                       "judge": diagnoser(0.25, stand_in="rule-based stand-in for an LLM judge"),
+                       "chance": chance},
+        "notes": NOTES,
+        "ledger": {"requests": 900, "calls": 700, "cache_hits": 200, "parse_failures": 0,
+                   "parse_failure_rate": 0.0, "tokens": 0},
+    }
+
+
+def run_dir(root: Path, content: dict[str, Any]) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "summary.json").write_text(json.dumps(content), encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def full_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run directory with the report of the full synthetic summary, built once."""
+    directory = run_dir(tmp_path_factory.mktemp("full"), summary())
+    assert write_report(directory) == (directory / "report.md", directory / "report.html")
+    return directory
+
+
+@pytest.fixture(scope="module")
+def full(full_dir: Path) -> tuple[str, str]:
+    """(report.md, report.html) of the full synthetic summary."""
+    return ((full_dir / "report.md").read_text(encoding="utf-8"),
+            (full_dir / "report.html").read_text(encoding="utf-8"))
+
+
+def test_both_reports_and_the_figures_are_written(full_dir: Path) -> None:
+    assert (full_dir / "report.md").stat().st_size > 0
+    assert (full_dir / "report.html").stat().st_size > 0
+    assert sorted(p.name for p in (full_dir / "report_figures").glob("*.png")) == [
+        "cost.png", "cuer_deltas.png", "exact_hop.png", "recovery.png", "roles.png"]
+
+
+def test_rebuilding_from_the_same_summary_gives_the_same_bytes(full_dir: Path) -> None:
+    def files() -> dict[str, bytes]:
+        paths = [full_dir / "report.md", full_dir / "report.html",
+                 *sorted((full_dir / "report_figures").glob("*.png"))]
+        return {p.name: p.read_bytes() for p in paths}
+
+    first = files()
+    write_report(full_dir)
+    assert files() == first and len(first) == 7
+
+
+def test_html_is_self_contained(full: tuple[str, str]) -> None:
+    page = full[1]
+    assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page, re.I)
+    assert "<script" not in page and "<link" not in page
+    images = re.findall(r'<img [^>]*src="([^"]*)"', page)
+    assert len(images) == 5 and all(src.startswith("data:image/png;base64,") for src in images)
+
+
+def test_every_section_is_present_in_both_reports(full: tuple[str, str]) -> None:
+    md, page = full
+    for title in SECTIONS:
+        assert f"\n## {title}\n" in md
+        assert f"<h2>{title}</h2>" in page
+
+
+def test_the_notes_are_quoted_verbatim_under_their_heading(full: tuple[str, str]) -> None:
+    md = full[0]
+    section = md.split("## Read this before quoting a number\n", 1)[1].split("\n## ", 1)[0]
+    assert [line[2:] for line in section.strip().splitlines()] == NOTES
+
+
+def test_missing_agentic_and_diagnosers_parts_say_not_run(tmp_path: Path) -> None:
+    partial = {k: v for k, v in summary().items() if k not in {"agentic", "diagnosers"}}
+    md = write_report(run_dir(tmp_path, partial))[0].read_text(encoding="utf-8")
+    for title in ("Agentic fault propagation", "Fault diagnosers"):
+        section = md.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+        assert "Not run" in section
+    assert sorted(p.name for p in (tmp_path / "report_figures").glob("*.png")) == [
+        "cuer_deltas.png", "roles.png"]
+
+
+def test_an_empty_summary_still_renders_every_section(tmp_path: Path) -> None:
+    md, page = write_report(run_dir(tmp_path, {}))
+    text = md.read_text(encoding="utf-8")
+    assert all(f"## {title}" in text for title in SECTIONS)
+    assert text.count("Not run") == 4 and "<img" not in page.read_text(encoding="utf-8")
+
+
+def test_the_papers_reference_values_appear_labelled(full: tuple[str, str]) -> None:
+    md = full[0]
+    assert "| original | 40 | 0.600 | 0.585 | 0.700 | 0.823 | 0.400 | 0.422 |" in md
+    assert "| remove | 40 | 0.300 | 0.285 | 0.700 | 0.392 | 0.400 | 0.639 |" in md
+    for row in ("| coverage | all faults | 43/36/21 | 0.91 | 0.00 | 0.00 |",
+                "| LLM judge | all faults | 43/36/21 | 0.26 | 0.25 | 0.43 |",
+                "| frozen-hop | all faults | 43/36/21 | 0.51 | 0.25 | 0.48 |",
+                "| coverage | content corruption, pooled | 44/18/3 | 1.00 | 0.00 | 0.00 |",
+                "| LLM judge | content corruption, pooled | 44/18/3 | 0.59 | 0.89 | 0.33 |",
+                "| frozen-hop | content corruption, pooled | 44/18/3 | 0.89 | 0.67 | 0.00 |",
+                "| suffix-regen | content corruption, pooled | 44/18/3 | 0.91 | 0.11 | 0.00 |"):
+        assert row in md
+    assert "Paper reference, NOT our setup" in md and "Qwen-3 8B" in md
+
+
+def test_our_diagnoser_rows_sit_next_to_the_papers(full: tuple[str, str]) -> None:
+    md = full[0]
+    assert "| coverage | 1 | 30 | 0.90 | [0.80, 1.00] | [0.70, 1.10] | no | — | 0.91 | 1.00 |" in md
+    assert "| chance | 3 | 6 | 0.33 | [0.23, 0.43] | [0.13, 0.53] | yes | 0.33 | — | — |" in md
+
+
+def test_the_extractive_backend_is_flagged_as_a_stand_in(full: tuple[str, str]) -> None:
+    assert "rule-based extractive stand-in, not a language model" in full[0]
+    config = {"backend": {"name": "ollama", "model": "qwen3:8b", "base_url": None}}
+    md = build_report({"config": config})[0]
+    assert "extractive stand-in" not in md and "ollama, model qwen3:8b" in md
+
+
+def test_html_escapes_summary_text(full: tuple[str, str]) -> None:
+    assert "&lt;not an LLM&gt; &amp; scores" in full[1] and "<not an LLM>" not in full[1]
+
+
+def test_a_directory_without_a_summary_is_a_data_error(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match=r"summary\.json"):
+        write_report(tmp_path)
