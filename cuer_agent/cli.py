@@ -398,7 +398,8 @@ def evaluate_cmd(
     skills = _skill_client(engine.name, engine.model, engine.base_url, data.seed, cache,
                            no_cache)
     extra = {"hops": data.hops, "seed": data.seed} if data.dataset == "synthetic" else {}
-    ds = load_dataset(data.dataset, data.path, n=data.n, **extra)
+    gold_hops = ",".join(map(str, data.gold_hops)) if data.gold_hops else None
+    ds = filter_gold_hops(load_dataset(data.dataset, data.path, n=data.n, **extra), gold_hops)
     run_dir = RunDir(out or Path("runs") / f"evaluate-{data.dataset}-h{agent.hops}")
     run_dir.open({"command": "evaluate", "source": ds.source,
                   "study": study.model_dump(mode="json")})

@@ -32,6 +32,8 @@ class DataSection(_Section):
     n: int | None = Field(None, ge=1)
     hops: int | None = Field(None, ge=1, le=4)
     """Synthetic world: only H-hop questions."""
+    gold_hops: tuple[int, ...] | None = None
+    """Real data: keep only examples with these gold hop counts (e.g. [3] for 3-hop)."""
     seed: int = 0
 
 

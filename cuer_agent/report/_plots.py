@@ -134,7 +134,7 @@ def role_distribution(items: dict[str, int], order: tuple[str, ...]) -> bytes | 
     if not items:
         return None
     labels = [k for k in order if k in items] + sorted(k for k in items if k not in order)
-    counts = [int(items[k]) for k in labels]
+    counts = [int(items[k] or 0) for k in labels]
     total = sum(counts) or 1
     with _style():
         fig = Figure(figsize=SIZE, layout="constrained")

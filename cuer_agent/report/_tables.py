@@ -58,7 +58,8 @@ def roles_items(items: dict[str, int], n_items: Any) -> Table | None:
     """Item-level labels: count and share of the CUE-R targets."""
     if not items:
         return None
-    total = n_items if isinstance(n_items, int) and n_items else sum(items.values())
+    total = n_items if isinstance(n_items, int) and n_items else sum(
+        v for v in items.values() if isinstance(v, int))
     rows = tuple((label, share(items[label], total))
                  for label in _ordered(list(items), ROLE_ORDER))
     return Table(caption=f"Evidence roles, item level (one label per target, n = {total})",
@@ -146,12 +147,13 @@ def hop_operators(ops: dict[str, Any]) -> Table | None:
 
 
 def _paper_depth(name: str, depth: str) -> tuple[str, str]:
+    """The paper's (all faults, content corruption) exact-hop accuracy at this depth."""
     key = ref.paper_diagnoser(name)
     if key is None or not depth.isdigit() or not 1 <= int(depth) <= 3:
         return DASH, DASH
-    i = int(depth) - 1
-    return tuple(num(ref.DIAG_EXACT_HOP[block][key][i], 2) if key in ref.DIAG_EXACT_HOP[block]
-                 else DASH for block in ("all", "content"))  # type: ignore[return-value]
+    values = [ref.DIAG_EXACT_HOP[block].get(key) for block in ("all", "content")]
+    cells = [num(v[int(depth) - 1], 2) if v else DASH for v in values]
+    return cells[0], cells[1]
 
 
 def diagnoser_depths(diagnosers: dict[str, Any]) -> Table:
