@@ -79,8 +79,9 @@ def summary() -> dict[str, Any]:
         "config": {"command": "evaluate", "data": {"dataset": "synthetic", "hops": 3},
                    "backend": {"name": "extractive", "model": None, "base_url": None}},
         "single_shot": single_shot, "agentic": agentic,
-        "diagnosers": {"coverage": diagnoser(0.9, gold=True),
-                       "judge": diagnoser(0.25, stand_in="rule-based stand-in for an LLM judge"),
+        "diagnosers": {"coverage-gold": diagnoser(0.9, gold=True), "coverage": diagnoser(0.5),
+                       "llm-judge": diagnoser(0.25,
+                                              stand_in="rule-based stand-in for an LLM judge"),
                        "chance": chance},
         "notes": NOTES,
         "ledger": {"requests": 900, "calls": 700, "cache_hits": 200, "parse_failures": 0,
@@ -169,11 +170,12 @@ def test_the_papers_reference_values_appear_labelled(full: tuple[str, str]) -> N
     md = full[0]
     assert "| original | 40 | 0.600 | 0.585 | 0.700 | 0.823 | 0.400 | 0.422 |" in md
     assert "| remove | 40 | 0.300 | 0.285 | 0.700 | 0.392 | 0.400 | 0.639 |" in md
-    for row in ("| coverage | all faults | 43/36/21 | 0.91 | 0.00 | 0.00 |",
-                "| LLM judge | all faults | 43/36/21 | 0.26 | 0.25 | 0.43 |",
+    coverage, judge = "coverage (reads gold; ours: coverage-gold)", "LLM judge (ours: llm-judge)"
+    for row in (f"| {coverage} | all faults | 43/36/21 | 0.91 | 0.00 | 0.00 |",
+                f"| {judge} | all faults | 43/36/21 | 0.26 | 0.25 | 0.43 |",
                 "| frozen-hop | all faults | 43/36/21 | 0.51 | 0.25 | 0.48 |",
-                "| coverage | content corruption, pooled | 44/18/3 | 1.00 | 0.00 | 0.00 |",
-                "| LLM judge | content corruption, pooled | 44/18/3 | 0.59 | 0.89 | 0.33 |",
+                f"| {coverage} | content corruption, pooled | 44/18/3 | 1.00 | 0.00 | 0.00 |",
+                f"| {judge} | content corruption, pooled | 44/18/3 | 0.59 | 0.89 | 0.33 |",
                 "| frozen-hop | content corruption, pooled | 44/18/3 | 0.89 | 0.67 | 0.00 |",
                 "| suffix-regen | content corruption, pooled | 44/18/3 | 0.91 | 0.11 | 0.00 |"):
         assert row in md
@@ -182,7 +184,12 @@ def test_the_papers_reference_values_appear_labelled(full: tuple[str, str]) -> N
 
 def test_our_diagnoser_rows_sit_next_to_the_papers(full: tuple[str, str]) -> None:
     md = full[0]
-    assert "| coverage | 1 | 30 | 0.90 | [0.80, 1.00] | [0.70, 1.10] | no | — | 0.91 | 1.00 |" in md
+    assert ("| coverage-gold | 1 | 30 | 0.90 | [0.80, 1.00] | [0.70, 1.10] | no | — | 0.91 "
+            "| 1.00 |") in md
+    assert ("| llm-judge | 3 | 6 | 0.25 | [0.15, 0.35] | [0.05, 0.45] | yes | — | 0.43 "
+            "| 0.33 |") in md
+    # our gold-free coverage is not the paper's (gold-reading) coverage: no paper values
+    assert "| coverage | 1 | 30 | 0.50 | [0.40, 0.60] | [0.30, 0.70] | no | — | — | — |" in md
     assert "| chance | 3 | 6 | 0.33 | [0.23, 0.43] | [0.13, 0.53] | yes | 0.33 | — | — |" in md
 
 

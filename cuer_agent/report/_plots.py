@@ -162,5 +162,5 @@ def cost_per_correct(diagnosers: dict[str, Any]) -> bytes | None:
                      fontsize=8)
         ax.set_ylabel("backend calls per correct diagnosis")
         ax.set_title("Cost per correct diagnosis (calls; 0 calls = no model used)")
-        ax.tick_params(axis="x", labelsize=8)
+        ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
         return _png(fig)

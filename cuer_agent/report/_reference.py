@@ -28,13 +28,14 @@ DIAG_EXACT_HOP: dict[str, dict[str, tuple[float, float, float]]] = {
     "content": {"coverage": (1.00, 0.00, 0.00), "judge": (0.59, 0.89, 0.33),
                 "frozen_hop": (0.89, 0.67, 0.00), "suffix_regen": (0.91, 0.11, 0.00)},
 }
-DIAG_LABELS = {"coverage": "coverage", "judge": "LLM judge", "frozen_hop": "frozen-hop",
+DIAG_LABELS = {"coverage": "coverage (reads gold; ours: coverage-gold)",
+               "judge": "LLM judge (ours: llm-judge)", "frozen_hop": "frozen-hop",
                "suffix_regen": "suffix-regen"}
-# Our diagnoser names that correspond to the paper's rows.
-DIAG_ALIASES = {"coverage": "coverage", "coverage_gold": "coverage", "judge": "judge",
-                "llm_judge": "judge", "frozen_hop": "frozen_hop", "frozen": "frozen_hop",
-                "suffix_regen": "suffix_regen", "suffix_regeneration": "suffix_regen",
-                "suffix": "suffix_regen"}
+# Our diagnoser names that implement the paper's rows. The paper's coverage reads the gold
+# answer: that is our `coverage-gold`; our gold-free `coverage` (Doctor-RAG style) has no
+# paper row.
+DIAG_ALIASES = {"coverage_gold": "coverage", "llm_judge": "judge", "judge": "judge",
+                "frozen_hop": "frozen_hop", "suffix_regen": "suffix_regen"}
 
 # Tampering outcomes by depth: (resisted, absorbed, derailed, n).
 TAMPERING_BY_DEPTH: dict[str, tuple[float, float, float, int]] = {

@@ -44,9 +44,12 @@ def _data_facts(config: dict[str, Any]) -> str:
     data = config.get("data") if isinstance(config.get("data"), dict) else {}
     name = data.get("dataset") or config.get("dataset") or "unknown"
     source = data.get("path") or config.get("source") or config.get("path")
-    hops = config.get("hop_budget") or data.get("hops") or config.get("hops")
+    agent = config.get("agent") if isinstance(config.get("agent"), dict) else {}
+    hops = agent.get("hops") or config.get("hop_budget") or data.get("hops")
     text = str(name) + (f" ({source})" if source else "")
-    return text + (f", hop budget {hops}" if hops else "")
+    text += f", n = {data['n']}" if data.get("n") else ""
+    text += f", hop budget {hops}" if hops else ""
+    return text + (f", top k {agent['k']}" if agent.get("k") else "")
 
 
 def headline(summary: dict[str, Any]) -> list[Block]:
@@ -191,6 +194,7 @@ def diagnosers(summary: dict[str, Any]) -> list[Block]:
             *_figure("exact_hop", _plots.exact_hop_by_depth(part),
                      "Exact-hop accuracy vs fault depth per diagnoser, 95% bootstrap CIs"),
             _tables.paper_diagnosers(),
+            *([] if (by_fault := _tables.diagnoser_faults(part)) is None else [by_fault]),
             _tables.diagnoser_metrics(part),
             *_figure("cost", _plots.cost_per_correct(part),
                      "Backend calls per correct diagnosis, per diagnoser")]

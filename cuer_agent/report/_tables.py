@@ -184,6 +184,22 @@ def diagnoser_depths(diagnosers: dict[str, Any]) -> Table:
                            "Clustered CI: bootstrap over examples, not traces."))
 
 
+def diagnoser_faults(diagnosers: dict[str, Any]) -> Table | None:
+    """Diagnoser × fault: exact-hop accuracy pooled over depths (when the summary has it)."""
+    faults = sorted({f for d in diagnosers.values() for f in (d or {}).get("by_fault") or {}})
+    if not faults:
+        return None
+    rows = []
+    for name, d in diagnosers.items():
+        by_fault = (d or {}).get("by_fault") or {}
+        cells = [f"{num((by_fault.get(f) or {}).get('acc'), 2)} "
+                 f"(n={(by_fault.get(f) or {}).get('n', 0)})" if f in by_fault else DASH
+                 for f in faults]
+        rows.append((name, *cells))
+    return Table(caption="Exact-hop accuracy by fault, pooled over depths (failed n)",
+                 headers=("diagnoser", *faults), rows=tuple(rows))
+
+
 def _kind(d: dict[str, Any]) -> str:
     parts = ["uses gold" if d.get("uses_gold") else "no gold",
              "probing" if d.get("probing") else "no probing"]
