@@ -12,13 +12,6 @@ from cuer_agent.experiments.cuer_summary import summarize_cuer
 from cuer_agent.experiments.run_agent import ledger_from_rows
 from cuer_agent.runs import RunDir
 
-# The paper's reference numbers (paper-notes §A), shown next to ours where they exist.
-PAPER_HOTPOTQA_QWEN3_8B = {
-    "original": (0.585, 0.823, 0.422, 0.0), "remove": (0.285, 0.392, 0.639, None),
-    "replace": (0.270, 0.353, 0.667, None), "duplicate": (0.585, 0.845, 0.424, 0.074),
-}
-
-
 # The paper's qualitative pattern: REMOVE and REPLACE hurt correctness, DUPLICATE does not.
 PAPER_PATTERN = {"remove": "hurts", "replace": "hurts", "duplicate": "preserves"}
 
