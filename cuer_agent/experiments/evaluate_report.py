@@ -52,10 +52,12 @@ def print_headline(summary: dict[str, Any], run_dir: Path, invocation: dict[str,
     for note in summary["notes"]:
         console.print(f"- {note}")
     ledger = summary["ledger"]
-    console.print(f"LLM-skill requests: {ledger['requests']} by the studies "
-                  f"({ledger['calls']} distinct = the design minimum; {ledger['cache_hits']} "
-                  f"repeats served by the cache) + {ledger['diagnoser_requests']} by diagnosers. "
-                  f"This invocation: {invocation['calls']} backend calls, "
-                  f"{invocation['cache_hits']} cache hits.")
+    prefix = summary["agentic"]["prefix_calls"]
+    console.print(f"LLM-skill requests: {ledger['requests']} by the studies ({ledger['calls']} "
+                  f"distinct) + {ledger['diagnoser_requests']} by the diagnosers. Prefix "
+                  f"requests recomputed by {prefix['forks']} forks: {prefix['total']}. This "
+                  f"invocation: {invocation['calls']} backend calls (each distinct request once "
+                  f"— the design minimum) and {invocation['cache_hits']} repeats served by the "
+                  f"response cache.")
     md, html = write_report(run_dir)
     console.print(f"→ {run_dir}  ({md.name}, {html.name})")
