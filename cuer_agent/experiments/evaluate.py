@@ -12,6 +12,7 @@ for that trace and counted; the run goes on.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from cuer_agent.config import StudyConfig
@@ -99,7 +100,10 @@ def diagnoser_summaries(rows: list[dict[str, Any]], diagnosers: list[Diagnoser],
         summary.update({"uses_gold": d.uses_gold, "probing": d.probing,
                         "stand_in": d.stand_in})
         if d.name == "chance":
-            expected = chance_expected_accuracy(items)
+            # The chance diagnoser draws from 1..max(1, n): a 0-hop trace (early
+            # termination at hop 1) gets hop 1. The analytic value uses the same support.
+            expected = chance_expected_accuracy(
+                [dataclasses.replace(it, n_hops=max(1, it.n_hops)) for it in items])
             summary["expected_acc_analytic"] = {
                 **{h: v["expected_acc"] for h, v in expected["by_depth"].items()},
                 "overall": expected["expected_acc"]}
@@ -155,6 +159,13 @@ def honest_notes(summary: dict[str, Any], backend: str,
         if d.get("uses_gold"):
             notes.append(f"{name} reads the gold answer (declared); it is not a deployable "
                          "gold-free diagnoser.")
+    original = (summary.get("single_shot", {}).get("conditions", {}).get("original", {})
+                .get("correctness", {}).get("mean"))
+    if original is not None and original < 0.05:
+        notes.append(f"The single-shot baseline answers {original:.0%} correctly: one BM25 "
+                     "retrieval with the whole question rarely reaches the later hops' "
+                     "passages (the synthetic world is built that way), so its CUE-R deltas on "
+                     "correctness are zero by floor effect; grounding and D still move.")
     faults = summary.get("agentic", {}).get("faults", {})
     for fault, per_hop in faults.items():
         small = [h for h, cell in per_hop.items() if cell.get("failed", 0) < 10]
