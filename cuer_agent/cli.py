@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from cuer_agent.data._select import load_study_data
 from cuer_agent.errors import CuerError
 
 app = typer.Typer(
@@ -93,24 +94,10 @@ Backend = Annotated[str, typer.Option(help="extractive (offline, default), ollam
 Model = Annotated[str | None, typer.Option(help="Model name for ollama/openai.")]
 BaseUrl = Annotated[str | None, typer.Option(help="Server URL (ollama host, or an "
                                              "OpenAI-compatible base URL).")]
+NoCache = Annotated[bool, typer.Option("--no-cache", help="Do not use the response cache.")]
+ShowProgress = Annotated[bool, typer.Option(help="Show a progress bar.")]
 CachePath = Annotated[Path | None, typer.Option(
     help="Response cache (SQLite). Default: $CUER_CACHE or ~/.cache/cuer-agent/responses.sqlite")]
-
-
-def filter_gold_hops(dataset: Any, gold_hops: str | None) -> Any:
-    """Keep the examples whose gold hop count is listed ("3,4"); None keeps all."""
-    import dataclasses
-
-    if not gold_hops:
-        return dataset
-    try:
-        wanted = {int(h) for h in gold_hops.split(",") if h.strip()}
-    except ValueError:
-        raise CuerError(f"--gold-hops must list integers, got {gold_hops!r}") from None
-    kept = [ex for ex in dataset.examples if ex.n_hops in wanted]
-    if not kept:
-        raise CuerError(f"no example has {sorted(wanted)} gold hops")
-    return dataclasses.replace(dataset, examples=kept)
 
 
 def _skill_client(backend: str, model: str | None, base_url: str | None, seed: int,
@@ -148,11 +135,10 @@ def run_cmd(
     seed: Annotated[int, typer.Option(help="Synthetic world and decoding seed.")] = 0,
     k: Annotated[int, typer.Option(help="Evidence items per retrieval.")] = 5,
     cache: CachePath = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the cache.")] = False,
-    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    no_cache: NoCache = False,
+    progress: ShowProgress = True,
 ) -> None:
     """Run the agent (or the single-shot system) and write traces.jsonl + summary.json."""
-    from cuer_agent.data import load_dataset
     from cuer_agent.execution import AgentConfig, Executor
     from cuer_agent.experiments.run_agent import run_dataset
     from cuer_agent.runs import RunDir, canonical_json
@@ -166,8 +152,7 @@ def run_cmd(
         raise CuerError(f"--n must be >= 1, got {n}")
     config = AgentConfig(mode=modes[mode], hop_budget=hops, k=k)  # type: ignore[arg-type]
     skills = _skill_client(backend, model, base_url, seed, cache, no_cache)
-    extra = {"hops": hops, "seed": seed} if dataset == "synthetic" else {}
-    ds = load_dataset(dataset, path, n=n, **extra)
+    ds = load_study_data(dataset, path, n, hops, seed)
     run_config = {"command": "run", "dataset": ds.name, "source": ds.source, "n": n,
                   "mode": config.mode, "hop_budget": hops, "k": k, "seed": seed,
                   "backend": backend, "model": skills.backend.model, "base_url": base_url}
@@ -212,12 +197,11 @@ def cuer_cmd(
     weight_sensitivity: Annotated[bool | None, typer.Option(
         "--weight-sensitivity", help="Ablation: D over a grid of weights.")] = None,
     cache: CachePath = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the cache.")] = False,
-    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    no_cache: NoCache = False,
+    progress: ShowProgress = True,
 ) -> None:
     """Single-shot CUE-R: REMOVE / REPLACE / DUPLICATE one evidence item, four axes."""
     from cuer_agent.config import load_config, merged
-    from cuer_agent.data import load_dataset
     from cuer_agent.execution import AgentConfig, Executor
     from cuer_agent.experiments.cuer import run_cuer
     from cuer_agent.experiments.cuer_report import cuer_table, write_cuer_summary
@@ -234,8 +218,7 @@ def cuer_cmd(
                  weight_sensitivity=weight_sensitivity)
     skills = _skill_client(engine.name, engine.model, engine.base_url, data.seed, cache,
                            no_cache)
-    extra = {"hops": data.hops, "seed": data.seed} if data.dataset == "synthetic" else {}
-    ds = load_dataset(data.dataset, data.path, n=data.n, **extra)
+    ds = load_study_data(data.dataset, data.path, data.n, data.hops, data.seed)
     run_dir = RunDir(out)
     run_dir.open({"command": "cuer", "data": data.model_dump(mode="json"),
                   "backend": engine.model_dump(mode="json"), "source": ds.source,
@@ -274,11 +257,10 @@ def propagate_cmd(
     base_url: BaseUrl = None,
     seed: Annotated[int, typer.Option(help="Seed (synthetic world, faults).")] = 0,
     cache: CachePath = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the cache.")] = False,
-    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    no_cache: NoCache = False,
+    progress: ShowProgress = True,
 ) -> None:
     """Agentic fault propagation: inject a fault at hop h, let the agent re-execute."""
-    from cuer_agent.data import load_dataset
     from cuer_agent.execution import AgentConfig, Executor
     from cuer_agent.experiments.propagation import DEFAULT_FAULTS, PropagationConfig
     from cuer_agent.experiments.propagation_report import propagation_tables, run_and_summarize
@@ -293,8 +275,7 @@ def propagate_cmd(
     config = PropagationConfig(faults=chosen, hop_operators=hop_operators, strict=strict,
                                seed=seed)
     skills = _skill_client(backend, model, base_url, seed, cache, no_cache)
-    extra = {"hops": hops, "seed": seed} if dataset == "synthetic" else {}
-    ds = filter_gold_hops(load_dataset(dataset, path, n=n, **extra), gold_hops)
+    ds = load_study_data(dataset, path, n, hops, seed, gold_hops)
     run_dir = RunDir(out)
     run_dir.open({"command": "propagate", "source": ds.source, "hop_budget": hops,
                   "data": {"dataset": ds.name, "path": str(path) if path else None, "n": n,
@@ -317,7 +298,7 @@ def replay_cmd(
     run_dir: Annotated[Path, typer.Argument(help="A cuer or propagate run directory.")],
     record: Annotated[str, typer.Option(help="Record id, e.g. syn-0-3/query_drift@2.")],
     cache: CachePath = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the cache.")] = False,
+    no_cache: NoCache = False,
 ) -> None:
     """Re-execute one stored record and check that the same trace comes out (exit 1 if not)."""
     import json
@@ -361,12 +342,11 @@ def evaluate_cmd(
     out: Annotated[Path | None, typer.Option(help="Run directory (default "
                                              "runs/evaluate).")] = None,
     cache: CachePath = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the cache.")] = False,
-    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    no_cache: NoCache = False,
+    progress: ShowProgress = True,
 ) -> None:
     """CUE-R baseline + agentic fault propagation + diagnoser comparison, with a report."""
     from cuer_agent.config import load_config, merged
-    from cuer_agent.data import load_dataset
     from cuer_agent.diagnosers import get_diagnoser
     from cuer_agent.experiments.evaluate import run_evaluate
     from cuer_agent.experiments.evaluate_report import print_headline
@@ -397,9 +377,8 @@ def evaluate_cmd(
     engine = study.backend
     skills = _skill_client(engine.name, engine.model, engine.base_url, data.seed, cache,
                            no_cache)
-    extra = {"hops": data.hops, "seed": data.seed} if data.dataset == "synthetic" else {}
     gold_hops = ",".join(map(str, data.gold_hops)) if data.gold_hops else None
-    ds = filter_gold_hops(load_dataset(data.dataset, data.path, n=data.n, **extra), gold_hops)
+    ds = load_study_data(data.dataset, data.path, data.n, data.hops, data.seed, gold_hops)
     run_dir = RunDir(out or Path("runs") / f"evaluate-{data.dataset}-h{agent.hops}")
     run_dir.open({"command": "evaluate", "source": ds.source,
                   "study": study.model_dump(mode="json")})

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from cuer_agent.data import load_dataset
+from cuer_agent.data._select import load_study_data
 from cuer_agent.errors import CuerError
 from cuer_agent.execution import AgentConfig, Executor
 from cuer_agent.interventions import InterventionRecord
@@ -70,9 +70,12 @@ def _same_record(a: dict[str, Any], b: dict[str, Any]) -> bool:
         return a == b
 
 
-def _dataset(name: str, path: str | None, n: int | None, hops: int | None, seed: int) -> Any:
-    extra = {"hops": hops, "seed": seed} if name == "synthetic" else {}
-    return load_dataset(name, path, n=n, **extra)
+def _dataset(data: dict[str, Any]) -> Any:
+    gold_hops = data.get("gold_hops")
+    if isinstance(gold_hops, list):
+        gold_hops = ",".join(map(str, gold_hops))
+    return load_study_data(data["dataset"], data["path"], data["n"], data["hops"],
+                           data["seed"], gold_hops)
 
 
 def _cuer_rows(config: dict[str, Any], example_id: str,
@@ -80,8 +83,7 @@ def _cuer_rows(config: dict[str, Any], example_id: str,
     from cuer_agent.experiments.cuer import CuerConfig, _example_rows
     from cuer_agent.experiments.run_agent import retriever_factory
 
-    data = config["data"]
-    ds = _dataset(data["dataset"], data["path"], data["n"], data["hops"], data["seed"])
+    ds = _dataset(config["data"])
     study = CuerConfig.model_validate(config["cuer"])
     example = _find(ds, example_id)
     executor = Executor(skills, AgentConfig(mode="single_shot", k=study.k),
@@ -94,7 +96,6 @@ def _cuer_rows(config: dict[str, Any], example_id: str,
 
 def _propagation_rows(config: dict[str, Any], example_id: str,
                       skills: SkillClient) -> list[dict[str, Any]]:
-    from cuer_agent.cli import filter_gold_hops
     from cuer_agent.experiments.propagation import (
         PropagationConfig,
         distractor_answers,
@@ -102,9 +103,7 @@ def _propagation_rows(config: dict[str, Any], example_id: str,
     )
     from cuer_agent.experiments.run_agent import retriever_factory
 
-    data = config["data"]
-    ds = filter_gold_hops(_dataset(data["dataset"], data["path"], data["n"], data["hops"],
-                                   data["seed"]), data.get("gold_hops"))
+    ds = _dataset(config["data"])
     study = PropagationConfig.model_validate(config["propagation"])
     example = _find(ds, example_id)
     executor = Executor(skills, AgentConfig(hop_budget=config["hop_budget"]),
