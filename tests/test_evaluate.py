@@ -41,7 +41,7 @@ def test_summary_has_every_part(run: Path) -> None:
     assert {"n", "accuracy"} <= set(summary["agentic"]["clean"])
     cell = summary["agentic"]["faults"]["empty_retrieval"]["1"]
     assert {"injected", "failed", "recovery"} <= set(cell)
-    for hop_cell in summary["agentic"]["tampering"]["by_hop"].values():
+    for hop_cell in summary["agentic"]["tampering"].values():
         assert {"resisted", "absorbed", "derailed"} <= set(hop_cell)
     assert set(summary["diagnosers"]) == set(diagnoser_names())
     for d in summary["diagnosers"].values():

@@ -47,11 +47,12 @@ def propagation_tables(summary: dict[str, Any]) -> list[Table]:
             cells.append("—" if not cell or not cell["injected"] else
                          f"{cell['recovered']}/{cell['injected']} ({cell['recovery']:.2f})")
         recovery.add_row(fault, *cells)
-    tampering = Table(title=f"Content tampering (certified {summary['tampering']['certified']}"
-                            f"/{summary['tampering']['eligible']} eligible hops)")
+    cert = summary["tampering_certification"]
+    tampering = Table(title=f"Content tampering (certified {cert['certified']}"
+                            f"/{cert['eligible']} eligible hops)")
     for col in ("hop", "injected", "resisted", "absorbed", "derailed", "query contaminated"):
         tampering.add_column(col, justify="right")
-    for h, cell in summary["tampering"]["by_hop"].items():
+    for h, cell in summary["tampering"].items():
         tampering.add_row(h, *(str(cell[k]) for k in ("injected", "resisted", "absorbed",
                                                       "derailed", "contaminated")))
     return [recovery, tampering]

@@ -3,8 +3,9 @@ stage transitions) alone: the same rows give the same bytes.
 
 * `faults` — per fault and hop: injected, recovered (correct after re-execution),
   failed, recovery(h) = recovered / injected with a bootstrap CI;
-* `tampering` — per hop: resisted / absorbed / derailed and query contamination, plus
-  the share of eligible hops where a span could be certified (and why not);
+* `tampering` — per hop: resisted / absorbed / derailed and query contamination;
+  `tampering_certification` — the share of eligible hops where a span could be
+  certified (and why not);
 * `hop_operators` — per-hop REMOVE / REPLACE / DUPLICATE: Δcorrectness and D (the
   multi-hop D and the plain CUE-R D);
 * `stage_transitions` — how a failed injection shows downstream: a networkx graph whose
@@ -77,7 +78,8 @@ def skipped(rows: Rows) -> dict[str, dict[str, int]]:
     return {c: dict(sorted(v.items())) for c, v in sorted(out.items())}
 
 
-def tampering_table(rows: Rows) -> dict[str, Any]:
+def tampering_table(rows: Rows) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(per hop outcomes, certification counts)."""
     grouped = _by(rows, lambda c: c == "content_tampering").get("content_tampering", {})
     per_hop: dict[str, Any] = {}
     eligible = certified = 0
@@ -102,9 +104,10 @@ def tampering_table(rows: Rows) -> dict[str, Any]:
                 certified += 1
             else:
                 reasons[why] += 1
-    return {"by_hop": per_hop, "eligible": eligible, "certified": certified,
-            "certified_share": _r(certified / eligible) if eligible else None,
-            "not_certified": dict(sorted(reasons.items()))}
+    certification = {"eligible": eligible, "certified": certified,
+                     "certified_share": _r(certified / eligible) if eligible else None,
+                     "not_certified": dict(sorted(reasons.items()))}
+    return per_hop, certification
 
 
 def operator_table(rows: Rows, config: PropagationConfig) -> dict[str, Any]:
@@ -178,6 +181,7 @@ def summarize_propagation(record_rows: Rows, trace_rows: Rows,
     clean = [r for r in record_rows if r["record"]["condition"] == "clean"]
     correct = [r["metrics"]["correct"] for r in clean]
     hops_used = Counter(int(r["metrics"]["hops"]) for r in clean)
+    tampering = tampering_table(record_rows)
     prefix = [r["metrics"]["prefix_calls"] for r in record_rows
               if r["metrics"] is not None and "prefix_calls" in r["metrics"]]
     return {
@@ -185,7 +189,8 @@ def summarize_propagation(record_rows: Rows, trace_rows: Rows,
                   "accuracy_ci": _ci(correct, config),
                   "hops_used": {str(k): v for k, v in sorted(hops_used.items())}},
         "faults": fault_table(record_rows, config.faults, config),
-        "tampering": tampering_table(record_rows),
+        "tampering": tampering[0],
+        "tampering_certification": tampering[1],
         "hop_operators": operator_table(record_rows, config) if config.hop_operators else {},
         "skipped": skipped(record_rows),
         "prefix_calls": {"forks": len(prefix), "total": int(sum(prefix)),

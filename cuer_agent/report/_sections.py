@@ -166,11 +166,12 @@ def agentic(summary: dict[str, Any]) -> list[Block]:
     tamper = _part(part, "tampering")
     blocks += [Heading(3, "Content tampering"),
                _table(_tables.tampering(tamper), "No tampering was injected.")]
-    if tamper:
-        reasons = "; ".join(f"{r} ({c})" for r, c in (tamper.get("not_certified") or {}).items())
-        blocks.append(Para(f"Certified {tamper.get('certified', '?')} of "
-                           f"{tamper.get('eligible', '?')} eligible hops "
-                           f"(share {num(tamper.get('certified_share'), 2)})"
+    cert = _part(part, "tampering_certification")
+    if cert:
+        reasons = "; ".join(f"{r} ({c})" for r, c in (cert.get("not_certified") or {}).items())
+        blocks.append(Para(f"Certified {cert.get('certified', '?')} of "
+                           f"{cert.get('eligible', '?')} eligible hops "
+                           f"(share {num(cert.get('certified_share'), 2)})"
                            + (f"; not certified: {reasons}" if reasons else "") + "."))
     operators = _tables.hop_operators(_part(part, "hop_operators"))
     if operators is not None:

@@ -105,7 +105,7 @@ def recovery(faults: dict[str, Any]) -> Table | None:
 def tampering(tamper: dict[str, Any]) -> Table | None:
     """Per hop: resisted / absorbed / derailed (shares of injected), query contamination,
     the certificate strategies, and the paper's shares at that depth."""
-    by_hop = tamper.get("by_hop") or {}
+    by_hop = tamper or {}
     if not by_hop:
         return None
     rows = []
