@@ -172,3 +172,28 @@ def test_a_diagnoser_that_raises_is_recorded_and_the_run_goes_on(tmp_path: Path,
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert summary["diagnosers"]["broken"]["errors"] == len(broken)
     assert summary["diagnosers"]["first-hop"]["errors"] == 0
+
+
+def test_third_party_diagnosers_load_from_the_entry_point_group(monkeypatch) -> None:
+    from cuer_agent.diagnosers import _base
+
+    class ThirdParty(_base.BaseDiagnoser):
+        def diagnose(self, view, probe=None):  # type: ignore[no-untyped-def]
+            return _base.Diagnosis(hop=2, stage="tool")
+
+    class FakeEntryPoint:
+        name = "third-party"
+
+        def load(self) -> type:
+            return ThirdParty
+
+    def fake_entry_points(group: str) -> list:
+        assert group == _base.ENTRY_POINT_GROUP
+        return [FakeEntryPoint()]
+
+    monkeypatch.setattr(_base, "entry_points", fake_entry_points)
+    monkeypatch.setattr(_base, "_LOADED", False)
+    monkeypatch.setattr(_base, "_REGISTRY", dict(_base._REGISTRY))
+    made = get_diagnoser("third-party")
+    assert made.name == "third-party"
+    assert "third-party" in diagnoser_names()
