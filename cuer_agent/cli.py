@@ -340,7 +340,7 @@ def evaluate_cmd(
                                                    "(default all).")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed (synthetic world, faults).")] = None,
     out: Annotated[Path | None, typer.Option(help="Run directory (default "
-                                             "runs/evaluate).")] = None,
+                                             "runs/evaluate-<dataset>-h<hops>).")] = None,
     cache: CachePath = None,
     no_cache: NoCache = False,
     progress: ShowProgress = True,

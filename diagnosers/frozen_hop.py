@@ -11,6 +11,8 @@ Option `budget` (default 3) caps the hops probed.
 from __future__ import annotations
 
 from cuer_agent.diagnosers._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
+from cuer_agent.diagnosers._probing import first_fixing_hop
+from cuer_agent.trace import Trace
 
 
 @diagnoser("frozen-hop")
@@ -19,18 +21,10 @@ class FrozenHop(BaseDiagnoser):
 
     def diagnose(self, view: DiagnosisView, probe: Probe | None) -> Diagnosis:
         assert probe is not None, "frozen-hop needs a probe"
-        trace = view.trace
-        n = len(trace.hops)
-        budget = int(self.options.get("budget", 3))
-        for j in range(1, min(n, budget) + 1):
-            repaired = probe.rerun_hop(j)
-            if repaired is None:
-                continue
-            answer = probe.reanswer_with_hop(j, repaired).answer
-            if probe.is_correct(answer):
-                drifted = repaired["subquery"] != trace.hops[j - 1].subquery
-                return Diagnosis(hop=j, stage="tool" if drifted else "retrieval",
-                                 propagated=j < n, cause=f"repairing hop {j} alone fixes it")
-        if probe.is_correct(probe.continue_retrieving().answer):
-            return Diagnosis(hop=n + 1, stage="answer", cause="one more hop fixes it")
-        return Diagnosis(hop=0, stage="answer", severity=0.5, cause="no single repair fixes it")
+
+        def repair(j: int) -> Trace | None:
+            record = probe.rerun_hop(j)
+            return None if record is None else probe.reanswer_with_hop(j, record)
+
+        return first_fixing_hop(view.trace, probe, int(self.options.get("budget", 3)), repair,
+                                "repairing")
