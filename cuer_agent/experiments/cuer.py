@@ -44,7 +44,6 @@ from cuer_agent.runs import RunDir
 from cuer_agent.trace import Trace
 
 TRACES, RECORDS = "traces.jsonl", "records.jsonl"
-MAIN_CONDITIONS = ("remove", "replace", "duplicate", "zero_retrieval", "random_target")
 AXES = ("correctness", "em", "f1", "grounding", "confidence_error", "divergence")
 
 

@@ -141,10 +141,6 @@ def score_sentences(query: str, evidence: tuple[EvidenceView, ...]) -> list[Hit]
     return hits
 
 
-def _query_weight(query: str, hits: list[Hit]) -> float:
-    return float(len(stems(query))) or 1.0
-
-
 def candidates(sentence: str, kind: str) -> list[tx.Span]:
     if kind == "date":
         return tx.date_spans(sentence)
