@@ -19,6 +19,7 @@ from rich.table import Table
 
 from cuer_agent.data._select import load_study_data
 from cuer_agent.errors import CuerError
+from cuer_agent.parallel import default_concurrency
 
 app = typer.Typer(
     name="cuer-agent",
@@ -94,6 +95,9 @@ Backend = Annotated[str, typer.Option(help="extractive (offline, default), ollam
 Model = Annotated[str | None, typer.Option(help="Model name for ollama/openai.")]
 BaseUrl = Annotated[str | None, typer.Option(help="Server URL (ollama host, or an "
                                              "OpenAI-compatible base URL).")]
+Concurrency = Annotated[int | None, typer.Option(
+    help="Examples in flight at once (default per backend: extractive 1, ollama 4, openai 16). "
+         "Results are identical at any value.")]
 NoCache = Annotated[bool, typer.Option("--no-cache", help="Do not use the response cache.")]
 ShowProgress = Annotated[bool, typer.Option(help="Show a progress bar.")]
 CachePath = Annotated[Path | None, typer.Option(
@@ -137,6 +141,7 @@ def run_cmd(
     cache: CachePath = None,
     no_cache: NoCache = False,
     progress: ShowProgress = True,
+    concurrency: Concurrency = None,
 ) -> None:
     """Run the agent (or the single-shot system) and write traces.jsonl + summary.json."""
     from cuer_agent.execution import AgentConfig, Executor
@@ -160,7 +165,8 @@ def run_cmd(
     run_dir.open(run_config)
     executor = Executor(skills, config, meta={"backend": backend,
                                               "model": skills.backend.model})
-    summary = run_dataset(ds, executor, run_dir, show_progress=progress)
+    summary = run_dataset(ds, executor, run_dir, show_progress=progress,
+                          concurrency=concurrency or default_concurrency(backend))
     invocation = skills.ledger.to_dict()
     (out / "ledger.json").write_text(canonical_json(invocation, indent=2) + "\n")
     acc = summary["accuracy"]
@@ -199,6 +205,7 @@ def cuer_cmd(
     cache: CachePath = None,
     no_cache: NoCache = False,
     progress: ShowProgress = True,
+    concurrency: Concurrency = None,
 ) -> None:
     """Single-shot CUE-R: REMOVE / REPLACE / DUPLICATE one evidence item, four axes."""
     from cuer_agent.config import load_config, merged
@@ -226,7 +233,8 @@ def cuer_cmd(
     executor = Executor(skills, AgentConfig(mode="single_shot", k=cfg.k),
                         meta={"backend": engine.name, "model": skills.backend.model})
     run_cuer(ds, executor, run_dir, cfg, retriever_for=retriever_factory(ds),
-             show_progress=progress)
+             show_progress=progress,
+             concurrency=concurrency or default_concurrency(engine.name))
     summary = write_cuer_summary(run_dir, cfg)
     Console(width=max(Console().width, 120)).print(
         cuer_table(summary, title=f"CUE-R on {ds.name} (n={summary['n']})"))
@@ -259,6 +267,7 @@ def propagate_cmd(
     cache: CachePath = None,
     no_cache: NoCache = False,
     progress: ShowProgress = True,
+    concurrency: Concurrency = None,
 ) -> None:
     """Agentic fault propagation: inject a fault at hop h, let the agent re-execute."""
     from cuer_agent.execution import AgentConfig, Executor
@@ -286,7 +295,8 @@ def propagate_cmd(
                   "propagation": config.model_dump(mode="json")})
     executor = Executor(skills, AgentConfig(hop_budget=hops),
                         meta={"backend": backend, "model": skills.backend.model})
-    summary = run_and_summarize(ds, executor, run_dir, config, show_progress=progress)
+    summary = run_and_summarize(ds, executor, run_dir, config, show_progress=progress,
+                                concurrency=concurrency or default_concurrency(backend))
     for table in propagation_tables(summary):
         Console(width=max(Console().width, 120)).print(table)
     typer.echo(f"→ {out}")
@@ -344,6 +354,7 @@ def evaluate_cmd(
     cache: CachePath = None,
     no_cache: NoCache = False,
     progress: ShowProgress = True,
+    concurrency: Concurrency = None,
 ) -> None:
     """CUE-R baseline + agentic fault propagation + diagnoser comparison, with a report."""
     from cuer_agent.config import load_config, merged
@@ -382,7 +393,8 @@ def evaluate_cmd(
     run_dir = RunDir(out or Path("runs") / f"evaluate-{data.dataset}-h{agent.hops}")
     run_dir.open({"command": "evaluate", "source": ds.source,
                   "study": study.model_dump(mode="json")})
-    summary = run_evaluate(ds, skills, run_dir, study, show_progress=progress)
+    summary = run_evaluate(ds, skills, run_dir, study, show_progress=progress,
+                           concurrency=concurrency or default_concurrency(engine.name))
     print_headline(summary, run_dir.path, skills.ledger.to_dict())
 
 

@@ -171,7 +171,8 @@ class Executor:
             self.graph.update_state(thread, state, as_node=as_node)
             stream_input = None
         error = ""
-        first_key = len(self.skills.keys)
+        collecting = self.skills.collect()
+        collected = collecting.__enter__()
         try:
             last_node = None
             for mode, chunk in self.graph.stream(stream_input, {**thread, **limit},
@@ -189,9 +190,10 @@ class Executor:
         except BackendError as exc:
             error = str(exc)
         finally:
+            collecting.__exit__(None, None, None)
             self.graph.checkpointer.delete_thread(thread["configurable"]["thread_id"])
         trace = build_trace(current, self.config.mode, self.meta, error=error)
-        keys = [k[:16] for k in self.skills.keys[first_key:]]
+        keys = [k[:16] for k in collected]
         before, after = state.get("cost", {}), current.get("cost", {})
         spent = {name: after.get(name, 0) - before.get(name, 0) for name in after}
         spent["parse_failures"] = (current.get("parse_failures", 0)

@@ -197,3 +197,11 @@ def test_third_party_diagnosers_load_from_the_entry_point_group(monkeypatch) -> 
     made = get_diagnoser("third-party")
     assert made.name == "third-party"
     assert "third-party" in diagnoser_names()
+
+
+def test_concurrency_does_not_change_any_result(run: Path, tmp_path: Path) -> None:
+    assert evaluate(tmp_path / "c3", "--concurrency", "3")[0] == 0
+    assert (tmp_path / "c3" / "summary.json").read_bytes() == (run / "summary.json").read_bytes()
+    for name in ("agentic/records.jsonl", "agentic/diagnoses.jsonl",
+                 "single_shot/traces.jsonl"):
+        assert (tmp_path / "c3" / name).read_bytes() == (run / name).read_bytes()

@@ -38,6 +38,7 @@ from cuer_agent.metrics.utility import (
     grounding,
     weigh,
 )
+from cuer_agent.parallel import ordered_map
 from cuer_agent.retrieval import BM25Retriever
 from cuer_agent.roles import RoleThresholds
 from cuer_agent.runs import RunDir
@@ -127,7 +128,7 @@ def trace_axes(trace: Trace, example: Example, original: Trace | None,
 
 def run_cuer(dataset: Dataset, executor: Executor, run_dir: RunDir, config: CuerConfig, *,
              retriever_for: Callable[[Example], BM25Retriever],
-             show_progress: bool = True) -> set[str]:
+             show_progress: bool = True, concurrency: int = 1) -> set[str]:
     """Run every example not yet complete in `run_dir`; returns the complete example ids."""
     conditions = config.conditions()
     expected = 1 + len(conditions)
@@ -135,13 +136,16 @@ def run_cuer(dataset: Dataset, executor: Executor, run_dir: RunDir, config: Cuer
     todo = [ex for ex in dataset.examples if ex.id not in done]
     with Progress(disable=not show_progress, transient=True) as progress:
         task = progress.add_task("CUE-R", total=len(dataset.examples), completed=len(done))
-        for example in todo:
-            for trace_row, record_row in _example_rows(example, executor, config, conditions,
-                                                       retriever_for(example)):
+        def rows_of(example: Example) -> tuple[str, list[tuple[dict | None, dict]]]:
+            return example.id, _example_rows(example, executor, config, conditions,
+                                             retriever_for(example))
+
+        for example_id, rows in ordered_map(rows_of, todo, concurrency):
+            for trace_row, record_row in rows:
                 if trace_row is not None:
                     run_dir.append(TRACES, trace_row)
                 run_dir.append(RECORDS, record_row)
-            done.add(example.id)
+            done.add(example_id)
             progress.advance(task)
     return done
 

@@ -70,15 +70,15 @@ class DiagnoseFailed:
             probe = (ExecutionProbe(self.executor, fork, oracle,
                                     budget=2 * self.config.diagnose.probe_budget + 2)
                      if d.probing else None)
-            before = len(self.executor.skills.keys)
             try:
-                view = make_view(d, fork.trace, example.answer, self.config.diagnose.seed)
-                diagnosis = d.diagnose(view, probe)
+                with self.executor.skills.collect() as keys:
+                    view = make_view(d, fork.trace, example.answer, self.config.diagnose.seed)
+                    diagnosis = d.diagnose(view, probe)
             except Exception as exc:  # one trace's failure must not stop the study
                 rows.append({**base, "pred_hop": None, "pred_stage": None, "calls": 0,
                              "tokens": 0, "error": f"{type(exc).__name__}: {exc}"[:300]})
                 continue
-            calls = len(self.executor.skills.keys) - before
+            calls = len(keys)
             tokens = diagnosis.cost.tokens + (probe.tokens if probe else 0)
             rows.append({**base, "pred_hop": diagnosis.hop, "pred_stage": diagnosis.stage,
                          "propagated": diagnosis.propagated, "cause": diagnosis.cause,
@@ -176,7 +176,7 @@ def honest_notes(summary: dict[str, Any], backend: str,
 
 
 def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config: StudyConfig,
-                 *, show_progress: bool = True) -> dict[str, Any]:
+                 *, show_progress: bool = True, concurrency: int = 1) -> dict[str, Any]:
     diagnosers = build_diagnosers(config, skills)
     retriever_for = retriever_factory(dataset)
     meta = {"backend": config.backend.name, "model": skills.backend.model}
@@ -187,7 +187,7 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
                      "source": dataset.source, "cuer": config.cuer.model_dump(mode="json")})
     single = Executor(skills, AgentConfig(mode="single_shot", k=config.cuer.k), meta=meta)
     run_cuer(dataset, single, single_dir, config.cuer, retriever_for=retriever_for,
-             show_progress=show_progress)
+             show_progress=show_progress, concurrency=concurrency)
     single_summary = write_cuer_summary(single_dir, config.cuer)
 
     agentic_dir = RunDir(run_dir.path / "agentic")
@@ -200,7 +200,8 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
                      meta=meta)
     run_propagation(dataset, agent, agentic_dir, config.propagation,
                     retriever_for=retriever_for, show_progress=show_progress,
-                    on_failed=DiagnoseFailed(diagnosers, agent, config))
+                    on_failed=DiagnoseFailed(diagnosers, agent, config),
+                    concurrency=concurrency)
     traces = agentic_dir.rows(TRACES)
     agentic = summarize_propagation(agentic_dir.rows(RECORDS), traces, config.propagation)
 

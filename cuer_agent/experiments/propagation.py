@@ -38,6 +38,7 @@ from cuer_agent.metrics.utility import (
     divergence,
     grounding,
 )
+from cuer_agent.parallel import ordered_map
 from cuer_agent.retrieval import BM25Retriever
 from cuer_agent.runs import RunDir
 from cuer_agent.trace import Trace
@@ -248,7 +249,8 @@ def distractor_answers(dataset: Dataset, example: Example, limit: int) -> list[s
 def run_propagation(dataset: Dataset, executor: Executor, run_dir: RunDir,
                     config: PropagationConfig, *,
                     retriever_for: Callable[[Example], BM25Retriever],
-                    show_progress: bool = True, on_failed: OnFailed | None = None) -> None:
+                    show_progress: bool = True, on_failed: OnFailed | None = None,
+                    concurrency: int = 1) -> None:
     """Run every example not yet complete in `run_dir`. Rows go to records.jsonl (record
     + metrics) and traces.jsonl (record + trace); a half-written example is dropped and
     redone, so no row is duplicated or lost."""
@@ -257,10 +259,12 @@ def run_propagation(dataset: Dataset, executor: Executor, run_dir: RunDir,
     with Progress(disable=not show_progress, transient=True) as progress:
         task = progress.add_task("propagation", total=len(dataset.examples),
                                  completed=len(done))
-        for example in todo:
-            rows = example_rows(example, executor, retriever_for(example),
-                                distractor_answers(dataset, example, config.distractor_pool),
-                                config, on_failed)
+        def rows_of(example: Example) -> tuple[Example, list[dict[str, Any]]]:
+            return example, example_rows(
+                example, executor, retriever_for(example),
+                distractor_answers(dataset, example, config.distractor_pool), config, on_failed)
+
+        for example, rows in ordered_map(rows_of, todo, concurrency):
             for row in rows:
                 if row["trace"] is not None:
                     run_dir.append(TRACES, {k: row[k] for k in ("record", "trace",

@@ -20,10 +20,11 @@ from cuer_agent.runs import RunDir
 
 
 def run_and_summarize(dataset: Dataset, executor: Executor, run_dir: RunDir,
-                      config: PropagationConfig, *, show_progress: bool = True
-                      ) -> dict[str, Any]:
+                      config: PropagationConfig, *, show_progress: bool = True,
+                      concurrency: int = 1) -> dict[str, Any]:
     run_propagation(dataset, executor, run_dir, config,
-                    retriever_for=retriever_factory(dataset), show_progress=show_progress)
+                    retriever_for=retriever_factory(dataset), show_progress=show_progress,
+                    concurrency=concurrency)
     traces = run_dir.rows(TRACES)
     summary = summarize_propagation(run_dir.rows(RECORDS), traces, config)
     summary["ledger"] = ledger_from_rows(traces)

@@ -16,6 +16,7 @@ from rich.progress import Progress
 from cuer_agent.data import Dataset, Example
 from cuer_agent.execution import Executor
 from cuer_agent.metrics import answer_scores
+from cuer_agent.parallel import ordered_map
 from cuer_agent.retrieval import BM25Retriever, Retriever
 from cuer_agent.runs import RunDir
 from cuer_agent.trace import Trace
@@ -32,15 +33,18 @@ def retriever_factory(dataset: Dataset, *, engine: str = "bm25s") -> Callable[[E
 
 
 def run_dataset(dataset: Dataset, executor: Executor, run_dir: RunDir, *,
-                engine: str = "bm25s", show_progress: bool = True) -> dict[str, Any]:
+                engine: str = "bm25s", show_progress: bool = True,
+                concurrency: int = 1) -> dict[str, Any]:
     done = {row["trace"]["example_id"] for row in run_dir.rows(TRACES)}
     todo = [ex for ex in dataset.examples if ex.id not in done]
     retriever_for = retriever_factory(dataset, engine=engine) if todo else None
     with Progress(disable=not show_progress, transient=True) as progress:
         task = progress.add_task("examples", total=len(dataset.examples), completed=len(done))
-        for example in todo:
+        def run_one(example: Example) -> Any:
             assert retriever_for is not None
-            result = executor.run(example, retriever_for(example))
+            return executor.run(example, retriever_for(example))
+
+        for result in ordered_map(run_one, todo, concurrency):
             run_dir.append(TRACES, {"trace": result.trace.model_dump(mode="json"),
                                     "request_keys": result.request_keys,
                                     "spent": result.spent})

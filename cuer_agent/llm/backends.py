@@ -13,7 +13,9 @@ model, and reports a `SkillResult` whose `status` says what happened:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -22,6 +24,9 @@ from pydantic import BaseModel, ValidationError
 from cuer_agent.errors import ConfigError, CuerError
 from cuer_agent.llm.cache import CachedReply, Ledger, ResponseCache, cache_key
 from cuer_agent.llm.skills import RESPONSES
+
+_COLLECTOR: ContextVar[list[list[str]] | None] = ContextVar("cuer_request_keys", default=None)
+"""The key lists open in this context (nested `collect` blocks each get every key)."""
 
 
 class BackendError(CuerError):
@@ -85,15 +90,25 @@ class SkillClient:
         self.backend = backend
         self.cache = cache
         self.ledger = ledger if ledger is not None else Ledger()
-        self.keys: list[str] = []
-        """Cache key of every request, in order: distinct keys are the calls a cold cache
-        needs (the design minimum), whatever the cache held when this client ran."""
+
+    @contextmanager
+    def collect(self) -> Iterator[list[str]]:
+        """Collect the cache key of every request made inside the block (in this context —
+        concurrent executions each see only their own). Distinct keys are the calls a cold
+        cache needs: the design minimum, whatever the cache held."""
+        keys: list[str] = []
+        token = _COLLECTOR.set([*(_COLLECTOR.get() or []), keys])
+        try:
+            yield keys
+        finally:
+            _COLLECTOR.reset(token)
 
     def __call__(self, skill: str, request: BaseModel) -> SkillResult:
         rendered = self.backend.render(skill, request)
         key = cache_key(self.backend.name, self.backend.model, skill, rendered,
                         self.backend.decoding())
-        self.keys.append(key)
+        for keys in _COLLECTOR.get() or []:
+            keys.append(key)
         stored = self.cache.get(key) if self.cache is not None else None
         if stored is not None:
             self.ledger.add(skill, cache_hits=1)
