@@ -59,6 +59,9 @@ class ResponseCache:
                                      isolation_level=None)
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA busy_timeout=30000")
+        # WAL + NORMAL: a crash of the process never loses a committed reply; only a power
+        # loss could drop the last few, which the cache simply re-requests.
+        self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute(
             "CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, skill TEXT, "
             "text TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, error TEXT)"

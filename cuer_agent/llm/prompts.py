@@ -10,6 +10,7 @@ constrained decoding also receive the schema itself.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -56,15 +57,22 @@ _TASKS: dict[str, str] = {
 }
 
 
+@functools.cache
 def reply_schema(skill: str) -> dict[str, Any]:
+    """The reply's JSON schema (computed once per skill: pydantic's generation is slow)."""
     return RESPONSES[skill].model_json_schema()
+
+
+@functools.cache
+def _system(skill: str) -> str:
+    schema = json.dumps(reply_schema(skill), sort_keys=True)
+    return (f"{_TASKS[skill]}\n\n{_DATA_RULE}\n\nReply with one JSON object and nothing "
+            f"else, matching this JSON schema:\n{schema}")
 
 
 def render(skill: str, request: BaseModel) -> list[dict[str, str]]:
     """Chat messages for one skill request (deterministic text: sorted-key JSON)."""
-    schema = json.dumps(reply_schema(skill), sort_keys=True)
-    system = (f"{_TASKS[skill]}\n\n{_DATA_RULE}\n\nReply with one JSON object and nothing "
-              f"else, matching this JSON schema:\n{schema}")
+    system = _system(skill)
     payload = json.dumps(request.model_dump(mode="json"), sort_keys=True, ensure_ascii=False,
                          indent=1)
     return [{"role": "system", "content": system},
