@@ -188,7 +188,7 @@ def test_server_failing_mid_run_marks_one_example_failed_and_goes_on(
     code, _, err = cli("run", "--dataset", "synthetic", "--n", "3", "--hops", "2",
                        "--out", str(tmp_path / "run"), "--backend", "openai",
                        "--model", "test-model", "--base-url", openai_server.url, "--no-cache",
-                       "--no-progress")
+                       "--no-progress", "--concurrency", "1")  # the script is a sequence
     assert code == 0, err
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["n"] == 3

@@ -502,6 +502,10 @@ def content_tampering(inp: FaultInput) -> FaultOutcome:
             replacements += count
         else:
             evidence.append(dict(ev))
+    if not replacements:
+        # The span was detected but no occurrence survives whole-word replacement (e.g. a
+        # repeated name overlapping itself): nothing was corrupted, so nothing is certified.
+        return FaultOutcome(fault_record(inp, NAME, skipped=SKIP_NOTHING))
     certificate = {"hop": inp.hop, "strategy": chosen.strategy, "original_span": original,
                    "new_span": new, "documents_touched": touched,
                    "replacements": replacements}
