@@ -36,9 +36,9 @@ class ExecutionProbe:
 
     def rerun_hop(self, j: int) -> dict[str, Any] | None:
         self._spend()
-        before = len(self._executor.skills.keys)
-        record = self._executor.rerun_hop(self._run, j)
-        self.calls += len(self._executor.skills.keys) - before
+        with self._executor.skills.collect() as keys:
+            record = self._executor.rerun_hop(self._run, j)
+        self.calls += len(keys)
         return record
 
     def reanswer_with_hop(self, j: int, hop_record: dict[str, Any]) -> Trace:
