@@ -57,8 +57,22 @@ class RunDir:
         """Replace a JSONL file's rows at once (write + rename: never half a file)."""
         write_atomic(self.path / name, "".join(canonical_json(r) + "\n" for r in rows))
 
+    def keep_examples(self, name: str, example_ids: set[str]) -> None:
+        """Drop the rows of `name` whose example is not in `example_ids` (the rows of an
+        example cut off mid-write), so a resumed run writes them exactly once."""
+        rows = self.rows(name)
+        kept = [r for r in rows if example_of(r) in example_ids]
+        if len(kept) != len(rows):
+            self.rewrite(name, kept)
+
     def write_summary(self, summary: dict[str, Any]) -> None:
         write_atomic(self.path / SUMMARY_FILE, canonical_json(summary, indent=2) + "\n")
+
+
+def example_of(row: dict[str, Any]) -> str:
+    """The example a row belongs to (study rows carry it in their intervention record)."""
+    record = row.get("record")
+    return record["example_id"] if isinstance(record, dict) else row["example_id"]
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -169,6 +169,11 @@ class Trace(_Frozen):
                 seen.setdefault(ev.id, ev)
         return seen
 
+    def used_titles(self) -> list[str]:
+        """Titles of the evidence the answer says it used ("" for an id never seen)."""
+        seen = self.evidence_by_id()
+        return [seen[u].title if u in seen else "" for u in self.used_ids]
+
     def to_json(self) -> str:
         """One canonical JSON line: sorted keys, no whitespace, UTF-8 kept as is."""
         return json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False,

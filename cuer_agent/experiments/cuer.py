@@ -110,8 +110,6 @@ def trace_axes(trace: Trace, example: Example, original: Trace | None,
                config: CuerConfig) -> dict[str, float]:
     """The four axes (plus EM and F1) of one trace; D against `original` (0 for itself)."""
     scores = answer_scores(trace.answer, example.gold_answers, f1_threshold=config.f1_threshold)
-    titles = {ev.id: ev.title for ev in trace.evidence_by_id().values()}
-    used_titles = [titles.get(u, "") for u in trace.used_ids]
     parts = (0.0, 0.0, 0.0) if original is None else divergence_parts(
         original.used_ids, original.answer, original.confidence,
         trace.used_ids, trace.answer, trace.confidence)
@@ -120,7 +118,7 @@ def trace_axes(trace: Trace, example: Example, original: Trace | None,
     supported = float(bool(answer) and any(answer in text for text in in_view))
     return {"correctness": scores["soft"], "em": scores["em"], "f1": scores["f1"],
             "answer_supported": supported,
-            "grounding": grounding(used_titles, example.supporting_titles),
+            "grounding": grounding(trace.used_titles(), example.supporting_titles),
             "confidence_error": confidence_error(trace.confidence, scores["soft"]),
             "divergence": weigh(parts, DivergenceWeights(*config.divergence_weights)),
             "d_used": parts[0], "d_answer": parts[1], "d_confidence": parts[2]}
@@ -198,12 +196,7 @@ def _complete_examples(run_dir: RunDir, expected: int) -> set[str]:
     for row in records:
         counts[row["record"]["example_id"]] = counts.get(row["record"]["example_id"], 0) + 1
     complete = {ex for ex, c in counts.items() if c == expected}
-    # A cut-off example may have trace rows and no record row yet: filter both files.
-    traces = run_dir.rows(TRACES)
-    kept_records = [r for r in records if r["record"]["example_id"] in complete]
-    kept_traces = [r for r in traces if r["record"]["example_id"] in complete]
-    if len(kept_records) != len(records):
-        run_dir.rewrite(RECORDS, kept_records)
-    if len(kept_traces) != len(traces):
-        run_dir.rewrite(TRACES, kept_traces)
+    # A cut-off example may have trace rows and no record row yet: prune both files.
+    for name in (RECORDS, TRACES):
+        run_dir.keep_examples(name, complete)
     return complete

@@ -78,11 +78,9 @@ def run_metrics(trace: Trace, clean: Trace, example: Example,
                 config: PropagationConfig) -> dict[str, float]:
     correct = recall_correct(trace.answer, example.gold_answers,
                              threshold=config.recall_threshold)
-    titles = {ev.id: ev.title for ev in trace.evidence_by_id().values()}
     return {
         "correct": correct,
-        "grounding": grounding([titles.get(u, "") for u in trace.used_ids],
-                               example.supporting_titles),
+        "grounding": grounding(trace.used_titles(), example.supporting_titles),
         "confidence_error": confidence_error(trace.confidence, correct),
         "hops": float(len(trace.hops)),
         "divergence_cuer": divergence(clean.used_ids, clean.answer, clean.confidence,
@@ -285,12 +283,7 @@ def _complete(run_dir: RunDir) -> set[str]:
     """Examples whose closing "done" row is written; other rows of theirs are dropped."""
     records = run_dir.rows(RECORDS)
     done = {r["record"]["example_id"] for r in records if r["record"]["condition"] == "done"}
-    # Rows of an example without its "done" row were cut off mid-example: drop them in
-    # every file, so the rerun writes them exactly once.
-    for name, rows, key in ((RECORDS, records, lambda r: r["record"]["example_id"]),
-                            (TRACES, run_dir.rows(TRACES), lambda r: r["record"]["example_id"]),
-                            (DIAGNOSES, run_dir.rows(DIAGNOSES), lambda r: r["example_id"])):
-        kept = [r for r in rows if key(r) in done]
-        if len(kept) != len(rows):
-            run_dir.rewrite(name, kept)
+    # Rows of an example without its "done" row were cut off mid-example.
+    for name in (RECORDS, TRACES, DIAGNOSES):
+        run_dir.keep_examples(name, done)
     return done
