@@ -1,9 +1,9 @@
 """A local OpenAI-compatible chat server with a fixed per-request latency (127.0.0.1 only).
 
 Replies are deterministic, valid JSON for whichever skill the request carries (read from
-the "Request (<skill>):" header that `cuer_agent.llm.prompts.render` writes): the plan
-searches twice then answers, the reader selects the first evidence item. It exists to
-measure throughput, not answer quality.
+the "Request (<skill>):" header that `cuer_agent.llm.prompts.render` writes), made by the
+extractive reader — so a run against this server takes the same decisions as an offline
+run. It exists to measure throughput, not answer quality.
 
     python benchmarks/latency_server.py --latency 0.1 --port 8765
 """
@@ -11,7 +11,6 @@ measure throughput, not answer quality.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import re
 import threading
@@ -19,26 +18,23 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from cuer_agent.llm.extractive import ExtractiveBackend
+from cuer_agent.llm.skills import REQUESTS
+
 _SKILL = re.compile(r"Request \((\w+)\):\n```json\n(.*)\n```", re.S)
+_READER = ExtractiveBackend()
 
 
 def reply_for(messages: list[dict[str, str]]) -> str:
+    """The extractive reader's reply to the request in the prompt: the same decisions as
+    an offline run, so a benchmark exercises the real call pattern (hops, forks,
+    diagnosers), only slower."""
     match = _SKILL.search(messages[-1]["content"]) or _SKILL.search(messages[1]["content"])
-    skill, payload = (match.group(1), json.loads(match.group(2))) if match else ("plan", {})
-    tag = hashlib.sha1(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:6]
-    if skill == "plan":
-        if payload.get("hop", 1) <= 2:
-            return json.dumps({"action": "search", "subquery": f"{payload['question']} {tag}"})
-        return json.dumps({"action": "answer"})
-    if skill == "read":
-        ids = [ev["id"] for ev in payload.get("evidence", [])][:1]
-        return json.dumps({"selected_ids": ids, "finding": f"finding {tag}",
-                           "support": "supported", "confidence": 0.7})
-    if skill == "answer":
-        ids = [ev["id"] for hop in payload.get("hops", []) for ev in hop["evidence"]][:2]
-        return json.dumps({"answer": f"answer {tag}", "confidence": 0.5, "used_ids": ids,
-                           "rationale": "benchmark"})
-    return json.dumps({"stage": "retrieval", "hop": 1, "rationale": "benchmark"})
+    if match is None:
+        return json.dumps({"error": "no skill request in the prompt"})
+    skill = match.group(1)
+    request = REQUESTS[skill].model_validate_json(match.group(2))
+    return _READER.respond(skill, request, None).text or ""
 
 
 class LatencyServer(ThreadingHTTPServer):
@@ -61,6 +57,8 @@ class LatencyServer(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     server: LatencyServer
+    protocol_version = "HTTP/1.1"  # keep-alive, as vLLM and hosted APIs do
+    disable_nagle_algorithm = True  # headers and body go out as two writes
 
     def log_message(self, *args: Any) -> None:  # quiet
         return

@@ -1,69 +1,113 @@
 """Throughput against a model server with fixed latency: does `--concurrency` keep it busy?
 
     python benchmarks/throughput.py --latency 0.1 --n 48 --concurrency 1,4,16
+    python benchmarks/throughput.py --concurrency 16 --executor process --workers 2
 
-Starts `latency_server.LatencyServer` on 127.0.0.1, runs the agent study of `cuer-agent
-run` (hop budget 3, synthetic world, cold cache) against it as an OpenAI-compatible
-backend at each concurrency — in this process, so interpreter start-up is not counted —
-and reports wall time, model calls, calls served by the cache, and
-efficiency = (calls × latency / concurrency) / wall time — 1.0 means the server was never
-left idle by us. Also checks that every concurrency wrote the same summary.json.
+Starts `latency_server.py` in its own process on 127.0.0.1 (a model server is another
+process, usually another machine), then runs the `cuer-agent evaluate --hops 3` study
+(synthetic world, every fault and diagnoser, cold response cache) against it as an
+OpenAI-compatible backend at each concurrency. The study runs in this process, timed from
+loading the data to summary.json, so interpreter start-up and report plotting are not
+counted. It reports:
+
+* wall time;
+* model calls, and the design minimum: the distinct requests the study needs (the rows a
+  cold cache holds at the end); calls > minimum would mean a request was sent twice;
+* repeats served by the response cache;
+* efficiency = (calls × latency / concurrency) / wall time — 1.0 means the server always
+  had `concurrency` requests to work on.
+
+It also checks that every setting wrote the same summary.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import socket
+import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from latency_server import LatencyServer
+HERE = Path(__file__).resolve().parent
 
 
-def run_once(url: str, n: int, concurrency: int, tmp: Path) -> tuple[float, dict, bytes]:
-    """One cold-cache `run` in this process; wall time from data loading to summary."""
-    from cuer_agent.data import load_dataset
-    from cuer_agent.execution import AgentConfig, Executor
-    from cuer_agent.experiments.run_agent import run_dataset
+def start_server(latency: float) -> tuple[subprocess.Popen[bytes], str]:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([sys.executable, str(HERE / "latency_server.py"),
+                               "--latency", str(latency), "--port", str(port)],
+                              stdout=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/v1"
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(url + "/models", timeout=1).close()
+            return server, url
+        except OSError:
+            time.sleep(0.1)
+    server.kill()
+    raise SystemExit("the latency server did not start")
+
+
+def run_once(url: str, n: int, parallel: Any, tmp: Path) -> tuple[float, dict, int, bytes]:
+    """One cold-cache evaluate study in this process: (wall, ledger, minimum, summary)."""
+    from cuer_agent.config import StudyConfig
+    from cuer_agent.data._select import load_study_data
+    from cuer_agent.experiments.evaluate import run_evaluate
     from cuer_agent.llm.backends import SkillClient, make_backend
     from cuer_agent.llm.cache import ResponseCache
     from cuer_agent.runs import RunDir
 
+    study = StudyConfig.model_validate({
+        "data": {"dataset": "synthetic", "n": n, "hops": 3},
+        "backend": {"name": "openai", "model": "bench", "base_url": url}})
     start = time.perf_counter()
     backend = make_backend("openai", model="bench", base_url=url)
     backend.check()
-    skills = SkillClient(backend, cache=ResponseCache(tmp / "cache.sqlite"))
-    dataset = load_dataset("synthetic", n=n, hops=3, seed=0)
+    cache = ResponseCache(tmp / "cache.sqlite")
+    skills = SkillClient(backend, cache=cache)
+    dataset = load_study_data("synthetic", None, n, 3, study.data.seed)
     run_dir = RunDir(tmp / "run")
     run_dir.open({"benchmark": "throughput"})
-    run_dataset(dataset, Executor(skills, AgentConfig(hop_budget=3)), run_dir,
-                show_progress=False, concurrency=concurrency)
+    run_evaluate(dataset, skills, run_dir, study, show_progress=False, parallel=parallel)
     wall = time.perf_counter() - start
-    return wall, skills.ledger.to_dict(), (tmp / "run" / "summary.json").read_bytes()
+    return (wall, skills.ledger.to_dict(), len(cache),
+            (tmp / "run" / "summary.json").read_bytes())
 
 
 def main() -> None:
+    from cuer_agent.parallel import Parallelism
+
     parser = argparse.ArgumentParser()
     parser.add_argument("--latency", type=float, default=0.1)
-    parser.add_argument("--n", type=int, default=96)
+    parser.add_argument("--n", type=int, default=48)
     parser.add_argument("--concurrency", default="1,4,16")
+    parser.add_argument("--executor", default="thread")
+    parser.add_argument("--workers", type=int, default=None)
     args = parser.parse_args()
-    server = LatencyServer(0, args.latency).start()
+    server, url = start_server(args.latency)
     summaries = set()
-    print(f"server latency {args.latency * 1000:.0f} ms, {args.n} synthetic 3-hop examples, "
-          "agent hop budget 3, cold cache")
-    print(f"{'concurrency':>11} {'wall s':>8} {'calls':>6} {'cache hits':>10} {'efficiency':>10}")
-    for c in (int(x) for x in args.concurrency.split(",")):
-        with tempfile.TemporaryDirectory() as tmp:
-            wall, ledger, summary = run_once(server.url, args.n, c, Path(tmp))
-        summaries.add(summary)
-        efficiency = (ledger["calls"] * args.latency / c) / wall
-        print(f"{c:>11} {wall:>8.2f} {ledger['calls']:>6} {ledger['cache_hits']:>10} "
-              f"{efficiency:>10.2f}")
-    print("identical summary.json at every concurrency:", len(summaries) == 1)
-    server.shutdown()
+    print(f"server latency {args.latency * 1000:.0f} ms (own process), {args.n} synthetic "
+          f"3-hop examples, evaluate study, cold cache, executor {args.executor}"
+          + (f" ×{args.workers}" if args.workers else ""))
+    print(f"{'concurrency':>11} {'wall s':>8} {'calls':>6} {'minimum':>7} {'cache hits':>10} "
+          f"{'efficiency':>10}")
+    try:
+        for c in (int(x) for x in args.concurrency.split(",")):
+            policy = Parallelism(executor=args.executor, concurrency=c, workers=args.workers)
+            with tempfile.TemporaryDirectory() as tmp:
+                wall, ledger, minimum, summary = run_once(url, args.n, policy, Path(tmp))
+            summaries.add(summary)
+            efficiency = (ledger["calls"] * args.latency / c) / wall
+            print(f"{c:>11} {wall:>8.2f} {ledger['calls']:>6} {minimum:>7} "
+                  f"{ledger['cache_hits']:>10} {efficiency:>10.2f}", flush=True)
+    finally:
+        server.kill()
+    print("identical summary.json at every setting:", len(summaries) == 1)
 
 
 if __name__ == "__main__":

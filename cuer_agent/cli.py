@@ -19,7 +19,7 @@ from rich.table import Table
 
 from cuer_agent.data._select import load_study_data
 from cuer_agent.errors import CuerError
-from cuer_agent.parallel import default_concurrency
+from cuer_agent.parallel import Parallelism, default_concurrency
 
 app = typer.Typer(
     name="cuer-agent",
@@ -98,6 +98,16 @@ BaseUrl = Annotated[str | None, typer.Option(help="Server URL (ollama host, or a
 Concurrency = Annotated[int | None, typer.Option(
     help="Examples in flight at once (default per backend: extractive 1, ollama 4, openai 16). "
          "Results are identical at any value.")]
+ExecutorName = Annotated[str, typer.Option(
+    "--executor", help="Where examples run: thread (default), process (local processes, for "
+                       "CPU-bound work such as the extractive reader) or ray (a Ray cluster; "
+                       "pip install 'cuer-agent[ray]'). Results are identical.")]
+Workers = Annotated[int | None, typer.Option(
+    help="Processes or Ray actors for --executor process|ray (default: the CPU count; Ray: "
+         "the cluster's). Each runs concurrency/workers examples at once.")]
+RayAddress = Annotated[str | None, typer.Option(
+    help="Ray cluster to attach to, e.g. auto or ray://head:10001 (default: start a local "
+         "Ray).")]
 NoCache = Annotated[bool, typer.Option("--no-cache", help="Do not use the response cache.")]
 ShowProgress = Annotated[bool, typer.Option(help="Show a progress bar.")]
 CachePath = Annotated[Path | None, typer.Option(
@@ -124,6 +134,16 @@ def _skill_client(backend: str, model: str | None, base_url: str | None, seed: i
     return SkillClient(client_backend, cache=ResponseCache(path))
 
 
+def _parallelism(backend: str, concurrency: int | None, executor: str, workers: int | None,
+                 ray_address: str | None) -> Parallelism:
+    """The --executor/--concurrency/--workers/--ray-address policy; bad values fail here,
+    before any work."""
+    if concurrency is None:
+        concurrency = default_concurrency(backend)
+    return Parallelism(executor=executor, concurrency=concurrency, workers=workers,
+                       ray_address=ray_address)
+
+
 @app.command("run")
 @user_errors
 def run_cmd(
@@ -142,6 +162,9 @@ def run_cmd(
     no_cache: NoCache = False,
     progress: ShowProgress = True,
     concurrency: Concurrency = None,
+    executor_name: ExecutorName = "thread",
+    workers: Workers = None,
+    ray_address: RayAddress = None,
 ) -> None:
     """Run the agent (or the single-shot system) and write traces.jsonl + summary.json."""
     from cuer_agent.execution import AgentConfig, Executor
@@ -156,6 +179,7 @@ def run_cmd(
     if n is not None and n < 1:
         raise CuerError(f"--n must be >= 1, got {n}")
     config = AgentConfig(mode=modes[mode], hop_budget=hops, k=k)  # type: ignore[arg-type]
+    parallel = _parallelism(backend, concurrency, executor_name, workers, ray_address)
     skills = _skill_client(backend, model, base_url, seed, cache, no_cache)
     ds = load_study_data(dataset, path, n, hops, seed)
     run_config = {"command": "run", "dataset": ds.name, "source": ds.source, "n": n,
@@ -166,7 +190,7 @@ def run_cmd(
     executor = Executor(skills, config, meta={"backend": backend,
                                               "model": skills.backend.model})
     summary = run_dataset(ds, executor, run_dir, show_progress=progress,
-                          concurrency=concurrency or default_concurrency(backend))
+                          parallel=parallel)
     invocation = skills.ledger.to_dict()
     (out / "ledger.json").write_text(canonical_json(invocation, indent=2) + "\n")
     acc = summary["accuracy"]
@@ -206,6 +230,9 @@ def cuer_cmd(
     no_cache: NoCache = False,
     progress: ShowProgress = True,
     concurrency: Concurrency = None,
+    executor_name: ExecutorName = "thread",
+    workers: Workers = None,
+    ray_address: RayAddress = None,
 ) -> None:
     """Single-shot CUE-R: REMOVE / REPLACE / DUPLICATE one evidence item, four axes."""
     from cuer_agent.config import load_config, merged
@@ -223,6 +250,7 @@ def cuer_cmd(
                  duplicate_positions=duplicate_positions,
                  replace_hardness_sweep=replace_hardness,
                  weight_sensitivity=weight_sensitivity)
+    parallel = _parallelism(engine.name, concurrency, executor_name, workers, ray_address)
     skills = _skill_client(engine.name, engine.model, engine.base_url, data.seed, cache,
                            no_cache)
     ds = load_study_data(data.dataset, data.path, data.n, data.hops, data.seed)
@@ -234,7 +262,7 @@ def cuer_cmd(
                         meta={"backend": engine.name, "model": skills.backend.model})
     run_cuer(ds, executor, run_dir, cfg, retriever_for=retriever_factory(ds),
              show_progress=progress,
-             concurrency=concurrency or default_concurrency(engine.name))
+             parallel=parallel)
     summary = write_cuer_summary(run_dir, cfg)
     Console(width=max(Console().width, 120)).print(
         cuer_table(summary, title=f"CUE-R on {ds.name} (n={summary['n']})"))
@@ -268,6 +296,9 @@ def propagate_cmd(
     no_cache: NoCache = False,
     progress: ShowProgress = True,
     concurrency: Concurrency = None,
+    executor_name: ExecutorName = "thread",
+    workers: Workers = None,
+    ray_address: RayAddress = None,
 ) -> None:
     """Agentic fault propagation: inject a fault at hop h, let the agent re-execute."""
     from cuer_agent.execution import AgentConfig, Executor
@@ -283,6 +314,7 @@ def propagate_cmd(
         raise CuerError(f"--hops must be >= 1, got {hops}")
     config = PropagationConfig(faults=chosen, hop_operators=hop_operators, strict=strict,
                                seed=seed)
+    parallel = _parallelism(backend, concurrency, executor_name, workers, ray_address)
     skills = _skill_client(backend, model, base_url, seed, cache, no_cache)
     ds = load_study_data(dataset, path, n, hops, seed, gold_hops)
     run_dir = RunDir(out)
@@ -296,7 +328,7 @@ def propagate_cmd(
     executor = Executor(skills, AgentConfig(hop_budget=hops),
                         meta={"backend": backend, "model": skills.backend.model})
     summary = run_and_summarize(ds, executor, run_dir, config, show_progress=progress,
-                                concurrency=concurrency or default_concurrency(backend))
+                                parallel=parallel)
     for table in propagation_tables(summary):
         Console(width=max(Console().width, 120)).print(table)
     typer.echo(f"→ {out}")
@@ -311,14 +343,15 @@ def replay_cmd(
     no_cache: NoCache = False,
 ) -> None:
     """Re-execute one stored record and check that the same trace comes out (exit 1 if not)."""
-    import json
-
     from cuer_agent.experiments.replay import replay
+    from cuer_agent.runs import read_config
 
-    config_path = run_dir / "config.json"
-    if not config_path.exists():
-        raise CuerError(f"{config_path}: no such file (not a run directory)")
-    engine = json.loads(config_path.read_text())["backend"]
+    run_config = read_config(run_dir)  # missing or corrupted → one line, exit 2
+    engine = run_config.get("backend")
+    if run_config.get("command") not in ("cuer", "propagate") or not isinstance(engine, dict):
+        raise CuerError(f"{run_dir / 'config.json'}: replay supports cuer and propagate run "
+                        f"directories (an evaluate run holds one of each: DIR/single_shot, "
+                        f"DIR/agentic), not {run_config.get('command', 'this')!r} runs")
     skills = _skill_client(engine["name"], engine.get("model"), engine.get("base_url"), 0,
                            cache, no_cache)
     result = replay(run_dir, record, skills)
@@ -355,6 +388,9 @@ def evaluate_cmd(
     no_cache: NoCache = False,
     progress: ShowProgress = True,
     concurrency: Concurrency = None,
+    executor_name: ExecutorName = "thread",
+    workers: Workers = None,
+    ray_address: RayAddress = None,
 ) -> None:
     """CUE-R baseline + agentic fault propagation + diagnoser comparison, with a report."""
     from cuer_agent.config import load_config, merged
@@ -386,6 +422,7 @@ def evaluate_cmd(
     for name in study.diagnose.names:
         get_diagnoser(name)
     engine = study.backend
+    parallel = _parallelism(engine.name, concurrency, executor_name, workers, ray_address)
     skills = _skill_client(engine.name, engine.model, engine.base_url, data.seed, cache,
                            no_cache)
     gold_hops = ",".join(map(str, data.gold_hops)) if data.gold_hops else None
@@ -394,7 +431,7 @@ def evaluate_cmd(
     run_dir.open({"command": "evaluate", "source": ds.source,
                   "study": study.model_dump(mode="json")})
     summary = run_evaluate(ds, skills, run_dir, study, show_progress=progress,
-                           concurrency=concurrency or default_concurrency(engine.name))
+                           parallel=parallel)
     print_headline(summary, run_dir.path, skills.ledger.to_dict())
 
 

@@ -23,7 +23,7 @@ RETRIEVE step), because the trace must not reveal that an intervention happened.
 
 from __future__ import annotations
 
-import copy
+import pickle
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -95,6 +95,14 @@ class Executor:
         self.meta = {"mode": self.config.mode, "hop_budget": self.config.hop_budget,
                      "k": self.config.k, **(meta or {})}
 
+    # Pickled as its recipe; a worker process compiles its own graph (the checkpointer
+    # holds live threads' state and is not shared).
+    def __getstate__(self) -> dict[str, Any]:
+        return {"skills": self.skills, "config": self.config, "meta": self.meta}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)  # type: ignore[misc]
+
     # -- running ----------------------------------------------------------------------------
     def run(self, example: Example, retriever: Retriever) -> RunResult:
         state = initial_state(example.id, example.question, hop_budget=self.config.hop_budget,
@@ -115,7 +123,7 @@ class Executor:
         key = _key(hop, boundary)
         if key not in base.snapshots:
             raise KeyError(f"run {base.example_id} has no state after {boundary} of hop {hop}")
-        return copy.deepcopy(base.snapshots[key])
+        return _copy_state(base.snapshots[key])
 
     def reanswer(self, base: RunResult,
                  overrides: dict[int, list[dict[str, Any]] | dict[str, Any]]) -> RunResult:
@@ -163,9 +171,9 @@ class Executor:
         limit = {"recursion_limit": 4 * self.config.hop_budget + 8}
         snapshots: dict[str, dict[str, Any]] = {}
         nodes_run: list[str] = []
-        current: dict[str, Any] = copy.deepcopy(state)
+        current: dict[str, Any] = _copy_state(state)
         if as_node is None:
-            snapshots["0:start"] = copy.deepcopy(state)
+            snapshots["0:start"] = _copy_state(state)
             stream_input: Any = state
         else:
             self.graph.update_state(thread, state, as_node=as_node)
@@ -177,11 +185,14 @@ class Executor:
             last_node = None
             for mode, chunk in self.graph.stream(stream_input, {**thread, **limit},
                                                  context=context,
-                                                 stream_mode=["updates", "values"]):
+                                                 stream_mode=["updates", "values"],
+                                                 # forks start from our own snapshots,
+                                                 # so per-step checkpoints are waste
+                                                 durability="exit"):
                 if mode == "updates":
                     last_node = next(iter(chunk))
                 elif last_node is not None:
-                    current = copy.deepcopy(chunk)
+                    current = _copy_state(chunk)
                     key = _snapshot_key(current, last_node)
                     snapshots[key] = current
                     nodes_run.append(key)
@@ -198,8 +209,15 @@ class Executor:
         spent = {name: after.get(name, 0) - before.get(name, 0) for name in after}
         spent["parse_failures"] = (current.get("parse_failures", 0)
                                    - state.get("parse_failures", 0))
+        spent["retries"] = collected.retries
         return RunResult(example_id, trace, snapshots, nodes_run, retriever, keys, spent,
                          current)
+
+
+def _copy_state(state: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy of a (plain-data) state: a pickle round trip is ~6x faster than
+    `copy.deepcopy`, which matters at one copy per node per execution."""
+    return pickle.loads(pickle.dumps(state, pickle.HIGHEST_PROTOCOL))  # type: ignore[no-any-return]
 
 
 def _snapshot_key(state: dict[str, Any], node: str) -> str:

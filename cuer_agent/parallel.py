@@ -1,24 +1,52 @@
-"""Bounded, order-preserving concurrency for per-example work.
+"""Bounded, order-preserving parallelism for per-example work.
 
-`ordered_map(fn, items, concurrency)` runs `fn` on up to `concurrency` items at once (in
-threads: the work is dominated by waiting on model servers) and yields the results in
+`ordered_map(task, items, parallel)` runs `task` on every item and yields the results in
 input order, so the rows a study appends — and therefore every output file — are the
-same bytes at concurrency 1 and 16. Each task runs in its own copy of the caller's
-context, so per-execution collectors (`SkillClient.collect`) never mix.
+same bytes whatever `parallel` says. `Parallelism` says where the work runs:
+
+* ``thread`` (default): `concurrency` threads in this process — right when the work is
+  waiting on a model server. Each task runs in its own copy of the caller's context, so
+  per-execution collectors (`SkillClient.collect`) never mix. Inside one example, its
+  independent forks also run at once (`fan_out`); `request_slot` keeps the requests in
+  flight at `concurrency` however many examples and forks are running, so a slow
+  example's forks fill the server while others finish.
+* ``process``: `workers` local processes — for CPU-bound work (the extractive reader,
+  BM25), which threads cannot speed up.
+* ``ray``: `workers` Ray actors on a cluster (`cuer_agent._ray`, imported only then).
+
+With processes and Ray the task is pickled once and sent once per worker (its state
+travels as a recipe — backend settings, cache path, corpus — and is rebuilt there);
+only the items travel per call. Each worker keeps `concurrency // workers` (at least 1)
+items in flight in threads, so a model server still sees `concurrency` requests. Skill
+calls a worker makes are counted in the worker's ledger: a task that exposes `ledger`
+(see `Counted`) gets each worker's counts merged back into its own.
 """
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import pickle
+import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextvars import copy_context
-from typing import TypeVar
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar, copy_context
+from dataclasses import dataclass
+from importlib.util import find_spec
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from cuer_agent.errors import ConfigError
 
+if TYPE_CHECKING:
+    from cuer_agent.llm.cache import Ledger, SkillCounts
+
 T = TypeVar("T")
 R = TypeVar("R")
+
+EXECUTORS = ("thread", "process", "ray")
+RAY_MISSING = "--executor ray needs the optional extra: pip install 'cuer-agent[ray]'"
 
 DEFAULT_CONCURRENCY = {"extractive": 1, "ollama": 4, "openai": 16}
 """Requests in flight per backend when --concurrency is not given: the extractive reader
@@ -30,18 +58,190 @@ def default_concurrency(backend: str) -> int:
     return DEFAULT_CONCURRENCY.get(backend, 4)
 
 
-def ordered_map(fn: Callable[[T], R], items: Iterable[T], concurrency: int) -> Iterator[R]:
-    if concurrency < 1:
-        raise ConfigError(f"--concurrency must be >= 1, got {concurrency}")
+@dataclass(frozen=True)
+class Parallelism:
+    """Where per-example work runs and how many items are in flight at once. Results
+    are identical for every value; only the wall time changes."""
+
+    executor: str = "thread"
+    """thread | process | ray"""
+    concurrency: int = 1
+    """Items in flight overall (requests a model server sees)."""
+    workers: int | None = None
+    """Processes or Ray actors; None = this machine's CPUs (Ray: the cluster's)."""
+    ray_address: str | None = None
+    """Ray cluster to attach to (e.g. "auto"); None = start a local Ray."""
+
+    def __post_init__(self) -> None:
+        if self.executor not in EXECUTORS:
+            raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}; "
+                              f"got {self.executor!r}")
+        if self.concurrency < 1:
+            raise ConfigError(f"--concurrency must be >= 1, got {self.concurrency}")
+        if self.workers is not None and self.workers < 1:
+            raise ConfigError(f"--workers must be >= 1, got {self.workers}")
+        if self.executor == "thread" and self.workers is not None:
+            raise ConfigError("--workers needs --executor process or ray")
+        if self.executor != "ray" and self.ray_address is not None:
+            raise ConfigError("--ray-address needs --executor ray")
+        if self.executor == "ray" and find_spec("ray") is None:
+            raise ConfigError(RAY_MISSING)
+
+    def local_workers(self) -> int:
+        return self.workers or os.cpu_count() or 1
+
+    def threads_per_worker(self, workers: int) -> int:
+        """Items each worker runs at once, so that `concurrency` are in flight overall."""
+        return max(1, self.concurrency // workers)
+
+
+@runtime_checkable
+class Counted(Protocol):
+    """A task whose skill calls are counted in `ledger`. When it runs in other processes,
+    their counts are sent back with the results and merged into this ledger, so the
+    caller's ledger tells what the whole invocation spent."""
+
+    @property
+    def ledger(self) -> Ledger: ...
+
+
+def ordered_map(task: Callable[[T], R], items: Iterable[T],
+                parallel: Parallelism | int) -> Iterator[R]:
+    """`task` over `items`, results in input order. An int means that many threads.
+    For ``process`` and ``ray``, `task` must pickle: a module-level object that holds the
+    recipe of its state, not a closure."""
+    policy = parallel if isinstance(parallel, Parallelism) else Parallelism(concurrency=parallel)
+    if policy.executor == "thread":
+        return _threads(task, items, policy.concurrency)
+    if policy.executor == "process":
+        return _processes(task, items, policy)
+    from cuer_agent._ray import ray_map
+    return ray_map(task, items, policy)
+
+
+_SLOTS: ContextVar[threading.BoundedSemaphore | None] = ContextVar("cuer_slots", default=None)
+"""Model requests allowed in flight at once (set by a threaded `ordered_map`)."""
+_FAN_OUT: ContextVar[int] = ContextVar("cuer_fan_out", default=1)
+"""Threads one example may use for its independent forks."""
+
+
+@contextmanager
+def request_slot() -> Iterator[None]:
+    """Held while one model request is in flight; waits when `concurrency` already are."""
+    slots = _SLOTS.get()
+    if slots is None:
+        yield
+        return
+    with slots:
+        yield
+
+
+def fan_out(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """`fn` over the independent pieces of one example (its forks), results in input
+    order: concurrently inside a threaded `ordered_map`, one after another otherwise."""
+    width = min(_FAN_OUT.get(), len(items))
+    if width <= 1:
+        return [fn(item) for item in items]
+    with ThreadPoolExecutor(max_workers=width, thread_name_prefix="cuer-fork") as pool:
+        futures = [pool.submit(copy_context().run, fn, item) for item in items]
+        return [f.result() for f in futures]
+
+
+def _threads(task: Callable[[T], R], items: Iterable[T], concurrency: int) -> Iterator[R]:
     if concurrency == 1:
         for item in items:
-            yield fn(item)
+            yield task(item)
         return
+    # The tasks' context (not the caller's) carries the shared request slots.
+    context = copy_context()
+    context.run(_SLOTS.set, threading.BoundedSemaphore(concurrency))
+    context.run(_FAN_OUT.set, concurrency)
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="cuer") as pool:
         pending: deque[Future[R]] = deque()
         for item in items:
-            pending.append(pool.submit(copy_context().run, fn, item))
+            pending.append(pool.submit(context.copy().run, task, item))
             if len(pending) >= 2 * concurrency:  # bounded look-ahead keeps memory flat
                 yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()
+
+
+# --- the worker side (a process of the pool, or a Ray actor) ---------------------------------
+
+Batch = tuple[list[Any], "dict[str, SkillCounts] | None"]
+
+
+class TaskHost:
+    """A worker's copy of the task, unpickled once. An unpickling error (say, the
+    backend cannot be rebuilt there) is kept and raised by every batch, so that the
+    caller sees why instead of a dead worker."""
+
+    def __init__(self, blob: bytes) -> None:
+        self.task: Callable[[Any], Any] | None = None
+        self.error: Exception | None = None
+        try:
+            self.task = pickle.loads(blob)
+        except Exception as exc:
+            self.error = exc
+
+    def run(self, batch: list[Any], threads: int) -> Batch:
+        """The results of `batch` in order, and what the worker's ledger counted meanwhile
+        (taken, so each count travels back once)."""
+        if self.error is not None:
+            raise self.error
+        assert self.task is not None
+        results = list(_threads(self.task, batch, threads))
+        counts = self.task.ledger.take() if isinstance(self.task, Counted) else None
+        return results, counts
+
+
+def settle(task: Callable[[Any], R], done: Batch) -> list[R]:
+    """A worker's batch back in the caller: merge its counts, return its results."""
+    results, counts = done
+    if counts and isinstance(task, Counted):
+        task.ledger.merge(counts)
+    return results
+
+
+# --- local processes -----------------------------------------------------------------------
+
+_host: TaskHost | None = None
+
+
+def _install(blob: bytes) -> None:
+    """Pool initializer: each worker process unpickles the task once."""
+    global _host
+    _host = TaskHost(blob)
+
+
+def _run_installed(batch: list[Any], threads: int) -> Batch:
+    assert _host is not None
+    return _host.run(batch, threads)
+
+
+def _processes(task: Callable[[T], R], items: Iterable[T], policy: Parallelism) -> Iterator[R]:
+    workers = policy.local_workers()
+    threads = policy.threads_per_worker(workers)
+    blob = pickle.dumps(task)  # here, so an unpicklable task fails in the caller
+    # spawn, not fork: the parent holds threads (progress bar) and an open SQLite
+    # connection, neither of which survives a fork safely.
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_install, initargs=(blob,)) as pool:
+        pending: deque[Future[Batch]] = deque()
+        for batch in _batches(items, threads):
+            pending.append(pool.submit(_run_installed, batch, threads))
+            if len(pending) >= 2 * workers:
+                yield from settle(task, pending.popleft().result())
+        while pending:
+            yield from settle(task, pending.popleft().result())
+
+
+def _batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

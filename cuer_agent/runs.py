@@ -38,7 +38,8 @@ class RunDir:
         cfg_path = self.path / CONFIG_FILE
         text = canonical_json(config, indent=2) + "\n"
         if cfg_path.exists():
-            if cfg_path.read_text(encoding="utf-8") != text:
+            if cfg_path.read_bytes() != text.encode("utf-8"):
+                read_config(self.path)  # a corrupted config.json is named as such
                 raise ConfigError(f"{self.path} holds a run with a different config; "
                                   "choose another --out or delete it")
             return
@@ -67,6 +68,25 @@ class RunDir:
 
     def write_summary(self, summary: dict[str, Any]) -> None:
         write_atomic(self.path / SUMMARY_FILE, canonical_json(summary, indent=2) + "\n")
+
+
+def read_config(run_dir: str | Path) -> dict[str, Any]:
+    """A run directory's `config.json`. Missing, or not a JSON object (a damaged file) →
+    a `CuerError` naming the file (and the line), and nothing is touched."""
+    path = Path(run_dir) / CONFIG_FILE
+    if not path.exists():
+        raise ConfigError(f"{path}: no such file (not a run directory)")
+    try:
+        config = json.loads(path.read_bytes())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        line = exc.lineno if isinstance(exc, json.JSONDecodeError) else None
+        raise DataError(path, f"corrupted, not valid JSON ({exc}); nothing was changed: "
+                              "delete the run directory or choose another --out",
+                        line=line) from None
+    if not isinstance(config, dict):
+        raise DataError(path, "corrupted, not a JSON object; nothing was changed: delete the "
+                              "run directory or choose another --out")
+    return config
 
 
 def example_of(row: dict[str, Any]) -> str:

@@ -48,7 +48,9 @@ class LLMJudge(BaseDiagnoser):
         if not isinstance(result.response, JudgeResponse):
             raise JudgeParseFailure(result.error)
         reply = result.response
-        hop = min(reply.hop, len(trace.hops) + 1)
+        hop = reply.hop
+        if hop > len(trace.hops) + 1:  # validated against this trace, not trusted
+            raise JudgeParseFailure(f"hop {hop} is outside the trace (1..{len(trace.hops) + 1})")
         return Diagnosis(hop=hop, stage=reply.stage,
                          propagated=0 < hop < len(trace.hops), cause=reply.rationale,
                          cost=cost)

@@ -285,6 +285,35 @@ def test_retry_after_header_sets_the_wait(openai_server: FakeServer) -> None:
     assert backend.waits == [2.0, 5.0]  # type: ignore[attr-defined]  # capped
 
 
+def test_rate_limits_do_not_use_up_the_attempts(rig: Rig) -> None:
+    rig.server.script(*[Behaviour(status=429, retry_after="0")] * (3 * ZERO_WAIT.max_attempts))
+    result = rig.client("plan", REQUESTS["plan"])
+
+    assert result.status == "ok"  # a rate-limited run slows down; it does not fail
+    assert len(rig.server.chat_requests) == 3 * ZERO_WAIT.max_attempts + 1
+    assert rig.ledger.by_skill["plan"].retries == 3 * ZERO_WAIT.max_attempts
+
+
+def test_rate_limit_fails_once_its_patience_is_spent(openai_server: FakeServer) -> None:
+    backend = make_backend("openai", openai_server.url,
+                           retry=RetryPolicy(max_attempts=2, rate_limit_patience=5.0))
+    openai_server.script(*[Behaviour(status=429, retry_after="2")] * 5)
+    with pytest.raises(BackendError, match="429"):
+        SkillClient(backend)("plan", REQUESTS["plan"])
+    # waits of 2 s until 6 s > 5 s of patience, then the 429 counts as a failed attempt
+    assert backend.waits[:3] == [2.0, 2.0, 2.0]  # type: ignore[attr-defined]
+
+
+def test_a_rate_limit_pauses_every_request_of_the_backend(openai_server: FakeServer) -> None:
+    backend = make_backend("openai", openai_server.url, retry=RetryPolicy())
+    openai_server.script(Behaviour(status=429, retry_after="30"))
+    SkillClient(backend)("plan", REQUESTS["plan"])  # told to wait 30 s (sleep recorded)
+    SkillClient(backend)("read", REQUESTS["read"])  # a later request sees the cooldown
+    waits = backend.waits  # type: ignore[attr-defined]
+    assert waits[0] == 30.0
+    assert len(waits) == 2 and 29.0 < waits[1] <= 30.0
+
+
 def test_500_on_every_attempt_raises_after_max_attempts(rig: Rig) -> None:
     rig.server.script(*[Behaviour(status=500)] * 5)
     with pytest.raises(BackendError, match=r"after 3 attempt\(s\).*500"):

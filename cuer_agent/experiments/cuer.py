@@ -30,6 +30,7 @@ from cuer_agent.interventions import (
     ReplacementPool,
     get_condition,
 )
+from cuer_agent.llm.cache import Ledger
 from cuer_agent.metrics import answer_scores
 from cuer_agent.metrics.utility import (
     DivergenceWeights,
@@ -38,7 +39,7 @@ from cuer_agent.metrics.utility import (
     grounding,
     weigh,
 )
-from cuer_agent.parallel import ordered_map
+from cuer_agent.parallel import Parallelism, fan_out, ordered_map
 from cuer_agent.retrieval import BM25Retriever
 from cuer_agent.roles import RoleThresholds
 from cuer_agent.runs import RunDir
@@ -124,27 +125,41 @@ def trace_axes(trace: Trace, example: Example, original: Trace | None,
             "d_used": parts[0], "d_answer": parts[1], "d_confidence": parts[2]}
 
 
+@dataclasses.dataclass(frozen=True)
+class CuerTask:
+    """One example's original run and every condition, as (example id, rows); picklable,
+    for worker processes."""
+
+    executor: Executor
+    config: CuerConfig
+    retriever_for: Callable[[Example], BM25Retriever]
+
+    @property
+    def ledger(self) -> Ledger:
+        return self.executor.skills.ledger
+
+    def __call__(self, example: Example) -> tuple[str, list[tuple[dict | None, dict]]]:
+        return example.id, _example_rows(example, self.executor, self.config,
+                                         self.config.conditions(), self.retriever_for(example))
+
+
 def run_cuer(dataset: Dataset, executor: Executor, run_dir: RunDir, config: CuerConfig, *,
              retriever_for: Callable[[Example], BM25Retriever],
-             show_progress: bool = True, concurrency: int = 1) -> set[str]:
+             show_progress: bool = True, parallel: Parallelism | int = 1) -> set[str]:
     """Run every example not yet complete in `run_dir`; returns the complete example ids."""
-    conditions = config.conditions()
-    expected = 1 + len(conditions)
+    expected = 1 + len(config.conditions())
     done = _complete_examples(run_dir, expected)
     todo = [ex for ex in dataset.examples if ex.id not in done]
+    task = CuerTask(executor, config, retriever_for)
     with Progress(disable=not show_progress, transient=True) as progress:
-        task = progress.add_task("CUE-R", total=len(dataset.examples), completed=len(done))
-        def rows_of(example: Example) -> tuple[str, list[tuple[dict | None, dict]]]:
-            return example.id, _example_rows(example, executor, config, conditions,
-                                             retriever_for(example))
-
-        for example_id, rows in ordered_map(rows_of, todo, concurrency):
+        bar = progress.add_task("CUE-R", total=len(dataset.examples), completed=len(done))
+        for example_id, rows in ordered_map(task, todo, parallel):
             for trace_row, record_row in rows:
                 if trace_row is not None:
                     run_dir.append(TRACES, trace_row)
                 run_dir.append(RECORDS, record_row)
             done.add(example_id)
-            progress.advance(task)
+            progress.advance(bar)
     return done
 
 
@@ -159,7 +174,9 @@ def _example_rows(example: Example, executor: Executor, config: CuerConfig,
     evidence = [ev.model_dump(mode="json") for ev in original.hops[0].retrieved] \
         if original.hops else []
     pool = ReplacementPool(retriever, example.supporting_titles)
-    for name, registered, params in conditions:
+
+    def condition_rows(condition: tuple[str, str, dict[str, Any]]) -> tuple[dict | None, dict]:
+        name, registered, params = condition
         inp = ConditionInput(example_id=example.id, question=example.question,
                              evidence=evidence, used_ids=original.used_ids,
                              gold_titles=example.supporting_titles, pool=pool,
@@ -168,15 +185,14 @@ def _example_rows(example: Example, executor: Executor, config: CuerConfig,
             record = InterventionRecord(record_id=f"{example.id}/{name}", example_id=example.id,
                                         condition=name, operator="NONE",
                                         skipped="empty retrieval")
-            rows.append((None, {"record": record.model_dump(mode="json"), "metrics": None}))
-            continue
+            return None, {"record": record.model_dump(mode="json"), "metrics": None}
         edited, record = get_condition(registered)(inp, name)
         if edited is None:
-            rows.append((None, {"record": record.model_dump(mode="json"), "metrics": None}))
-            continue
+            return None, {"record": record.model_dump(mode="json"), "metrics": None}
         fork = executor.fork(base, 1, "retrieve", replace_evidence(edited))
-        rows.append(_rows(record, fork, example, original, config))
-    return rows
+        return _rows(record, fork, example, original, config)
+
+    return rows + fan_out(condition_rows, conditions)  # the forks are independent
 
 
 def _rows(record: InterventionRecord, result: RunResult, example: Example,

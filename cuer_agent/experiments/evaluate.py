@@ -32,6 +32,7 @@ from cuer_agent.metrics.attribution import (
     attribution_summary,
     chance_expected_accuracy,
 )
+from cuer_agent.parallel import Parallelism
 from cuer_agent.runs import RunDir
 from cuer_agent.testing import make_view
 
@@ -48,7 +49,8 @@ def build_diagnosers(config: StudyConfig, skills: SkillClient) -> list[Diagnoser
 
 
 class DiagnoseFailed:
-    """The `on_failed` hook: run every diagnoser on one failed injected run."""
+    """The `on_failed` hook: run every diagnoser on one failed injected run. Picklable
+    (diagnosers, executor, config), so it runs in the worker that holds the fork."""
 
     def __init__(self, diagnosers: list[Diagnoser], executor: Executor,
                  config: StudyConfig) -> None:
@@ -70,13 +72,16 @@ class DiagnoseFailed:
             probe = (ExecutionProbe(self.executor, fork, oracle,
                                     budget=2 * self.config.diagnose.probe_budget + 2)
                      if d.probing else None)
+            keys: list[str] = []
             try:
                 with self.executor.skills.collect() as keys:
                     view = make_view(d, fork.trace, example.answer, self.config.diagnose.seed)
                     diagnosis = d.diagnose(view, probe)
             except Exception as exc:  # one trace's failure must not stop the study
-                rows.append({**base, "pred_hop": None, "pred_stage": None, "calls": 0,
-                             "tokens": 0, "error": f"{type(exc).__name__}: {exc}"[:300]})
+                # The requests it made before failing were spent all the same.
+                rows.append({**base, "pred_hop": None, "pred_stage": None,
+                             "calls": len(keys), "tokens": 0,
+                             "error": f"{type(exc).__name__}: {exc}"[:300]})
                 continue
             calls = len(keys)
             tokens = diagnosis.cost.tokens + (probe.tokens if probe else 0)
@@ -166,6 +171,12 @@ def honest_notes(summary: dict[str, Any], backend: str,
                      "retrieval with the whole question rarely reaches the later hops' "
                      "passages (the synthetic world is built that way), so its CUE-R deltas on "
                      "correctness are zero by floor effect; grounding and D still move.")
+    errors = summary.get("ledger", {}).get("errors")
+    if errors:
+        notes.append(f"{errors} trace(s) stopped early because a request to the model server "
+                     "still failed after every retry (their `error` field in traces.jsonl says "
+                     "why); they are scored as wrong answers, so an injected run among them "
+                     "counts as not recovered.")
     faults = summary.get("agentic", {}).get("faults", {})
     for fault, per_hop in faults.items():
         small = [h for h, cell in per_hop.items() if cell.get("failed", 0) < 10]
@@ -176,7 +187,8 @@ def honest_notes(summary: dict[str, Any], backend: str,
 
 
 def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config: StudyConfig,
-                 *, show_progress: bool = True, concurrency: int = 1) -> dict[str, Any]:
+                 *, show_progress: bool = True,
+                 parallel: Parallelism | int = 1) -> dict[str, Any]:
     diagnosers = build_diagnosers(config, skills)
     retriever_for = retriever_factory(dataset)
     meta = {"backend": config.backend.name, "model": skills.backend.model}
@@ -187,7 +199,7 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
                      "source": dataset.source, "cuer": config.cuer.model_dump(mode="json")})
     single = Executor(skills, AgentConfig(mode="single_shot", k=config.cuer.k), meta=meta)
     run_cuer(dataset, single, single_dir, config.cuer, retriever_for=retriever_for,
-             show_progress=show_progress, concurrency=concurrency)
+             show_progress=show_progress, parallel=parallel)
     single_summary = write_cuer_summary(single_dir, config.cuer)
 
     agentic_dir = RunDir(run_dir.path / "agentic")
@@ -201,7 +213,7 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
     run_propagation(dataset, agent, agentic_dir, config.propagation,
                     retriever_for=retriever_for, show_progress=show_progress,
                     on_failed=DiagnoseFailed(diagnosers, agent, config),
-                    concurrency=concurrency)
+                    parallel=parallel)
     traces = agentic_dir.rows(TRACES)
     agentic = summarize_propagation(agentic_dir.rows(RECORDS), traces, config.propagation)
 

@@ -14,6 +14,7 @@ gold answer in the prediction >= 0.8.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -30,6 +31,7 @@ from cuer_agent.execution import (
 from cuer_agent.interventions import ConditionInput, ReplacementPool, get_condition
 from cuer_agent.interventions._fault_types import CorpusItem, FaultInput, get_fault
 from cuer_agent.interventions.tampering import query_contaminated, tampering_outcome
+from cuer_agent.llm.cache import Ledger
 from cuer_agent.metrics import recall_correct
 from cuer_agent.metrics.utility import (
     AgenticWeights,
@@ -38,7 +40,7 @@ from cuer_agent.metrics.utility import (
     divergence,
     grounding,
 )
-from cuer_agent.parallel import ordered_map
+from cuer_agent.parallel import Parallelism, fan_out, ordered_map
 from cuer_agent.retrieval import BM25Retriever
 from cuer_agent.runs import RunDir
 from cuer_agent.trace import Trace
@@ -144,31 +146,34 @@ def example_rows(example: Example, executor: Executor, retriever: BM25Retriever,
     rows = [_row(example, "clean", 0, "", base, clean_metrics, {})]
     injector = _Injector(example, base, retriever, distractors, config)
     budget = executor.config.hop_budget
-    for name in config.faults:
+
+    def fault_row(cell: tuple[str, int]) -> dict[str, Any]:
+        name, hop = cell
         spec = get_fault(name)
-        for hop in range(1, budget + 1):
-            why = _ineligible(clean, clean_metrics, hop, config)
-            if why:
-                rows.append(_skipped(example, name, hop, why))
-                continue
-            outcome = spec.apply(injector.fault_input(hop))
-            if not outcome.applied:
-                rows.append({"record": outcome.record.model_dump(mode="json"), "trace": None,
-                             "metrics": None})
-                continue
-            fork = _fork_for(executor, base, spec.boundary, hop, outcome)
-            metrics = run_metrics(fork.trace, clean, example, config)
-            metrics["prefix_calls"] = float(prefix_skill_calls(fork, hop))
-            extra: dict[str, Any] = {}
-            if outcome.record.certificate:
-                extra["tampering"] = tampering_outcome(
-                    bool(metrics["correct"]), fork.trace.answer, outcome.record.certificate)
-                extra["contaminated"] = query_contaminated(
-                    outcome.record.certificate["new_span"],
-                    [h.subquery for h in fork.trace.hops[hop:]])
-            if on_failed is not None and not metrics["correct"]:
-                extra["diagnoses"] = on_failed(example, spec, hop, fork)
-            rows.append(_fork_row(outcome.record.model_dump(mode="json"), fork, metrics, extra))
+        why = _ineligible(clean, clean_metrics, hop, config)
+        if why:
+            return _skipped(example, name, hop, why)
+        outcome = spec.apply(injector.fault_input(hop))
+        if not outcome.applied:
+            return {"record": outcome.record.model_dump(mode="json"), "trace": None,
+                    "metrics": None}
+        fork = _fork_for(executor, base, spec.boundary, hop, outcome)
+        metrics = run_metrics(fork.trace, clean, example, config)
+        metrics["prefix_calls"] = float(prefix_skill_calls(fork, hop))
+        extra: dict[str, Any] = {}
+        if outcome.record.certificate:
+            extra["tampering"] = tampering_outcome(
+                bool(metrics["correct"]), fork.trace.answer, outcome.record.certificate)
+            extra["contaminated"] = query_contaminated(
+                outcome.record.certificate["new_span"],
+                [h.subquery for h in fork.trace.hops[hop:]])
+        if on_failed is not None and not metrics["correct"]:
+            extra["diagnoses"] = on_failed(example, spec, hop, fork)
+        return _fork_row(outcome.record.model_dump(mode="json"), fork, metrics, extra)
+
+    # Every fault × hop forks the same clean run independently: they may run at once.
+    rows += fan_out(fault_row, [(name, hop) for name in config.faults
+                                for hop in range(1, budget + 1)])
     if config.hop_operators:
         rows += _operator_rows(example, executor, base, retriever, clean_metrics, config)
     return rows
@@ -240,29 +245,56 @@ def _skipped(example: Example, condition: str, hop: int, reason: str) -> dict[st
 
 def distractor_answers(dataset: Dataset, example: Example, limit: int) -> list[str]:
     """Gold answers of other examples (entity distractors for tampering), in data order."""
-    out = [ex.answer for ex in dataset.examples if ex.id != example.id]
-    return out[:limit]
+    return pick_distractors(answer_pool(dataset), example.id, limit)
+
+
+def answer_pool(dataset: Dataset) -> tuple[tuple[str, str], ...]:
+    """(example id, gold answer) in data order: all a worker needs for the distractors,
+    without the examples' passages."""
+    return tuple((ex.id, ex.answer) for ex in dataset.examples)
+
+
+def pick_distractors(pool: tuple[tuple[str, str], ...], example_id: str,
+                     limit: int) -> list[str]:
+    return [answer for other, answer in pool if other != example_id][:limit]
+
+
+@dataclass(frozen=True)
+class PropagationTask:
+    """Every row of one example, as (example id, rows); picklable, for worker processes
+    (the `on_failed` hook travels with it and runs where the fork lives)."""
+
+    executor: Executor
+    config: PropagationConfig
+    retriever_for: Callable[[Example], BM25Retriever]
+    answers: tuple[tuple[str, str], ...]
+    on_failed: OnFailed | None = None
+
+    @property
+    def ledger(self) -> Ledger:
+        return self.executor.skills.ledger
+
+    def __call__(self, example: Example) -> tuple[str, list[dict[str, Any]]]:
+        distractors = pick_distractors(self.answers, example.id, self.config.distractor_pool)
+        return example.id, example_rows(example, self.executor, self.retriever_for(example),
+                                        distractors, self.config, self.on_failed)
 
 
 def run_propagation(dataset: Dataset, executor: Executor, run_dir: RunDir,
                     config: PropagationConfig, *,
                     retriever_for: Callable[[Example], BM25Retriever],
                     show_progress: bool = True, on_failed: OnFailed | None = None,
-                    concurrency: int = 1) -> None:
+                    parallel: Parallelism | int = 1) -> None:
     """Run every example not yet complete in `run_dir`. Rows go to records.jsonl (record
     + metrics) and traces.jsonl (record + trace); a half-written example is dropped and
     redone, so no row is duplicated or lost."""
     done = _complete(run_dir)
     todo = [ex for ex in dataset.examples if ex.id not in done]
+    task = PropagationTask(executor, config, retriever_for, answer_pool(dataset), on_failed)
     with Progress(disable=not show_progress, transient=True) as progress:
-        task = progress.add_task("propagation", total=len(dataset.examples),
-                                 completed=len(done))
-        def rows_of(example: Example) -> tuple[Example, list[dict[str, Any]]]:
-            return example, example_rows(
-                example, executor, retriever_for(example),
-                distractor_answers(dataset, example, config.distractor_pool), config, on_failed)
-
-        for example, rows in ordered_map(rows_of, todo, concurrency):
+        bar = progress.add_task("propagation", total=len(dataset.examples),
+                                completed=len(done))
+        for example_id, rows in ordered_map(task, todo, parallel):
             for row in rows:
                 if row["trace"] is not None:
                     run_dir.append(TRACES, {k: row[k] for k in ("record", "trace",
@@ -273,10 +305,10 @@ def run_propagation(dataset: Dataset, executor: Executor, run_dir: RunDir,
                 run_dir.append(RECORDS, {k: v for k, v in row.items()
                                          if k not in ("trace", "request_keys", "spent",
                                                       "diagnoses")})
-            run_dir.append(RECORDS, {"record": {"record_id": f"{example.id}/done",
-                                                "example_id": example.id,
+            run_dir.append(RECORDS, {"record": {"record_id": f"{example_id}/done",
+                                                "example_id": example_id,
                                                 "condition": "done"}, "metrics": None})
-            progress.advance(task)
+            progress.advance(bar)
 
 
 def _complete(run_dir: RunDir) -> set[str]:

@@ -16,15 +16,16 @@ from cuer_agent.experiments.propagation import (
 )
 from cuer_agent.experiments.propagation_summary import summarize_propagation
 from cuer_agent.experiments.run_agent import ledger_from_rows, retriever_factory
+from cuer_agent.parallel import Parallelism
 from cuer_agent.runs import RunDir
 
 
 def run_and_summarize(dataset: Dataset, executor: Executor, run_dir: RunDir,
                       config: PropagationConfig, *, show_progress: bool = True,
-                      concurrency: int = 1) -> dict[str, Any]:
+                      parallel: Parallelism | int = 1) -> dict[str, Any]:
     run_propagation(dataset, executor, run_dir, config,
                     retriever_for=retriever_factory(dataset), show_progress=show_progress,
-                    concurrency=concurrency)
+                    parallel=parallel)
     traces = run_dir.rows(TRACES)
     summary = summarize_propagation(run_dir.rows(RECORDS), traces, config)
     summary["ledger"] = ledger_from_rows(traces)

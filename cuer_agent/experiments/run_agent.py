@@ -7,16 +7,19 @@ reason) and the run goes on.
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from rich.progress import Progress
 
-from cuer_agent.data import Dataset, Example
+from cuer_agent.data import Dataset, Example, Passage
 from cuer_agent.execution import Executor
+from cuer_agent.llm.cache import Ledger
 from cuer_agent.metrics import answer_scores
-from cuer_agent.parallel import ordered_map
+from cuer_agent.parallel import Parallelism, ordered_map
 from cuer_agent.retrieval import BM25Retriever, Retriever
 from cuer_agent.runs import RunDir
 from cuer_agent.trace import Trace
@@ -24,31 +27,63 @@ from cuer_agent.trace import Trace
 TRACES = "traces.jsonl"
 
 
-def retriever_factory(dataset: Dataset, *, engine: str = "bm25s") -> Callable[[Example], Retriever]:
-    """Per-example pool (distractor setting), or one index over a shared corpus."""
-    if dataset.corpus is not None:
-        shared = BM25Retriever.from_passages(dataset.corpus, engine=engine)
-        return lambda _example: shared
-    return lambda example: BM25Retriever.from_passages(example.passages, engine=engine)
+class RetrieverFactory:
+    """The retriever of an example: its own pool (distractor setting), or one index over a
+    shared corpus. Pickles as the corpus: a worker process builds the shared index once,
+    on first use, instead of receiving it."""
+
+    def __init__(self, corpus: list[Passage] | None, engine: str = "bm25s") -> None:
+        self.corpus, self.engine = corpus, engine
+        self._shared: BM25Retriever | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, example: Example) -> BM25Retriever:
+        if self.corpus is None:
+            return BM25Retriever.from_passages(example.passages, engine=self.engine)
+        with self._lock:  # one build, however many threads ask at once
+            if self._shared is None:
+                self._shared = BM25Retriever.from_passages(self.corpus, engine=self.engine)
+        return self._shared
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"corpus": self.corpus, "engine": self.engine}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)  # type: ignore[misc]
+
+
+def retriever_factory(dataset: Dataset, *, engine: str = "bm25s") -> RetrieverFactory:
+    return RetrieverFactory(dataset.corpus, engine=engine)
+
+
+@dataclass(frozen=True)
+class RunTask:
+    """One example through the system, as a trace row (picklable, for worker processes)."""
+
+    executor: Executor
+    retriever_for: Callable[[Example], Retriever]
+
+    @property
+    def ledger(self) -> Ledger:
+        return self.executor.skills.ledger
+
+    def __call__(self, example: Example) -> dict[str, Any]:
+        result = self.executor.run(example, self.retriever_for(example))
+        return {"trace": result.trace.model_dump(mode="json"),
+                "request_keys": result.request_keys, "spent": result.spent}
 
 
 def run_dataset(dataset: Dataset, executor: Executor, run_dir: RunDir, *,
                 engine: str = "bm25s", show_progress: bool = True,
-                concurrency: int = 1) -> dict[str, Any]:
+                parallel: Parallelism | int = 1) -> dict[str, Any]:
     done = {row["trace"]["example_id"] for row in run_dir.rows(TRACES)}
     todo = [ex for ex in dataset.examples if ex.id not in done]
-    retriever_for = retriever_factory(dataset, engine=engine) if todo else None
+    task = RunTask(executor, retriever_factory(dataset, engine=engine))
     with Progress(disable=not show_progress, transient=True) as progress:
-        task = progress.add_task("examples", total=len(dataset.examples), completed=len(done))
-        def run_one(example: Example) -> Any:
-            assert retriever_for is not None
-            return executor.run(example, retriever_for(example))
-
-        for result in ordered_map(run_one, todo, concurrency):
-            run_dir.append(TRACES, {"trace": result.trace.model_dump(mode="json"),
-                                    "request_keys": result.request_keys,
-                                    "spent": result.spent})
-            progress.advance(task)
+        bar = progress.add_task("examples", total=len(dataset.examples), completed=len(done))
+        for row in ordered_map(task, todo, parallel):
+            run_dir.append(TRACES, row)
+            progress.advance(bar)
     rows = run_dir.rows(TRACES)
     summary = summarize(dataset, rows)
     summary["mode"] = executor.config.mode
@@ -86,12 +121,16 @@ def summarize(dataset: Dataset, rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def ledger_from_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Skill requests, distinct requests (what a cold cache costs), repeats, parse
-    failures and tokens of a run — from its trace rows, so resuming changes nothing."""
+    failures, traces cut short by a failed request (`errors`: the server never answered
+    after all retries), the retries behind the replies used (and behind failed
+    requests), and tokens of a run — from its trace rows, so resuming changes nothing."""
     keys = [k for row in rows for k in row.get("request_keys", [])]
+    errors = sum(1 for row in rows if (row.get("trace") or {}).get("status") == "error")
     spent = [row["spent"] for row in rows if "spent" in row]
     parse_failures = sum(s.get("parse_failures", 0) for s in spent)
     prompt = sum(s.get("prompt_tokens", 0) for s in spent)
     completion = sum(s.get("completion_tokens", 0) for s in spent)
+    retries = sum(s.get("retries", 0) for s in spent)
     requests = len(keys)
     return {
         "requests": requests,
@@ -99,6 +138,8 @@ def ledger_from_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "cache_hits": requests - len(set(keys)),
         "parse_failures": parse_failures,
         "parse_failure_rate": round(parse_failures / requests, 6) if requests else 0.0,
+        "errors": errors,
+        "retries": retries,
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "tokens": prompt + completion,

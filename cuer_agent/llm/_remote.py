@@ -3,9 +3,12 @@
 A remote backend only has to say how to send one chat request (`_send`) and how to
 classify its exceptions (`_classify`). This base class adds:
 
-* retries with exponential backoff on 408/409/429/5xx, timeouts and refused
-  connections, honouring a server's `retry-after` (capped) — the client libraries' own
-  retries are switched off so that every retry is counted in the ledger;
+* retries with exponential backoff on 408/409/5xx, timeouts and refused connections,
+  honouring a server's `retry-after` (capped) — the client libraries' own retries are
+  switched off so that every retry is counted in the ledger;
+* rate limits (429) slow the run down instead of failing it: they do not use up the
+  attempts, only a patience budget, and every request of the backend pauses until the
+  server's cooldown is over (so 16 threads don't hammer a server that asked for a break);
 * JSON validation against the skill's response model, one repair turn on an invalid
   reply, then a recorded parse failure (never an exception, never a silent NaN);
 * usage accounting (prompt/completion tokens, latency).
@@ -14,6 +17,7 @@ classify its exceptions (`_classify`). This base class adds:
 from __future__ import annotations
 
 import json
+import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -38,6 +42,11 @@ class RetryPolicy:
     max_interval: float = 8.0
     max_retry_after: float = 60.0
     """Longest server-requested wait (`retry-after`) we honour."""
+    rate_limit_patience: float = 600.0
+    """Seconds one request may spend waiting out 429s before it fails; 429s do not count
+    against `max_attempts`."""
+    max_rate_limit_retries: int = 200
+    """A bound for servers that answer 429 with `retry-after: 0` forever."""
 
     def wait(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -61,6 +70,24 @@ class Failure:
     retryable: bool
     reason: str
     retry_after: float | None = None
+    rate_limited: bool = False
+    """HTTP 429: wait and retry without using up an attempt."""
+
+
+class Cooldown:
+    """A pause shared by every request of one backend, set by a rate-limit reply."""
+
+    def __init__(self) -> None:
+        self._until = 0.0
+        self._lock = threading.Lock()
+
+    def hold(self, seconds: float) -> None:
+        with self._lock:
+            self._until = max(self._until, time.monotonic() + seconds)
+
+    def remaining(self) -> float:
+        with self._lock:
+            return max(0.0, self._until - time.monotonic())
 
 
 class RemoteBackend(ABC):
@@ -74,6 +101,18 @@ class RemoteBackend(ABC):
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
         self._sleep = time.sleep  # replaced in tests
+        self._cooldown = Cooldown()
+
+    # -- pickling: the constructor's arguments, never the live client or the API key ------
+    # A worker process rebuilds the client (a concrete backend's __init__ takes
+    # `base_url=`) and reads the key from its own environment.
+    def __getstate__(self) -> dict[str, Any]:
+        return {"model": self.model, "base_url": getattr(self, "base_url", None),
+                "seed": self.seed, "temperature": self.temperature, "timeout": self.timeout,
+                "retry": self.retry}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)  # type: ignore[misc]
 
     # -- what a concrete backend provides ------------------------------------------------
     @abstractmethod
@@ -122,19 +161,38 @@ class RemoteBackend(ABC):
 
     def _send_with_retries(self, messages: list[dict[str, str]],
                            schema: dict[str, Any]) -> tuple[Sent, int]:
-        for attempt in range(self.retry.max_attempts):
+        """(reply, retries). Failures use up `max_attempts`; rate limits only patience."""
+        failures = rate_limits = 0
+        waited = 0.0
+        just_waited = False
+        while True:
+            pause = 0.0 if just_waited else self._cooldown.remaining()
+            if pause > 0:  # another request was told to back off: so are we
+                self._sleep(pause)
+            just_waited = False
             try:
-                return self._send(messages, schema), attempt
+                return self._send(messages, schema), failures + rate_limits
             except Exception as exc:
                 failure = self._classify(exc)
                 if failure is None:
                     raise
-                if not failure.retryable or attempt + 1 == self.retry.max_attempts:
+                if (failure.rate_limited and waited < self.retry.rate_limit_patience
+                        and rate_limits < self.retry.max_rate_limit_retries):
+                    wait = self.retry.wait(rate_limits, failure.retry_after)
+                    rate_limits += 1
+                    waited += wait
+                    self._cooldown.hold(wait)
+                    self._sleep(wait)
+                    just_waited = True
+                    continue
+                failures += 1
+                if not failure.retryable or failures == self.retry.max_attempts:
                     raise BackendError(
-                        f"{self.name} request failed after {attempt + 1} attempt(s): "
-                        f"{failure.reason}", retries=attempt) from None
-                self._sleep(self.retry.wait(attempt, failure.retry_after))
-        raise AssertionError("unreachable")
+                        f"{self.name} request failed after {failures + rate_limits} "
+                        f"attempt(s): {failure.reason}",
+                        retries=failures + rate_limits - 1) from None
+                self._sleep(self.retry.wait(failures - 1, failure.retry_after))
+                just_waited = True
 
 
 def _validate(skill: str, text: str) -> tuple[str | None, str]:

@@ -13,6 +13,7 @@ model, and reports a `SkillResult` whose `status` says what happened:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -24,8 +25,17 @@ from pydantic import BaseModel, ValidationError
 from cuer_agent.errors import ConfigError, CuerError
 from cuer_agent.llm.cache import CachedReply, Ledger, ResponseCache, cache_key
 from cuer_agent.llm.skills import RESPONSES
+from cuer_agent.parallel import request_slot
 
-_COLLECTOR: ContextVar[list[list[str]] | None] = ContextVar("cuer_request_keys", default=None)
+
+class RequestLog(list[str]):
+    """The cache keys of the requests made inside a `collect` block, in order, and the
+    retries behind their replies (a cached reply reports the retries it took)."""
+
+    retries: int = 0
+
+
+_COLLECTOR: ContextVar[list[RequestLog] | None] = ContextVar("cuer_request_keys", default=None)
 """The key lists open in this context (nested `collect` blocks each get every key)."""
 
 
@@ -90,13 +100,24 @@ class SkillClient:
         self.backend = backend
         self.cache = cache
         self.ledger = ledger if ledger is not None else Ledger()
+        self._in_flight: dict[str, threading.Event] = {}
+        self._in_flight_lock = threading.Lock()
+
+    # Pickled as its recipe (backend settings, cache path) for a worker process; the
+    # worker starts a ledger of its own, whose counts travel back with its results
+    # (`cuer_agent.parallel`).
+    def __getstate__(self) -> dict[str, Any]:
+        return {"backend": self.backend, "cache": self.cache}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["backend"], cache=state["cache"])  # type: ignore[misc]
 
     @contextmanager
-    def collect(self) -> Iterator[list[str]]:
+    def collect(self) -> Iterator[RequestLog]:
         """Collect the cache key of every request made inside the block (in this context —
         concurrent executions each see only their own). Distinct keys are the calls a cold
         cache needs: the design minimum, whatever the cache held."""
-        keys: list[str] = []
+        keys = RequestLog()
         token = _COLLECTOR.set([*(_COLLECTOR.get() or []), keys])
         try:
             yield keys
@@ -109,25 +130,54 @@ class SkillClient:
                         self.backend.decoding())
         for keys in _COLLECTOR.get() or []:
             keys.append(key)
-        stored = self.cache.get(key) if self.cache is not None else None
-        if stored is not None:
-            self.ledger.add(skill, cache_hits=1)
-            return self._result(skill, stored, cached=True)
+        if self.cache is None:
+            return self._call_backend(skill, request, rendered, key)
+        while True:
+            stored = self.cache.get(key)
+            if stored is not None:
+                self.ledger.add(skill, cache_hits=1)
+                return self._result(skill, stored, cached=True)
+            # Single flight: concurrent forks often ask the same thing at once; one of
+            # them asks the server, the others wait and read the cache — so a cold run
+            # makes each distinct request once (the design minimum), at any concurrency.
+            with self._in_flight_lock:
+                waiting = self._in_flight.get(key)
+                if waiting is None:
+                    done = self._in_flight[key] = threading.Event()
+            if waiting is not None:
+                waiting.wait()
+                continue  # cached now — or the other request failed: try ourselves
+            try:
+                stored = self.cache.get(key)  # finished between our look and our claim?
+                if stored is None:
+                    return self._call_backend(skill, request, rendered, key)
+            finally:
+                with self._in_flight_lock:
+                    del self._in_flight[key]
+                done.set()
+
+    def _call_backend(self, skill: str, request: BaseModel, rendered: Any,
+                      key: str) -> SkillResult:
         try:
-            reply = self.backend.respond(skill, request, rendered)
+            with request_slot():
+                reply = self.backend.respond(skill, request, rendered)
         except BackendError as exc:
             self.ledger.add(skill, errors=1, retries=exc.retries)
+            for log in _COLLECTOR.get() or []:
+                log.retries += exc.retries
             raise
         self.ledger.add(skill, calls=1, prompt_tokens=reply.prompt_tokens,
                         completion_tokens=reply.completion_tokens, latency_s=reply.latency_s,
                         retries=reply.retries)
         stored = CachedReply(reply.text, reply.prompt_tokens, reply.completion_tokens,
-                             reply.error)
+                             reply.error, reply.retries)
         if self.cache is not None:
             self.cache.put(key, skill, stored)
         return self._result(skill, stored, cached=False)
 
     def _result(self, skill: str, stored: CachedReply, *, cached: bool) -> SkillResult:
+        for log in _COLLECTOR.get() or []:
+            log.retries += stored.retries
         usage = {"prompt_tokens": stored.prompt_tokens,
                  "completion_tokens": stored.completion_tokens}
         if stored.text is None:

@@ -46,6 +46,9 @@ class CachedReply:
     prompt_tokens: int
     completion_tokens: int
     error: str = ""
+    retries: int = 0
+    """Retries it took to get this reply: a replayed reply reports them again, so a
+    run's retry count does not depend on what the cache held when it resumed."""
 
 
 class ResponseCache:
@@ -64,27 +67,40 @@ class ResponseCache:
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute(
             "CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, skill TEXT, "
-            "text TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, error TEXT)"
+            "text TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, error TEXT, "
+            "retries INTEGER DEFAULT 0)"
         )
+        columns = {row[1] for row in self._conn.execute("PRAGMA table_info(replies)")}
+        if "retries" not in columns:  # a cache written by an older version
+            self._conn.execute("ALTER TABLE replies ADD COLUMN retries INTEGER DEFAULT 0")
 
     def get(self, key: str) -> CachedReply | None:
         with self._lock:
             row = self._conn.execute(
-                "SELECT text, prompt_tokens, completion_tokens, error FROM replies "
+                "SELECT text, prompt_tokens, completion_tokens, error, retries FROM replies "
                 "WHERE key = ?", (key,)).fetchone()
-        return None if row is None else CachedReply(row[0], row[1], row[2], row[3] or "")
+        return None if row is None else CachedReply(row[0], row[1], row[2], row[3] or "",
+                                                    row[4] or 0)
 
     def put(self, key: str, skill: str, reply: CachedReply) -> None:
         # INSERT OR IGNORE: two workers racing on one request store the same reply once.
         with self._lock:
             self._conn.execute(
-                "INSERT OR IGNORE INTO replies VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO replies (key, skill, text, prompt_tokens, "
+                "completion_tokens, error, retries) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (key, skill, reply.text, reply.prompt_tokens, reply.completion_tokens,
-                 reply.error))
+                 reply.error, reply.retries))
 
     def __len__(self) -> int:
         with self._lock:
             return int(self._conn.execute("SELECT COUNT(*) FROM replies").fetchone()[0])
+
+    # Pickled as its path: a worker process opens its own connection to the same file.
+    def __getstate__(self) -> dict[str, Any]:
+        return {"path": str(self.path)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["path"])  # type: ignore[misc]
 
     def close(self) -> None:
         with self._lock:
@@ -118,6 +134,18 @@ class Ledger:
             entry = self.by_skill.setdefault(skill, SkillCounts())
             for name, value in counts.items():
                 setattr(entry, name, getattr(entry, name) + value)
+
+    def take(self) -> dict[str, SkillCounts]:
+        """The counts so far, and start again from zero: a worker process hands over
+        what it spent since it last reported."""
+        with self._lock:
+            taken, self.by_skill = self.by_skill, {}
+        return taken
+
+    def merge(self, counts: dict[str, SkillCounts]) -> None:
+        """Add another ledger's counts (a worker's, reported with its results)."""
+        for skill, entry in counts.items():
+            self.add(skill, **asdict(entry))
 
     def total(self, name: str) -> float:
         with self._lock:

@@ -43,7 +43,7 @@ class OllamaBackend(RemoteBackend):
         if isinstance(exc, ollama.ResponseError):
             status = exc.status_code
             retryable = status in RETRYABLE_STATUS or status == -1
-            return Failure(retryable, f"HTTP {status}: {exc.error}")
+            return Failure(retryable, f"HTTP {status}: {exc.error}", rate_limited=status == 429)
         if isinstance(exc, httpx.TransportError):  # e.g. the server closed the connection
             return Failure(True, f"connection to {self.base_url} failed ({type(exc).__name__})")
         if isinstance(exc, ValueError):  # undecodable JSON, or a pydantic ValidationError
