@@ -447,7 +447,7 @@ def main() -> None:
     print(f"\nchaos run: trace statuses {dict(trace_statuses(work / 'chaos'))}; summary ledger: "
           f"parse failures {led['parse_failures']} (rate {led['parse_failure_rate']}), "
           f"errors {led.get('errors', 'not recorded')}, diagnoser errors "
-          f"{led.get('diagnoser_errors')}, retries: not in summary.json; "
+          f"{led.get('diagnoser_errors')}, retries {led.get('retries')}; "
           f"client ledger of the invocation: retries {client.get('retries')}, errors "
           f"{client.get('errors')}, parse failures {client.get('parse_failures')}, backend "
           f"calls {client.get('calls')}")

@@ -15,7 +15,9 @@ counted. It reports:
   cold cache holds at the end); calls > minimum would mean a request was sent twice;
 * repeats served by the response cache;
 * efficiency = (calls × latency / concurrency) / wall time — 1.0 means the server always
-  had `concurrency` requests to work on.
+  had `concurrency` requests to work on;
+* this process's CPU time (all threads): when it approaches the wall time, the client —
+  not the server — is the bottleneck (one interpreter runs Python on one core at a time).
 
 It also checks that every setting wrote the same summary.json.
 """
@@ -53,8 +55,10 @@ def start_server(latency: float) -> tuple[subprocess.Popen[bytes], str]:
     raise SystemExit("the latency server did not start")
 
 
-def run_once(url: str, n: int, parallel: Any, tmp: Path) -> tuple[float, dict, int, bytes]:
-    """One cold-cache evaluate study in this process: (wall, ledger, minimum, summary)."""
+def run_once(url: str, n: int, parallel: Any,
+             tmp: Path) -> tuple[float, float, dict, int, bytes]:
+    """One cold-cache evaluate study in this process: (wall, cpu, ledger, minimum,
+    summary)."""
     from cuer_agent.config import StudyConfig
     from cuer_agent.data._select import load_study_data
     from cuer_agent.experiments.evaluate import run_evaluate
@@ -65,7 +69,7 @@ def run_once(url: str, n: int, parallel: Any, tmp: Path) -> tuple[float, dict, i
     study = StudyConfig.model_validate({
         "data": {"dataset": "synthetic", "n": n, "hops": 3},
         "backend": {"name": "openai", "model": "bench", "base_url": url}})
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     backend = make_backend("openai", model="bench", base_url=url)
     backend.check()
     cache = ResponseCache(tmp / "cache.sqlite")
@@ -74,8 +78,8 @@ def run_once(url: str, n: int, parallel: Any, tmp: Path) -> tuple[float, dict, i
     run_dir = RunDir(tmp / "run")
     run_dir.open({"benchmark": "throughput"})
     run_evaluate(dataset, skills, run_dir, study, show_progress=False, parallel=parallel)
-    wall = time.perf_counter() - start
-    return (wall, skills.ledger.to_dict(), len(cache),
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return (wall, cpu, skills.ledger.to_dict(), len(cache),
             (tmp / "run" / "summary.json").read_bytes())
 
 
@@ -95,16 +99,16 @@ def main() -> None:
           f"3-hop examples, evaluate study, cold cache, executor {args.executor}"
           + (f" ×{args.workers}" if args.workers else ""))
     print(f"{'concurrency':>11} {'wall s':>8} {'calls':>6} {'minimum':>7} {'cache hits':>10} "
-          f"{'efficiency':>10}")
+          f"{'efficiency':>10} {'client cpu s':>12}")
     try:
         for c in (int(x) for x in args.concurrency.split(",")):
             policy = Parallelism(executor=args.executor, concurrency=c, workers=args.workers)
             with tempfile.TemporaryDirectory() as tmp:
-                wall, ledger, minimum, summary = run_once(url, args.n, policy, Path(tmp))
+                wall, cpu, ledger, minimum, summary = run_once(url, args.n, policy, Path(tmp))
             summaries.add(summary)
             efficiency = (ledger["calls"] * args.latency / c) / wall
             print(f"{c:>11} {wall:>8.2f} {ledger['calls']:>6} {minimum:>7} "
-                  f"{ledger['cache_hits']:>10} {efficiency:>10.2f}", flush=True)
+                  f"{ledger['cache_hits']:>10} {efficiency:>10.2f} {cpu:>12.1f}", flush=True)
     finally:
         server.kill()
     print("identical summary.json at every setting:", len(summaries) == 1)

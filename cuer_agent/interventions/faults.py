@@ -35,6 +35,7 @@ mutated.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Sequence
@@ -116,6 +117,11 @@ def _sentences(text: str) -> list[str]:
 
 
 def _capitalized_spans(text: str) -> list[_Span]:
+    return list(_spans_of(text))
+
+
+@functools.lru_cache(maxsize=65536)  # every fault × hop of an example scans the same text
+def _spans_of(text: str) -> tuple[_Span, ...]:
     """Capitalized word sequences ("Quorin Rising", "A History of Stakarnor").
 
     Lowercase connectors (of, the, and …) join capitalized words; numbers may follow a
@@ -152,7 +158,7 @@ def _capitalized_spans(text: str) -> list[_Span]:
             end -= 2
         spans.append(_Span(start, end, text[start:end], j - i + 1))
         i = j + 1
-    return spans
+    return tuple(spans)
 
 
 def _adjacent(text: str, a: re.Match[str], b: re.Match[str]) -> bool:
