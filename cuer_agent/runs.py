@@ -66,6 +66,15 @@ class RunDir:
         if len(kept) != len(rows):
             self.rewrite(name, kept)
 
+    def sort_examples(self, name: str, order: dict[str, int]) -> None:
+        """Put the rows of `name` back in data order (stable within an example) when a
+        redone example was appended after later ones — the bytes of an uninterrupted run."""
+        rows = self.rows(name)
+        ranks = [order.get(example_of(r), len(order)) for r in rows]
+        if ranks != sorted(ranks):
+            self.rewrite(name, [r for _, r in sorted(zip(ranks, rows, strict=True),
+                                                      key=lambda pair: pair[0])])
+
     def write_summary(self, summary: dict[str, Any]) -> None:
         write_atomic(self.path / SUMMARY_FILE, canonical_json(summary, indent=2) + "\n")
 

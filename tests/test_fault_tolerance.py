@@ -526,9 +526,6 @@ def test_a_row_torn_by_a_crash_is_dropped_and_the_resumed_evaluate_is_identical(
     assert snapshot(out) == snapshot(finished.evaluate)
 
 
-@pytest.mark.xfail(strict=True, reason="propagation resumes by the 'done' row only: a damaged "
-                   "tail of diagnoses.jsonl that belongs to a finished example is dropped and "
-                   "never recomputed, and the summary silently changes")
 def test_a_damaged_row_of_a_finished_example_is_recomputed_not_lost(
         finished: Finished, tmp_path: Path) -> None:
     out = copy_of(finished, "evaluate", tmp_path)

@@ -13,6 +13,7 @@ gold answer in the prediction >= 0.8.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -42,7 +43,7 @@ from cuer_agent.metrics.utility import (
 )
 from cuer_agent.parallel import Parallelism, fan_out, ordered_map
 from cuer_agent.retrieval import BM25Retriever
-from cuer_agent.runs import RunDir
+from cuer_agent.runs import RunDir, example_of
 from cuer_agent.trace import Trace
 
 TRACES, RECORDS, DIAGNOSES = "traces.jsonl", "records.jsonl", "diagnoses.jsonl"
@@ -286,8 +287,8 @@ def run_propagation(dataset: Dataset, executor: Executor, run_dir: RunDir,
                     show_progress: bool = True, on_failed: OnFailed | None = None,
                     parallel: Parallelism | int = 1) -> None:
     """Run every example not yet complete in `run_dir`. Rows go to records.jsonl (record
-    + metrics) and traces.jsonl (record + trace); a half-written example is dropped and
-    redone, so no row is duplicated or lost."""
+    + metrics) and traces.jsonl (record + trace); a half-written or damaged example is
+    dropped and redone, so no row is duplicated or lost."""
     done = _complete(run_dir)
     todo = [ex for ex in dataset.examples if ex.id not in done]
     task = PropagationTask(executor, config, retriever_for, answer_pool(dataset), on_failed)
@@ -295,27 +296,44 @@ def run_propagation(dataset: Dataset, executor: Executor, run_dir: RunDir,
         bar = progress.add_task("propagation", total=len(dataset.examples),
                                 completed=len(done))
         for example_id, rows in ordered_map(task, todo, parallel):
-            for row in rows:
-                if row["trace"] is not None:
-                    run_dir.append(TRACES, {k: row[k] for k in ("record", "trace",
-                                                               "request_keys", "spent")})
-                for diagnosis in row.get("diagnoses", []):
-                    run_dir.append(DIAGNOSES, diagnosis)
+            traces = [{k: row[k] for k in ("record", "trace", "request_keys", "spent")}
+                      for row in rows if row["trace"] is not None]
+            diagnoses = [d for row in rows for d in row.get("diagnoses", [])]
+            for trace in traces:
+                run_dir.append(TRACES, trace)
+            for diagnosis in diagnoses:
+                run_dir.append(DIAGNOSES, diagnosis)
             for row in rows:
                 run_dir.append(RECORDS, {k: v for k, v in row.items()
                                          if k not in ("trace", "request_keys", "spent",
                                                       "diagnoses")})
+            # The closing row says how many rows each file holds for this example, so a
+            # damaged row of a finished example is noticed and the example redone.
             run_dir.append(RECORDS, {"record": {"record_id": f"{example_id}/done",
                                                 "example_id": example_id,
-                                                "condition": "done"}, "metrics": None})
+                                                "condition": "done"}, "metrics": None,
+                                     "rows": {RECORDS: len(rows), TRACES: len(traces),
+                                              DIAGNOSES: len(diagnoses)}})
             progress.advance(bar)
+    if todo:  # a redone example was appended after later ones: back to data order
+        order = {ex.id: i for i, ex in enumerate(dataset.examples)}
+        for name in (RECORDS, TRACES, DIAGNOSES):
+            run_dir.sort_examples(name, order)
 
 
 def _complete(run_dir: RunDir) -> set[str]:
-    """Examples whose closing "done" row is written; other rows of theirs are dropped."""
+    """Examples whose closing "done" row is written and whose rows are all there; other
+    rows are dropped (an example cut off mid-write, or damaged since)."""
     records = run_dir.rows(RECORDS)
-    done = {r["record"]["example_id"] for r in records if r["record"]["condition"] == "done"}
-    # Rows of an example without its "done" row were cut off mid-example.
+    closing = {r["record"]["example_id"]: r.get("rows") for r in records
+               if r["record"]["condition"] == "done"}
+    done = set(closing)
+    for name in (RECORDS, TRACES, DIAGNOSES):
+        held = Counter(example_of(r) for r in (records if name == RECORDS
+                                               else run_dir.rows(name))
+                       if r.get("record", {}).get("condition") != "done")
+        done -= {ex for ex, counts in closing.items()
+                 if counts is not None and held[ex] != counts[name]}
     for name in (RECORDS, TRACES, DIAGNOSES):
         run_dir.keep_examples(name, done)
     return done
