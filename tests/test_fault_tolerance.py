@@ -542,6 +542,18 @@ def test_a_damaged_row_of_a_finished_example_is_recomputed_not_lost(
     assert snapshot(out) == snapshot(finished.evaluate)
 
 
+def test_a_lost_trace_row_of_a_finished_cuer_example_is_recomputed(
+        finished: Finished, tmp_path: Path) -> None:
+    out = copy_of(finished, "evaluate", tmp_path)
+    traces = out / "single_shot" / "traces.jsonl"
+    lines = traces.read_bytes().splitlines(keepends=True)
+    traces.write_bytes(b"".join(lines[:3] + lines[4:]))  # one row of an early example gone
+    (out / "summary.json").unlink()
+    code, _, err = cli(*args_of("evaluate", out))
+    assert code == 0, err
+    assert snapshot(out) == snapshot(finished.evaluate)
+
+
 @pytest.mark.parametrize("command, name", [
     ("run", "traces.jsonl"),
     ("evaluate", "single_shot/traces.jsonl"),

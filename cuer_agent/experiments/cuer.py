@@ -15,6 +15,7 @@ from the rows alone (`cuer_agent.experiments.cuer_summary`).
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -42,7 +43,7 @@ from cuer_agent.metrics.utility import (
 from cuer_agent.parallel import Parallelism, fan_out, ordered_map
 from cuer_agent.retrieval import BM25Retriever
 from cuer_agent.roles import RoleThresholds
-from cuer_agent.runs import RunDir
+from cuer_agent.runs import RunDir, example_of
 from cuer_agent.trace import Trace
 
 TRACES, RECORDS = "traces.jsonl", "records.jsonl"
@@ -160,6 +161,10 @@ def run_cuer(dataset: Dataset, executor: Executor, run_dir: RunDir, config: Cuer
                 run_dir.append(RECORDS, record_row)
             done.add(example_id)
             progress.advance(bar)
+    if todo:  # a redone example was appended after later ones: back to data order
+        order = {ex.id: i for i, ex in enumerate(dataset.examples)}
+        for name in (RECORDS, TRACES):
+            run_dir.sort_examples(name, order)
     return done
 
 
@@ -208,10 +213,12 @@ def _complete_examples(run_dir: RunDir, expected: int) -> set[str]:
     """Examples with all their rows; rows of a half-written example are dropped so that
     the rerun writes them once."""
     records = run_dir.rows(RECORDS)
-    counts: dict[str, int] = {}
-    for row in records:
-        counts[row["record"]["example_id"]] = counts.get(row["record"]["example_id"], 0) + 1
-    complete = {ex for ex, c in counts.items() if c == expected}
+    counts = Counter(row["record"]["example_id"] for row in records)
+    # Every record row with metrics has its trace row (skipped conditions have neither).
+    traced = Counter(row["record"]["example_id"] for row in records
+                     if row["metrics"] is not None)
+    traces = Counter(example_of(row) for row in run_dir.rows(TRACES))
+    complete = {ex for ex, c in counts.items() if c == expected and traces[ex] == traced[ex]}
     # A cut-off example may have trace rows and no record row yet: prune both files.
     for name in (RECORDS, TRACES):
         run_dir.keep_examples(name, complete)
