@@ -460,14 +460,14 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Finished:
     code, _, err = cli(*RUN_LOCAL, "--out", str(base / "run"))
     assert code == 0, err
     appends: list[str] = []
-    original = RunDir.append
+    original = RunDir.append_rows
 
-    def counting(self: RunDir, name: str, row: dict[str, Any]) -> None:
-        appends.append(str((self.path / name).relative_to(base / "evaluate")))
-        original(self, name, row)
+    def counting(self: RunDir, name: str, rows: list[dict[str, Any]]) -> None:
+        appends.extend([str((self.path / name).relative_to(base / "evaluate"))] * len(rows))
+        original(self, name, rows)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(RunDir, "append", counting)
+        patch.setattr(RunDir, "append_rows", counting)
         code, _, err = cli(*EVAL_LOCAL, "--out", str(base / "evaluate"))
     assert code == 0, err
     return Finished(base / "run", base / "evaluate", appends)
@@ -499,20 +499,22 @@ def test_a_row_torn_by_a_crash_is_dropped_and_the_resumed_evaluate_is_identical(
     files, byte for byte."""
     crash_at = max(i for i, file in enumerate(finished.appends) if file == name)
     out = tmp_path / "evaluate"
-    original = RunDir.append
-    calls = 0
+    original = RunDir.append_rows
+    written = 0  # rows, over every file
 
-    def dying(self: RunDir, file: str, row: dict[str, Any]) -> None:
-        nonlocal calls
-        if calls == crash_at:
-            text = canonical_json(row) + "\n"
+    def dying(self: RunDir, file: str, rows: list[dict[str, Any]]) -> None:
+        nonlocal written
+        if written + len(rows) > crash_at:  # the crash row is in this batch
+            whole = rows[: crash_at - written]
+            text = canonical_json(rows[len(whole)]) + "\n"
             with open(self.path / file, "a", encoding="utf-8") as fh:
+                fh.write("".join(canonical_json(r) + "\n" for r in whole))
                 fh.write(text[: len(text) // 2])
             raise Died
-        calls += 1
-        original(self, file, row)
+        written += len(rows)
+        original(self, file, rows)
 
-    monkeypatch.setattr(RunDir, "append", dying)
+    monkeypatch.setattr(RunDir, "append_rows", dying)
     with pytest.raises(Died):
         runner.invoke(app, args_of("evaluate", out))
     monkeypatch.undo()

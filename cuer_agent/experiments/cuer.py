@@ -155,10 +155,9 @@ def run_cuer(dataset: Dataset, executor: Executor, run_dir: RunDir, config: Cuer
     with Progress(disable=not show_progress, transient=True) as progress:
         bar = progress.add_task("CUE-R", total=len(dataset.examples), completed=len(done))
         for example_id, rows in ordered_map(task, todo, parallel):
-            for trace_row, record_row in rows:
-                if trace_row is not None:
-                    run_dir.append(TRACES, trace_row)
-                run_dir.append(RECORDS, record_row)
+            # Traces first: an example counts as complete once all its records are in.
+            run_dir.append_rows(TRACES, [t for t, _ in rows if t is not None])
+            run_dir.append_rows(RECORDS, [r for _, r in rows])
             done.add(example_id)
             progress.advance(bar)
     if todo:  # a redone example was appended after later ones: back to data order

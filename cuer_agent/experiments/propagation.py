@@ -299,21 +299,18 @@ def run_propagation(dataset: Dataset, executor: Executor, run_dir: RunDir,
             traces = [{k: row[k] for k in ("record", "trace", "request_keys", "spent")}
                       for row in rows if row["trace"] is not None]
             diagnoses = [d for row in rows for d in row.get("diagnoses", [])]
-            for trace in traces:
-                run_dir.append(TRACES, trace)
-            for diagnosis in diagnoses:
-                run_dir.append(DIAGNOSES, diagnosis)
-            for row in rows:
-                run_dir.append(RECORDS, {k: v for k, v in row.items()
-                                         if k not in ("trace", "request_keys", "spent",
-                                                      "diagnoses")})
-            # The closing row says how many rows each file holds for this example, so a
-            # damaged row of a finished example is noticed and the example redone.
-            run_dir.append(RECORDS, {"record": {"record_id": f"{example_id}/done",
-                                                "example_id": example_id,
-                                                "condition": "done"}, "metrics": None,
-                                     "rows": {RECORDS: len(rows), TRACES: len(traces),
-                                              DIAGNOSES: len(diagnoses)}})
+            run_dir.append_rows(TRACES, traces)
+            run_dir.append_rows(DIAGNOSES, diagnoses)
+            records = [{k: v for k, v in row.items()
+                        if k not in ("trace", "request_keys", "spent", "diagnoses")}
+                       for row in rows]
+            # The closing row, written last, says how many rows each file holds for this
+            # example, so a damaged row of a finished example is noticed and redone.
+            run_dir.append_rows(RECORDS, [*records, {
+                "record": {"record_id": f"{example_id}/done", "example_id": example_id,
+                           "condition": "done"}, "metrics": None,
+                "rows": {RECORDS: len(rows), TRACES: len(traces),
+                         DIAGNOSES: len(diagnoses)}}])
             progress.advance(bar)
     if todo:  # a redone example was appended after later ones: back to data order
         order = {ex.id: i for i, ex in enumerate(dataset.examples)}
