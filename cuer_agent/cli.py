@@ -96,8 +96,9 @@ Model = Annotated[str | None, typer.Option(help="Model name for ollama/openai.")
 BaseUrl = Annotated[str | None, typer.Option(help="Server URL (ollama host, or an "
                                              "OpenAI-compatible base URL).")]
 Concurrency = Annotated[int | None, typer.Option(
-    help="Examples in flight at once (default per backend: extractive 1, ollama 4, openai 16). "
-         "Results are identical at any value.")]
+    help="Model requests in flight at once — examples and the independent forks of each "
+         "(default per backend: extractive 1, ollama 4, openai 16). Results are identical "
+         "at any value.")]
 ExecutorName = Annotated[str, typer.Option(
     "--executor", help="Where examples run: thread (default), process (local processes, for "
                        "CPU-bound work such as the extractive reader) or ray (a Ray cluster; "
