@@ -23,11 +23,11 @@ scheduling nor a killed and restarted client changes the *outcome* of a request:
   original request, so a given request always ends as a valid reply or a parse failure;
 * a poison request fails on every attempt.
 
-**The model** behind the faults (``brain``): ``"extractive"`` (default) parses the skill
+**The model** behind the faults is `latency_server.reply_for`: it parses the skill
 request out of the prompt ("Request (<skill>):" + its JSON document, as
 `cuer_agent.llm.prompts.render` writes it) and answers it with the offline extractive
 reader, so a run against the server with no faults gives the extractive backend's
-answers; ``"latency"`` uses `latency_server.reply_for` instead.
+answers.
 ``obey_injections`` makes the model gullible: a request whose data carries
 `INJECTION_MARK` is answered with the plain text it was told to send (`INJECTED_REPLY`).
 ``judge_replies`` overrides the judge skill's replies (one chosen per request).
@@ -47,7 +47,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import re
 import sys
 import threading
 from collections import Counter
@@ -58,14 +57,13 @@ from pathlib import Path
 from typing import Any, Self
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from latency_server import reply_for
+from latency_server import reply_for, skill_request
 
 FAULT_KINDS = ("500", "429", "timeout", "malformed")
 TRANSIENT = frozenset({"500", "429", "timeout"})
 INJECTION_MARK = "Ignore previous instructions"
 INJECTED_REPLY = "PWNED"
 MODEL = "chaos"
-_REQUEST = re.compile(r"Request \((\w+)\):\n```json\n(.*)\n```", re.S)
 _MALFORMED = (
     "Sure! Here is the JSON you asked for:",
     '{"answer": "truncated',
@@ -89,39 +87,6 @@ def unit(*parts: object) -> float:
     return int.from_bytes(raw[:8], "big") / 2.0 ** 64
 
 
-def skill_request(messages: list[dict[str, Any]]) -> tuple[str, dict[str, Any]] | None:
-    """(skill, request JSON) from the first user message carrying a rendered request."""
-    for message in messages:
-        if message.get("role") != "user":
-            continue
-        match = _REQUEST.search(str(message.get("content", "")))
-        if match:
-            return match.group(1), json.loads(match.group(2))
-    return None
-
-
-class ExtractiveBrain:
-    """The offline extractive reader behind the HTTP protocol (thread-safe)."""
-
-    def __init__(self) -> None:
-        from cuer_agent.llm.extractive import ExtractiveBackend
-        from cuer_agent.llm.skills import REQUESTS
-
-        self._backend = ExtractiveBackend()
-        self._requests = REQUESTS
-        self._lock = threading.Lock()
-
-    def __call__(self, messages: list[dict[str, Any]]) -> str:
-        found = skill_request(messages)
-        if found is None:
-            return "{}"
-        skill, payload = found
-        request = self._requests[skill].model_validate(payload)
-        with self._lock:
-            text = self._backend.respond(skill, request, None).text
-        return text or "{}"
-
-
 class ChaosServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128  # the default 5 drops connections of 16 concurrent clients:
@@ -130,7 +95,7 @@ class ChaosServer(ThreadingHTTPServer):
     def __init__(self, *, seed: int = 0, rate: float = 0.3,
                  kinds: tuple[str, ...] = FAULT_KINDS, max_transient: int = 2,
                  repair_fixes: float = 0.5, poison_rate: float = 0.0, hang: float = 2.0,
-                 retry_after_ms: int = 1, brain: str = "extractive",
+                 retry_after_ms: int = 1,
                  obey_injections: bool = False, judge_replies: tuple[str, ...] = (),
                  echo_auth: bool = False, record: bool = False, port: int = 0) -> None:
         super().__init__(("127.0.0.1", port), _Handler)
@@ -142,10 +107,6 @@ class ChaosServer(ThreadingHTTPServer):
         self.poison_rate, self.hang, self.retry_after_ms = poison_rate, hang, retry_after_ms
         self.obey_injections, self.judge_replies = obey_injections, tuple(judge_replies)
         self.echo_auth, self.record = echo_auth, record
-        self.brain: Callable[[list[dict[str, Any]]], str] = (
-            ExtractiveBrain() if brain == "extractive" else reply_for)
-        if brain not in ("extractive", "latency"):
-            raise ValueError(f"brain must be 'extractive' or 'latency', got {brain!r}")
         self.requests = 0
         self.faults: Counter[str] = Counter()
         self.obeyed = 0
@@ -243,7 +204,7 @@ class ChaosServer(ThreadingHTTPServer):
         if found and found[0] == "judge" and self.judge_replies:
             pick = int(unit(self.seed, "judge", digest(body)) * len(self.judge_replies))
             return self.judge_replies[pick]
-        return self.brain(messages)
+        return reply_for(messages)
 
     def malformed(self, body: dict[str, Any], auth: str) -> str:
         text = _MALFORMED[int(unit(self.seed, "malformed", digest(body)) * len(_MALFORMED))]

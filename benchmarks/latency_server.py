@@ -25,20 +25,32 @@ _SKILL = re.compile(r"Request \((\w+)\):\n```json\n(.*)\n```", re.S)
 _READER = ExtractiveBackend()
 
 
-def reply_for(messages: list[dict[str, str]]) -> str:
+def skill_request(messages: list[dict[str, Any]]) -> tuple[str, dict[str, Any]] | None:
+    """(skill, request JSON) from the first user message carrying a rendered request."""
+    for message in messages:
+        if message.get("role") != "user":
+            continue
+        match = _SKILL.search(str(message.get("content", "")))
+        if match:
+            return match.group(1), json.loads(match.group(2))
+    return None
+
+
+def reply_for(messages: list[dict[str, Any]]) -> str:
     """The extractive reader's reply to the request in the prompt: the same decisions as
     an offline run, so a benchmark exercises the real call pattern (hops, forks,
     diagnosers), only slower."""
-    match = _SKILL.search(messages[-1]["content"]) or _SKILL.search(messages[1]["content"])
-    if match is None:
+    found = skill_request(messages)
+    if found is None:
         return json.dumps({"error": "no skill request in the prompt"})
-    skill = match.group(1)
-    request = REQUESTS[skill].model_validate_json(match.group(2))
+    skill, payload = found
+    request = REQUESTS[skill].model_validate(payload)
     return _READER.respond(skill, request, None).text or ""
 
 
 class LatencyServer(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # the default 5 drops connections of 16 concurrent clients
 
     def __init__(self, port: int = 0, latency: float = 0.1) -> None:
         super().__init__(("127.0.0.1", port), _Handler)

@@ -65,10 +65,12 @@ class RunDir:
         """Replace a JSONL file's rows at once (write + rename: never half a file)."""
         write_atomic(self.path / name, "".join(canonical_json(r) + "\n" for r in rows))
 
-    def keep_examples(self, name: str, example_ids: set[str]) -> None:
+    def keep_examples(self, name: str, example_ids: set[str],
+                      rows: list[dict[str, Any]] | None = None) -> None:
         """Drop the rows of `name` whose example is not in `example_ids` (the rows of an
-        example cut off mid-write), so a resumed run writes them exactly once."""
-        rows = self.rows(name)
+        example cut off mid-write), so a resumed run writes them exactly once. `rows`:
+        the file's rows, when the caller has just read them."""
+        rows = self.rows(name) if rows is None else rows
         kept = [r for r in rows if example_of(r) in example_ids]
         if len(kept) != len(rows):
             self.rewrite(name, kept)

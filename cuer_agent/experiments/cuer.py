@@ -216,9 +216,10 @@ def _complete_examples(run_dir: RunDir, expected: int) -> set[str]:
     # Every record row with metrics has its trace row (skipped conditions have neither).
     traced = Counter(row["record"]["example_id"] for row in records
                      if row["metrics"] is not None)
-    traces = Counter(example_of(row) for row in run_dir.rows(TRACES))
+    trace_rows = run_dir.rows(TRACES)
+    traces = Counter(example_of(row) for row in trace_rows)
     complete = {ex for ex, c in counts.items() if c == expected and traces[ex] == traced[ex]}
     # A cut-off example may have trace rows and no record row yet: prune both files.
-    for name in (RECORDS, TRACES):
-        run_dir.keep_examples(name, complete)
+    run_dir.keep_examples(RECORDS, complete, records)
+    run_dir.keep_examples(TRACES, complete, trace_rows)
     return complete

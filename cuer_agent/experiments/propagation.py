@@ -321,16 +321,15 @@ def run_propagation(dataset: Dataset, executor: Executor, run_dir: RunDir,
 def _complete(run_dir: RunDir) -> set[str]:
     """Examples whose closing "done" row is written and whose rows are all there; other
     rows are dropped (an example cut off mid-write, or damaged since)."""
-    records = run_dir.rows(RECORDS)
-    closing = {r["record"]["example_id"]: r.get("rows") for r in records
+    files = {name: run_dir.rows(name) for name in (RECORDS, TRACES, DIAGNOSES)}
+    closing = {r["record"]["example_id"]: r.get("rows") for r in files[RECORDS]
                if r["record"]["condition"] == "done"}
     done = set(closing)
-    for name in (RECORDS, TRACES, DIAGNOSES):
-        held = Counter(example_of(r) for r in (records if name == RECORDS
-                                               else run_dir.rows(name))
+    for name, rows in files.items():
+        held = Counter(example_of(r) for r in rows
                        if r.get("record", {}).get("condition") != "done")
         done -= {ex for ex, counts in closing.items()
                  if counts is not None and held[ex] != counts[name]}
-    for name in (RECORDS, TRACES, DIAGNOSES):
-        run_dir.keep_examples(name, done)
+    for name, rows in files.items():
+        run_dir.keep_examples(name, done, rows)
     return done
