@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from cuer_agent.data._select import load_study_data
+from cuer_agent.data._select import hop_questions, load_study_data
 from cuer_agent.errors import CuerError
 from cuer_agent.parallel import Parallelism, default_concurrency
 
@@ -110,6 +110,13 @@ RayAddress = Annotated[str | None, typer.Option(
     help="Ray cluster to attach to, e.g. auto or ray://head:10001 (default: start a local "
          "Ray).")]
 NoCache = Annotated[bool, typer.Option("--no-cache", help="Do not use the response cache.")]
+Retries = Annotated[int | None, typer.Option(
+    "--retries", help="Retries per hop when VERIFY finds a hop unsupported (default 1; "
+                      "0 = the agent never retries).")]
+FaultPersistence = Annotated[str | None, typer.Option(
+    "--fault-persistence", help="How long a fault holds: query (default: whenever its "
+                                "sub-query is asked again), hop (every retrieval at the hop; "
+                                "unrecoverable by design) or once (a one-shot state edit).")]
 ShowProgress = Annotated[bool, typer.Option(help="Show a progress bar.")]
 CachePath = Annotated[Path | None, typer.Option(
     help="Response cache (SQLite). Default: $CUER_CACHE or ~/.cache/cuer-agent/responses.sqlite")]
@@ -133,6 +140,18 @@ def _skill_client(backend: str, model: str | None, base_url: str | None, seed: i
     path = cache or Path(os.environ.get("CUER_CACHE",
                                         Path.home() / ".cache" / "cuer-agent" / "responses.sqlite"))
     return SkillClient(client_backend, cache=ResponseCache(path))
+
+
+def _persistence(value: str | None) -> str:
+    """--fault-persistence, checked before any work."""
+    from cuer_agent.interventions.persistence import PERSISTENCES
+
+    if value is None:
+        return "query"
+    if value not in PERSISTENCES:
+        raise CuerError(f"--fault-persistence must be one of {', '.join(PERSISTENCES)}, "
+                        f"got {value!r}")
+    return value
 
 
 def _parallelism(backend: str, concurrency: int | None, executor: str, workers: int | None,
@@ -159,6 +178,7 @@ def run_cmd(
     n: Annotated[int | None, typer.Option(help="First N examples.")] = None,
     seed: Annotated[int, typer.Option(help="Synthetic world and decoding seed.")] = 0,
     k: Annotated[int, typer.Option(help="Evidence items per retrieval.")] = 5,
+    retries: Retries = None,
     cache: CachePath = None,
     no_cache: NoCache = False,
     progress: ShowProgress = True,
@@ -179,12 +199,14 @@ def run_cmd(
         raise CuerError(f"--hops must be >= 1, got {hops}")
     if n is not None and n < 1:
         raise CuerError(f"--n must be >= 1, got {n}")
-    config = AgentConfig(mode=modes[mode], hop_budget=hops, k=k)  # type: ignore[arg-type]
+    config = AgentConfig(mode=modes[mode], hop_budget=hops, k=k,  # type: ignore[arg-type]
+                         retries_per_hop=1 if retries is None else retries)
     parallel = _parallelism(backend, concurrency, executor_name, workers, ray_address)
     skills = _skill_client(backend, model, base_url, seed, cache, no_cache)
     ds = load_study_data(dataset, path, n, hops, seed)
     run_config = {"command": "run", "dataset": ds.name, "source": ds.source, "n": n,
                   "mode": config.mode, "hop_budget": hops, "k": k, "seed": seed,
+                  "retries_per_hop": config.retries_per_hop,
                   "backend": backend, "model": skills.backend.model, "base_url": base_url}
     run_dir = RunDir(out)
     run_dir.open(run_config)
@@ -255,6 +277,8 @@ def cuer_cmd(
     skills = _skill_client(engine.name, engine.model, engine.base_url, data.seed, cache,
                            no_cache)
     ds = load_study_data(data.dataset, data.path, data.n, data.hops, data.seed)
+    if cfg.asks_per_hop(ds.name):
+        ds = hop_questions(ds)
     run_dir = RunDir(out)
     run_dir.open({"command": "cuer", "data": data.model_dump(mode="json"),
                   "backend": engine.model_dump(mode="json"), "source": ds.source,
@@ -287,6 +311,8 @@ def propagate_cmd(
                                                 "hop.")] = True,
     strict: Annotated[bool, typer.Option(help="Inject only where the clean answer was "
                                          "correct.")] = True,
+    fault_persistence: FaultPersistence = None,
+    retries: Retries = None,
     gold_hops: Annotated[str | None, typer.Option(help="Keep only examples with these gold "
                                                   "hop counts, e.g. 3,4.")] = None,
     backend: Backend = "extractive",
@@ -314,20 +340,21 @@ def propagate_cmd(
     if hops < 1:
         raise CuerError(f"--hops must be >= 1, got {hops}")
     config = PropagationConfig(faults=chosen, hop_operators=hop_operators, strict=strict,
-                               seed=seed)
+                               seed=seed, fault_persistence=_persistence(fault_persistence))
+    agent = AgentConfig(hop_budget=hops, retries_per_hop=1 if retries is None else retries)
     parallel = _parallelism(backend, concurrency, executor_name, workers, ray_address)
     skills = _skill_client(backend, model, base_url, seed, cache, no_cache)
     ds = load_study_data(dataset, path, n, hops, seed, gold_hops)
     run_dir = RunDir(out)
     run_dir.open({"command": "propagate", "source": ds.source, "hop_budget": hops,
+                  "retries_per_hop": agent.retries_per_hop,
                   "data": {"dataset": ds.name, "path": str(path) if path else None, "n": n,
                            "hops": hops if dataset == "synthetic" else None, "seed": seed,
                            "gold_hops": gold_hops},
                   "backend": {"name": backend, "model": skills.backend.model,
                               "base_url": base_url},
                   "propagation": config.model_dump(mode="json")})
-    executor = Executor(skills, AgentConfig(hop_budget=hops),
-                        meta={"backend": backend, "model": skills.backend.model})
+    executor = Executor(skills, agent, meta={"backend": backend, "model": skills.backend.model})
     summary = run_and_summarize(ds, executor, run_dir, config, show_progress=progress,
                                 parallel=parallel)
     for table in propagation_tables(summary):
@@ -383,6 +410,8 @@ def evaluate_cmd(
     diagnosers: Annotated[str | None, typer.Option(help="Comma-separated diagnosers "
                                                    "(default all).")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed (synthetic world, faults).")] = None,
+    retries: Retries = None,
+    fault_persistence: FaultPersistence = None,
     out: Annotated[Path | None, typer.Option(help="Run directory (default "
                                              "runs/evaluate-<dataset>-h<hops>).")] = None,
     cache: CachePath = None,
@@ -406,7 +435,7 @@ def evaluate_cmd(
                   seed=seed)
     if data.n is None:
         data = data.model_copy(update={"n": 100})
-    agent = merged(study, "agent", hops=hops)
+    agent = merged(study, "agent", hops=hops, retries_per_hop=retries)
     if data.dataset == "synthetic":
         data = data.model_copy(update={"hops": data.hops or agent.hops})
     fault_names = tuple(f.strip() for f in faults.split(",") if f.strip()) if faults else None
@@ -415,7 +444,9 @@ def evaluate_cmd(
     study = study.model_copy(update={
         "data": data, "agent": agent,
         "backend": merged(study, "backend", name=backend, model=model, base_url=base_url),
-        "propagation": merged(study, "propagation", faults=fault_names, seed=data.seed),
+        "propagation": merged(study, "propagation", faults=fault_names, seed=data.seed,
+                              fault_persistence=(_persistence(fault_persistence)
+                                                 if fault_persistence else None)),
         "diagnose": merged(study, "diagnose", names=names),
         "cuer": merged(study, "cuer", seed=data.seed)})
     for name in study.propagation.faults:
@@ -497,17 +528,26 @@ def trace_show(
         raise CuerError(f"{path}: no trace for example {example!r}")
     root = Tree(f"[bold]{trace.question}[/]  ({trace.mode}, status {trace.status})")
     for hop in trace.hops:
-        node = root.add(f"hop {hop.hop}: [cyan]{hop.subquery}[/]")
-        for ev in hop.retrieved:
-            mark = "[green]✓[/]" if ev.id in hop.selected else " "
-            node.add(f"{mark} {ev.rank}. {ev.title} [dim]({ev.id}, {ev.score:.2f})[/]")
-        node.add(f"finding: [magenta]{hop.finding or '—'}[/]  support: {hop.support}  "
-                 f"confidence: {hop.confidence}")
+        node = root.add(f"hop {hop.hop}" + (f" ({len(hop.attempts) + 1} attempts)"
+                                           if hop.attempts else ""))
+        for attempt in (*hop.attempts, hop):
+            _render_attempt(node if not hop.attempts else
+                            node.add(f"attempt {attempt.attempt}"), attempt)
     root.add(f"answer: [bold green]{trace.answer or '—'}[/]  confidence: {trace.confidence}  "
              f"used: {', '.join(trace.used_ids) or '—'}")
     root.add(f"cost: {trace.cost.llm_calls} skill calls, "
              f"{trace.cost.prompt_tokens + trace.cost.completion_tokens} tokens")
     Console().print(root)
+
+
+def _render_attempt(node: Any, attempt: Any) -> None:
+    """One attempt of a hop: its sub-query, evidence (✓ = selected), finding, support."""
+    node.add(f"sub-query: [cyan]{attempt.subquery}[/]")
+    for ev in attempt.retrieved:
+        mark = "[green]✓[/]" if ev.id in attempt.selected else " "
+        node.add(f"{mark} {ev.rank}. {ev.title} [dim]({ev.id}, {ev.score:.2f})[/]")
+    node.add(f"finding: [magenta]{attempt.finding or '—'}[/]  support: {attempt.support}  "
+             f"confidence: {attempt.confidence}")
 
 
 def main() -> None:

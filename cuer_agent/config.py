@@ -47,6 +47,9 @@ class AgentSection(_Section):
     hops: int = Field(3, ge=1, le=8)
     """Hop budget of the agent (synthetic world: also the questions' hop count)."""
     k: int = Field(5, ge=1)
+    retries_per_hop: int = Field(1, ge=0, le=5)
+    """Retries of a hop that VERIFY found unsupported (or that selected nothing), each
+    with a reformulated sub-query; a budget separate from the hop budget."""
 
 
 class DiagnoseSection(_Section):

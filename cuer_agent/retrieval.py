@@ -18,6 +18,9 @@
   lucene), and a 2-passage pool retrieves nothing at all. Both engines implement both,
   so parity holds either way.
 * `Retriever` — the protocol the agent depends on: ``retrieve(query, k) -> list[Evidence]``.
+* `BM25Retriever.score_text(query, title, text)` — the score this retriever would give a
+  passage that is not in its index (an injected one), from the index's own statistics
+  (idf, average length); for an indexed chunk it equals the score `retrieve` reports.
 * LangChain interop: `as_langchain_retriever` exposes any `Retriever` as a langchain-core
   ``BaseRetriever``; `LangChainRetrieverAdapter` turns any ``BaseRetriever`` into a
   `Retriever`.
@@ -244,8 +247,10 @@ class BM25Retriever:
         self.chunks: list[Chunk] = list(chunks)
         self.engine = engine
         self.idf = idf
+        self.k1, self.b = k1, b
         self._engine = ENGINES[engine]((tokenize(f"{c.title}\n{c.text}") for c in self.chunks),
                                        k1, b, idf)
+        self._stats: tuple[dict[str, float], float] | None = None
 
     @classmethod
     def from_passages(cls, passages: Iterable[Passage], *, max_words: int = DEFAULT_MAX_WORDS,
@@ -254,6 +259,50 @@ class BM25Retriever:
 
     def __len__(self) -> int:
         return len(self.chunks)
+
+    @functools.cached_property
+    def ids(self) -> frozenset[str]:
+        """Every chunk id in the index."""
+        return frozenset(c.id for c in self.chunks)
+
+    @functools.cached_property
+    def max_paragraph(self) -> int:
+        """The largest paragraph index of the indexed chunks (0 for an empty index)."""
+        return max((c.paragraph for c in self.chunks), default=0)
+
+    def score_text(self, query: str, title: str, text: str) -> float:
+        """Okapi BM25 of a passage for `query` with this index's statistics: what
+        `retrieve` would report for it had it been indexed (query words the index has
+        never seen add 0, as they do for indexed chunks)."""
+        idf, avgdl = self._statistics()
+        doc = tokenize(f"{title}\n{text}")
+        if not doc or avgdl <= 0:
+            return 0.0
+        tf: dict[str, int] = {}
+        for token in doc:
+            tf[token] = tf.get(token, 0) + 1
+        norm = self.k1 * (1.0 - self.b + self.b * len(doc) / avgdl)
+        total = math.fsum(idf.get(t, 0.0) * tf[t] * (self.k1 + 1.0) / (tf[t] + norm)
+                          for t in tokenize(query) if t in tf)
+        return float(np.float32(total))
+
+    def _statistics(self) -> tuple[dict[str, float], float]:
+        """(idf per indexed term, mean document length), computed once on first use."""
+        if self._stats is None:
+            df: dict[str, int] = {}
+            total = 0
+            for c in self.chunks:
+                tokens = tokenize(f"{c.title}\n{c.text}")
+                total += len(tokens)
+                for t in set(tokens):
+                    df[t] = df.get(t, 0) + 1
+            n = len(self.chunks)
+            if self.idf == "lucene":
+                idf = {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+            else:
+                idf = {t: max(0.0, math.log((n - d + 0.5) / (d + 0.5))) for t, d in df.items()}
+            self._stats = (idf, total / n if n else 0.0)
+        return self._stats
 
     def retrieve(self, query: str, k: int) -> list[Evidence]:
         if k <= 0 or not self.chunks:

@@ -17,6 +17,10 @@ Vocabulary:
 * **hop** — one retrieve-read cycle of the agent, numbered from 1. A hop record
   summarises the hop: sub-query, retrieved evidence, selected ids, finding, support,
   confidence. Steps carry their hop number; the final ANSWER step has hop 0.
+* **attempt** — when VERIFY finds a hop unsupported (or nothing selected), the agent may
+  retry the hop with a reformulated sub-query. Steps carry their attempt number (1 for
+  the first); a hop record is the hop's *last* attempt and keeps the earlier ones, oldest
+  first, in `attempts`, so every attempt stays observable.
 * Single-shot traces are the degenerate case RETRIEVE → SELECT → ANSWER with one hop.
 
 Traces are JSON-native (a checkpoint round-trip keeps dicts, lists, str, numbers only)
@@ -37,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cuer_agent.errors import DataError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class Action(StrEnum):
@@ -101,15 +105,25 @@ class Step(_Frozen):
     action: Action
     hop: int
     """Hop number (1-based); 0 for the final ANSWER step."""
+    attempt: int = 1
+    """Attempt of the hop this step belongs to (1 = first; a retry counts up)."""
     state: StepState = StepState()
     note: str = ""
     """Free text the system exposed for this step (e.g. a planner's reason)."""
 
 
-class HopRecord(_Frozen):
-    """Summary of one hop."""
+def attempt_failed(support: str, selected: Iterable[str]) -> bool:
+    """An attempt at a hop failed VERIFY when it is unsupported or selected nothing: what
+    makes the agent retry the hop."""
+    return support == "unsupported" or not tuple(selected)
+
+
+class HopAttempt(_Frozen):
+    """One attempt at a hop: what was asked, seen, selected and found."""
 
     hop: int
+    attempt: int = 1
+    """1 for the hop's first attempt; retries count up."""
     subquery: str
     retrieved: tuple[Evidence, ...] = ()
     selected: tuple[str, ...] = ()
@@ -120,6 +134,23 @@ class HopRecord(_Frozen):
     reason: str = ""
     """The reader's stated reason for its finding (the extractive reader quotes the
     sentence it drew from)."""
+
+    @property
+    def failed(self) -> bool:
+        """VERIFY's verdict that the attempt found nothing usable (`attempt_failed`)."""
+        return attempt_failed(self.support, self.selected)
+
+
+class HopRecord(HopAttempt):
+    """Summary of one hop: its last attempt, with the earlier ones kept."""
+
+    attempts: tuple[HopAttempt, ...] = ()
+    """Earlier (failed) attempts of this hop, oldest first; empty if the first attempt
+    stood."""
+
+    def first_attempt(self) -> HopAttempt:
+        """The hop's first attempt (itself when it never retried)."""
+        return self.attempts[0] if self.attempts else self
 
 
 class Cost(_Frozen):
@@ -165,8 +196,9 @@ class Trace(_Frozen):
         """Every evidence item seen in any hop, first sighting wins."""
         seen: dict[str, Evidence] = {}
         for hop in self.hops:
-            for ev in hop.retrieved:
-                seen.setdefault(ev.id, ev)
+            for attempt in (*hop.attempts, hop):
+                for ev in attempt.retrieved:
+                    seen.setdefault(ev.id, ev)
         return seen
 
     def used_titles(self) -> list[str]:

@@ -1,5 +1,9 @@
 """The probe a probing diagnoser gets: the same agent re-executed from the observed run,
-plus a correctness oracle, under a budget of re-executions. It counts what it spends."""
+plus a correctness oracle, under a budget of re-executions. It counts what it spends.
+
+Every re-execution runs in the observed run's environment: the fault in force during the
+run (`RunResult.condition`) holds in the probe too, except at the hop the probe repairs
+(`cuer_agent.execution`)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,11 @@
 """`frozen-hop`: the propagation-aware counterfactual probe (paper-notes §B).
 
-For j = 1..min(n, budget): re-execute hop j cleanly, keep every other hop as observed,
-and re-answer; the first j whose repair flips the answer to correct is blamed (stage
-`tool` if the repaired hop searched with a different sub-query, else `retrieval`). If
-none does, a "continue retrieving" probe lets the agent take one more hop: success →
-hop n+1 (premature termination, stage `answer`). Otherwise the answer level (hop 0).
+For j = 1..min(n, budget): re-execute hop j with hop j repaired (its tools clean: the
+run's fault, if any, does not hold there), keep every other hop as observed, and
+re-answer; the first j whose repair flips the answer to correct is blamed (stage `tool`
+if the repaired hop searched with a different sub-query, else `retrieval`). If none
+does, a "continue retrieving" probe lets the agent take one more hop: success → hop n+1
+(premature termination, stage `answer`). Otherwise the answer level (hop 0).
 Option `budget` (default 3) caps the hops probed.
 """
 

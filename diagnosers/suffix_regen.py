@@ -2,7 +2,10 @@
 
 The same loop as `frozen-hop` (j = 1..min(n, budget), first success is blamed, then the
 continue-retrieving probe → n+1, else hop 0), but everything after hop j is regenerated
-by the agent instead of kept frozen. Option `budget` (default 3).
+by the agent instead of kept frozen — *under the fault as it held in the run*: only hop j
+is repaired, so a regenerated suffix that asks the faulted sub-query again meets the
+fault again, and regenerating from hop 1 is not a clean restart. Option `budget`
+(default 3).
 """
 
 from __future__ import annotations

@@ -1,12 +1,14 @@
 """The multi-hop retrieve-select-verify agent under test.
 
-    START → plan ─┬─► retrieve → read ─┬─► plan   (another hop)
-                  └─► answer → END      └─► answer (done, or hop budget spent)
+    START → plan ─┬─► retrieve → read ─┬─► plan   (retry the hop, or the next hop)
+                  └─► answer → END      └─► answer (a fork forced a stop: `done`)
 
-`plan` may decide to answer; `read`'s router sends the agent to `answer` when the hop
-budget is spent or a fork forced a stop (`done`). Forks resume this same compiled graph
-after editing a snapshot (see `cuer_agent.execution`), so LangGraph's own edges pick the
-successors of an edited state.
+VERIFY has consequences: after `read`, a hop whose last attempt is unsupported (or
+selected nothing) goes back to `plan` for a reformulated sub-query of the *same* hop,
+within `retries_per_hop` (a budget separate from the hop budget). `plan` also decides
+to answer — on its planner's word, or when the hop budget is spent. Forks resume this
+same compiled graph after editing a snapshot (see `cuer_agent.execution`), so
+LangGraph's own edges pick the successors of an edited state.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ def after_plan(state: AgentState) -> str:
 
 
 def after_read(state: AgentState) -> str:
-    return "answer" if state["done"] or state["hop"] >= state["hop_budget"] else "plan"
+    # `plan` decides between a retry, the next hop and answering (budget included), so
+    # the decision lives in one place.
+    return "answer" if state["done"] else "plan"
 
 
 def build_agent_graph() -> CompiledStateGraph:

@@ -3,6 +3,13 @@
 Steps are the observable trace (`cuer_agent.trace.Step` dicts). A node that gets a
 parse failure from its skill records it as an outcome (a step note and the
 `parse_failures` counter) and the run continues with a neutral result.
+
+`plan` is where VERIFY has consequences: when the current hop's last attempt failed
+(`state.wants_retry`), it asks the planner for a reformulated sub-query for the *same*
+hop, showing the failed attempts; otherwise it plans the next hop, or — with the hop
+budget spent — answers without a skill call ("answer: the hop budget is spent").
+`read` keeps every attempt: a retry's record replaces the hop's record and carries the
+earlier attempts in `attempts`.
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from cuer_agent.graphs.state import AgentContext, AgentState
+from cuer_agent.graphs.state import AgentContext, AgentState, wants_retry
 from cuer_agent.llm.backends import SkillResult
 from cuer_agent.llm.skills import (
     AnswerRequest,
@@ -25,10 +32,14 @@ from cuer_agent.llm.skills import (
 )
 from cuer_agent.trace import Action, Step, StepState
 
+BUDGET_SPENT = "answer: the hop budget is spent"
+"""The note of the PLAN step that ends a run whose hop budget is spent (no skill call)."""
 
-def step(action: Action, hop: int, note: str = "", **state: Any) -> dict[str, Any]:
-    return Step(action=action, hop=hop, state=StepState(**state), note=note).model_dump(
-        mode="json")
+
+def step(action: Action, hop: int, note: str = "", attempt: int = 1,
+         **state: Any) -> dict[str, Any]:
+    return Step(action=action, hop=hop, attempt=attempt, state=StepState(**state),
+                note=note).model_dump(mode="json")
 
 
 def _spend(state: AgentState, result: SkillResult) -> dict[str, Any]:
@@ -45,54 +56,76 @@ def _view(ev: dict[str, Any]) -> EvidenceView:
     return EvidenceView(id=ev["id"], title=ev["title"], text=ev["text"])
 
 
-def _history(state: AgentState, *, with_evidence: bool = False) -> tuple[HopView, ...]:
-    views = []
-    for rec in state["hops"]:
-        chosen = set(rec["selected"])
-        evidence = tuple(_view(ev) for ev in rec["retrieved"] if ev["id"] in chosen)
-        views.append(HopView(hop=rec["hop"], subquery=rec["subquery"], finding=rec["finding"],
-                             support=rec["support"], reason=rec.get("reason", ""),
-                             evidence=evidence if with_evidence else ()))
-    return tuple(views)
+def _hop_view(rec: dict[str, Any], with_evidence: bool) -> HopView:
+    chosen = set(rec["selected"])
+    evidence = tuple(_view(ev) for ev in rec["retrieved"] if ev["id"] in chosen)
+    return HopView(hop=rec["hop"], subquery=rec["subquery"], finding=rec["finding"],
+                   support=rec["support"], reason=rec.get("reason", ""),
+                   evidence=evidence if with_evidence else ())
+
+
+def _history(state: AgentState, *, with_evidence: bool = False,
+             skip_current: bool = False) -> tuple[HopView, ...]:
+    """The finished hops as the planner, reader or answerer sees them (last attempts)."""
+    hops = state["hops"][:-1] if skip_current else state["hops"]
+    return tuple(_hop_view(rec, with_evidence) for rec in hops)
+
+
+def _attempts(rec: dict[str, Any]) -> tuple[HopView, ...]:
+    """Every attempt of a hop so far, oldest first (what a retry request shows)."""
+    return tuple(_hop_view(a, False) for a in [*rec.get("attempts", []), rec])
 
 
 # --- agent nodes ------------------------------------------------------------------------------
 
 def plan(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
-    """PLAN: the next sub-query, or the decision to answer."""
-    next_hop = state["hop"] + 1
-    request = PlanRequest(question=state["question"], hop=next_hop,
-                          hop_budget=state["hop_budget"], history=_history(state))
+    """PLAN: a retry of the current hop, the next sub-query, or the decision to answer."""
+    if wants_retry(state):
+        hop = state["hop"]
+        attempt = int(state["hops"][-1].get("attempt", 1)) + 1
+        request = PlanRequest(question=state["question"], hop=hop,
+                              hop_budget=state["hop_budget"],
+                              history=_history(state, skip_current=True),
+                              retry=_attempts(state["hops"][-1]))
+    else:
+        hop, attempt = state["hop"] + 1, 1
+        if state["hop"] >= state["hop_budget"]:
+            return {"done": True, "trace": [step(Action.PLAN, hop, BUDGET_SPENT)]}
+        request = PlanRequest(question=state["question"], hop=hop,
+                              hop_budget=state["hop_budget"], history=_history(state))
     result = runtime.context.skills("plan", request)
     update = _spend(state, result)
     reply = result.response
     if not isinstance(reply, PlanResponse):
         note = f"parse_failure: {result.error}"
-        return {**update, "done": True, "trace": [step(Action.PLAN, next_hop, note)]}
+        return {**update, "done": True, "trace": [step(Action.PLAN, hop, note, attempt)]}
     if reply.action == "answer" or not reply.subquery.strip():
         return {**update, "done": True,
-                "trace": [step(Action.PLAN, next_hop, f"answer: {reply.reason}")]}
-    return {**update, "hop": next_hop, "subquery": reply.subquery, "retrieved": [],
+                "trace": [step(Action.PLAN, hop, f"answer: {reply.reason}", attempt)]}
+    subquery = runtime.context.issue(hop, attempt, reply.subquery)
+    return {**update, "hop": hop, "attempt": attempt, "subquery": subquery, "retrieved": [],
             "done": False,
-            "trace": [step(Action.PLAN, next_hop, reply.reason, query=reply.subquery)]}
+            "trace": [step(Action.PLAN, hop, reply.reason, attempt, query=subquery)]}
 
 
 def retrieve(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     """RETRIEVE: top-k evidence for the current sub-query (no skill call)."""
-    found = runtime.context.retriever.retrieve(state["subquery"], state["k"])
-    evidence = [ev.model_dump(mode="json") for ev in found]
+    evidence = runtime.context.retrieve(state["hop"], state["subquery"], state["k"])
     ids = [ev["id"] for ev in evidence]
     return {"retrieved": evidence,
-            "trace": [step(Action.RETRIEVE, state["hop"], query=state["subquery"],
-                           in_view=ids)]}
+            "trace": [step(Action.RETRIEVE, state["hop"], attempt=state.get("attempt", 1),
+                           query=state["subquery"], in_view=ids)]}
 
 
 def read(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
-    """SELECT + INFER + VERIFY in one skill call; records the finished hop."""
+    """SELECT + INFER + VERIFY in one skill call; records the attempt (a retry's record
+    replaces the hop's record and keeps the earlier attempts)."""
     hop, query, evidence = state["hop"], state["subquery"], state["retrieved"]
+    attempt = int(state.get("attempt", 1))
+    retrying = attempt > 1 and bool(state["hops"]) and state["hops"][-1]["hop"] == hop
     request = ReadRequest(question=state["question"], hop=hop, subquery=query,
                           evidence=tuple(_view(ev) for ev in evidence),
-                          history=_history(state))
+                          history=_history(state, skip_current=retrying))
     result = runtime.context.skills("read", request)
     update = _spend(state, result)
     reply = result.response if isinstance(result.response, ReadResponse) else ReadResponse()
@@ -102,17 +135,22 @@ def read(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     selected = [i for i in dict.fromkeys(reply.selected_ids) if i in set(in_view)]
     support = reply.support if result.status == "ok" else "unknown"
     confidence = reply.confidence if result.status == "ok" else None
-    record = {"hop": hop, "subquery": query, "retrieved": evidence, "selected": selected,
-              "finding": reply.finding, "support": support, "confidence": confidence,
-              "reason": reply.reason}
+    record = {"hop": hop, "attempt": attempt, "subquery": query, "retrieved": evidence,
+              "selected": selected, "finding": reply.finding, "support": support,
+              "confidence": confidence, "reason": reply.reason, "attempts": []}
+    hops = list(state["hops"])
+    if retrying:
+        previous = hops.pop()
+        earlier = {k: v for k, v in previous.items() if k != "attempts"}
+        record["attempts"] = [*previous.get("attempts", []), earlier]
     common = {"query": query, "in_view": in_view, "selected": selected}
     steps = [
-        step(Action.SELECT, hop, note, **common),
-        step(Action.INFER, hop, **common, candidate=reply.finding),
-        step(Action.VERIFY, hop, **common, candidate=reply.finding, support=support,
-             confidence=confidence),
+        step(Action.SELECT, hop, note, attempt, **common),
+        step(Action.INFER, hop, "", attempt, **common, candidate=reply.finding),
+        step(Action.VERIFY, hop, "", attempt, **common, candidate=reply.finding,
+             support=support, confidence=confidence),
     ]
-    return {**update, "hops": [*state["hops"], record], "trace": steps}
+    return {**update, "hops": [*hops, record], "trace": steps}
 
 
 def answer(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
@@ -146,8 +184,8 @@ def _answer(state: AgentState, runtime: Runtime[AgentContext],
 
 def retrieve_question(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     """Single-shot RETRIEVE: the question itself is the query, as hop 1."""
-    return retrieve({**state, "hop": 1, "subquery": state["question"]}, runtime) | {
-        "hop": 1, "subquery": state["question"]}
+    return retrieve({**state, "hop": 1, "attempt": 1, "subquery": state["question"]},
+                    runtime) | {"hop": 1, "attempt": 1, "subquery": state["question"]}
 
 
 def answer_from_context(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
@@ -159,8 +197,8 @@ def answer_from_context(state: AgentState, runtime: Runtime[AgentContext]) -> di
                                                    hops=(hop_view,)))
     used = update["final"]["used_ids"]
     ids = [ev["id"] for ev in evidence]
-    record = {"hop": 1, "subquery": state["question"], "retrieved": evidence, "selected": used,
-              "finding": update["final"]["answer"], "support": "unknown",
-              "confidence": update["final"]["confidence"], "reason": ""}
+    record = {"hop": 1, "attempt": 1, "subquery": state["question"], "retrieved": evidence,
+              "selected": used, "finding": update["final"]["answer"], "support": "unknown",
+              "confidence": update["final"]["confidence"], "reason": "", "attempts": []}
     select = step(Action.SELECT, 1, query=state["question"], in_view=ids, selected=used)
     return {**update, "hops": [record], "trace": [select, *update["trace"]]}

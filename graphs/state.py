@@ -3,16 +3,26 @@
 State is JSON-native (dicts, lists, str, numbers, bools): a checkpoint round-trip and a
 fork must give back exactly what a live run has. Nodes return new lists and dicts and
 never mutate what they were given, so a fork can never change its prefix.
+
+The context carries what is not state: the skills, the retriever, and — only when an
+experimenter injects a fault — the `Condition` in force. A condition is how a fault
+becomes a property of the run's tools rather than an edit of a saved state: the nodes
+ask it for the sub-query actually issued and for the evidence actually returned, so a
+retry, a regenerated suffix or a probe meets the same fault the run met
+(`cuer_agent.interventions.persistence`). The agent's skills never see it.
 """
 
 from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, Protocol, TypedDict
 
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.retrieval import Retriever
+from cuer_agent.trace import attempt_failed
+
+EvidenceDict = dict[str, Any]
 
 
 class AgentState(TypedDict, total=False):
@@ -21,17 +31,23 @@ class AgentState(TypedDict, total=False):
     question: str
     """The user question."""
     hop_budget: int
-    """Most retrieve-read hops the agent may take."""
+    """Most retrieve-read hops the agent may take (retries of a hop do not count)."""
+    retries_per_hop: int
+    """Retries the agent may take at one hop when VERIFY finds it unsupported or nothing
+    was selected: a budget of its own, separate from the hop budget."""
     k: int
     """Evidence items retrieved per hop."""
     hop: int
     """Number of the current (or last finished) hop; 0 before the first plan."""
+    attempt: int
+    """Attempt of the current hop: 1, then 2, … for each retry; set by `plan`."""
     subquery: str
-    """Scratch: the current hop's sub-query, set by `plan`."""
+    """Scratch: the current attempt's sub-query, set by `plan`."""
     retrieved: list[dict[str, Any]]
-    """Scratch: the current hop's evidence (`Evidence` dicts), set by `retrieve`."""
+    """Scratch: the current attempt's evidence (`Evidence` dicts), set by `retrieve`."""
     hops: list[dict[str, Any]]
-    """Finished hops as `HopRecord` dicts. A plain field: nodes rewrite it whole."""
+    """Finished hops as `HopRecord` dicts (each the hop's last attempt, earlier attempts
+    nested in `attempts`). A plain field: nodes rewrite it whole."""
     done: bool
     """True once the agent decided to answer (or a fork forced it to)."""
     final: dict[str, Any]
@@ -45,16 +61,62 @@ class AgentState(TypedDict, total=False):
     """Observable steps (`Step` dicts), append-only via the reducer."""
 
 
+class Condition(Protocol):
+    """A fault in force during a run: consulted by the nodes where a deployed system's
+    tools would misbehave. Implemented by `cuer_agent.interventions.FaultCondition`."""
+
+    def issue(self, hop: int, attempt: int, planned: str) -> str:
+        """The sub-query actually issued when the planner planned `planned`."""
+        ...
+
+    def retrieve(self, retriever: Retriever, hop: int, query: str,
+                 k: int) -> list[EvidenceDict]:
+        """The evidence actually returned for `query` at `hop` (Evidence dicts)."""
+        ...
+
+    def hop_budget(self, budget: int) -> int:
+        """The hop budget a run has under the fault (a forced early stop lowers it)."""
+        ...
+
+    def repaired(self, hop: int) -> Condition:
+        """The same fault with hop `hop` repaired: clean there, in force elsewhere."""
+        ...
+
+
 @dataclass(frozen=True)
 class AgentContext:
     """What nodes need besides state: not serialised, supplied per invocation."""
 
     skills: SkillClient
     retriever: Retriever
+    condition: Condition | None = None
+    """The fault in force, if an experimenter injected one; None for a clean run."""
+
+    def issue(self, hop: int, attempt: int, planned: str) -> str:
+        return planned if self.condition is None else self.condition.issue(hop, attempt, planned)
+
+    def retrieve(self, hop: int, query: str, k: int) -> list[EvidenceDict]:
+        if self.condition is not None:
+            return self.condition.retrieve(self.retriever, hop, query, k)
+        return [ev.model_dump(mode="json") for ev in self.retriever.retrieve(query, k)]
 
 
-def initial_state(example_id: str, question: str, *, hop_budget: int, k: int) -> AgentState:
-    return AgentState(example_id=example_id, question=question, hop_budget=hop_budget, k=k,
-                      hop=0, subquery="", retrieved=[], hops=[], done=False, final={},
+def wants_retry(state: AgentState) -> bool:
+    """Does the agent retry its current hop? Yes when the hop's last attempt failed
+    VERIFY (unsupported, or nothing selected) and its retry budget is not spent. The
+    router and `plan` both ask this, so they cannot disagree."""
+    hops = state.get("hops") or []
+    if not hops or hops[-1]["hop"] != state.get("hop"):
+        return False
+    last = hops[-1]
+    failed = attempt_failed(last.get("support", "unknown"), last.get("selected") or ())
+    return failed and int(last.get("attempt", 1)) <= int(state.get("retries_per_hop", 0))
+
+
+def initial_state(example_id: str, question: str, *, hop_budget: int, k: int,
+                  retries_per_hop: int = 1) -> AgentState:
+    return AgentState(example_id=example_id, question=question, hop_budget=hop_budget,
+                      retries_per_hop=retries_per_hop, k=k, hop=0, attempt=0, subquery="",
+                      retrieved=[], hops=[], done=False, final={},
                       cost={"llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0},
                       parse_failures=0, trace=[])

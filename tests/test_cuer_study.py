@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from pathlib import Path
 
+import numpy as np
 from typer.testing import CliRunner
 
 from cuer_agent.cli import app
@@ -25,7 +28,7 @@ def test_summary_has_every_condition_axis_and_delta(tmp_path: Path) -> None:
     code, out = cuer(tmp_path / "run")
     assert code == 0, out
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    assert summary["n"] == 8
+    assert summary["n"] == 8 * 2  # synthetic: one single-shot question per hop (auto)
     for name in CONDITIONS:
         cond = summary["conditions"][name]
         for axis in AXES:
@@ -44,10 +47,13 @@ def test_records_and_traces_are_stored_with_intervention_records(tmp_path: Path)
     assert cuer(tmp_path / "run")[0] == 0
     rows = [json.loads(line) for line in (tmp_path / "run" / "traces.jsonl").open()]
     records = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").open()]
-    assert len(records) == 8 * len(CONDITIONS)
+    assert len(records) == 8 * 2 * len(CONDITIONS)
     assert {r["record"]["condition"] for r in rows} == set(CONDITIONS)
     dup = next(r for r in rows if r["record"]["condition"] == "duplicate")
-    assert dup["record"]["new_ids"][0].endswith("~dup")
+    copy_id = dup["record"]["new_ids"][0]
+    assert re.fullmatch(r"[0-9a-f]{8}-p\d+-c0", copy_id)  # a real-form id: nothing tells
+    target = dup["record"]["target_titles"][0]
+    assert copy_id.startswith(hashlib.sha1(target.encode()).hexdigest()[:8])
     assert "record" not in dup["trace"] and "intervention" not in dup["trace"]
 
 
@@ -107,8 +113,26 @@ def test_config_file_sets_the_study_and_flags_override_it(tmp_path: Path) -> Non
                                  "--out", str(tmp_path / "run"), "--no-cache", "--no-progress"])
     assert result.exit_code == 0, result.output
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    assert summary["n"] == 4
+    assert summary["n"] == 4 * 2
     assert summary["config"]["divergence_weights"] == [0.2, 0.6, 0.2]
+
+
+def test_synthetic_single_shot_asks_each_hops_subquestion(tmp_path: Path) -> None:
+    assert cuer(tmp_path / "run")[0] == 0
+    rows = [json.loads(line) for line in (tmp_path / "run" / "traces.jsonl").open()]
+    originals = [r["trace"] for r in rows if r["record"]["condition"] == "original"]
+    assert [t["example_id"] for t in originals[:2]] == ["syn-3-0#h1", "syn-3-0#h2"]
+    assert all(t["question"] == t["hops"][0]["subquery"] for t in originals)
+
+
+def test_whole_questions_are_asked_when_the_config_says_so(tmp_path: Path) -> None:
+    config = tmp_path / "study.toml"
+    config.write_text('[data]\ndataset = "synthetic"\nn = 3\nhops = 2\n\n'
+                      '[cuer]\nquestions = "whole"\n')
+    result = runner.invoke(app, ["cuer", "--config", str(config), "--out",
+                                 str(tmp_path / "run"), "--no-cache", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["n"] == 3
 
 
 def test_shipped_study_configs_are_valid() -> None:
@@ -157,3 +181,15 @@ def test_trace_rows_of_an_unrecorded_example_are_dropped_on_resume(tmp_path: Pat
     (part / "traces.jsonl").write_text("".join(traces[:first_of_last + 1]))
     assert cuer(part)[0] == 0
     assert (part / "traces.jsonl").read_bytes() == (tmp_path / "full" / "traces.jsonl").read_bytes()
+
+
+def test_per_hop_questions_of_one_example_are_bootstrapped_as_one_cluster() -> None:
+    from cuer_agent.experiments.cuer import CuerConfig
+    from cuer_agent.experiments.cuer_summary import _ci
+
+    config = CuerConfig(bootstrap_resamples=2000)
+    values = np.array([1.0, 1.0, 1.0, 0.0, 0.0, 0.0])  # two examples, three hops each
+    per_hop = _ci(values, config, ["a#h1", "a#h2", "a#h3", "b#h1", "b#h2", "b#h3"])
+    independent = _ci(values, config, ["a", "b", "c", "d", "e", "f"])
+    assert per_hop == [0.0, 1.0]  # only two clusters: the mean is 0, 0.5 or 1
+    assert independent[0] > 0.0 and independent[1] < 1.0

@@ -51,6 +51,39 @@ def test_summary_has_every_part(run: Path) -> None:
     assert "expected_acc_analytic" in summary["diagnosers"]["chance"]
 
 
+def test_summary_counts_retries_effective_injections_and_persistence(run: Path) -> None:
+    summary = json.loads((run / "summary.json").read_text())
+    agentic = summary["agentic"]
+    assert agentic["persistence"] == summary["config"]["propagation"]["fault_persistence"]
+    assert summary["config"]["agent"]["retries_per_hop"] == 1
+    assert {"hops", "retried_hops"} <= set(agentic["clean"])
+    for per_hop in agentic["faults"].values():
+        for cell in per_hop.values():
+            assert cell["effective"] + cell["ineffective"] == cell["injected"]
+            assert 0 <= cell["retried"] <= cell["injected"]
+            assert cell["recovered_effective"] <= cell["effective"]
+
+
+def test_single_shot_baseline_asks_each_hops_subquestion(run: Path) -> None:
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["single_shot"]["questions"] == "per_hop"
+    assert summary["single_shot"]["n"] == 6 * 3
+    originals = [json.loads(line)["record"]["example_id"]
+                 for line in (run / "single_shot" / "records.jsonl").open()]
+    assert "syn-7-0#h1" in originals
+
+
+def test_comparison_puts_single_shot_targets_beside_the_critical_hop(run: Path) -> None:
+    comparison = json.loads((run / "summary.json").read_text())["comparison"]
+    assert comparison["n"] >= 1
+    for row in comparison["examples"]:
+        assert {s["hop"] for s in row["single_shot"]} <= {1, 2, 3}
+        if row["critical_hop"] is None:
+            assert row["points_at_critical"] is None
+    assert comparison["points_at_critical"] <= comparison["with_critical_hop"]
+    assert "Single-shot vs agentic analysis, per example" in (run / "report.md").read_text()
+
+
 def test_report_files_are_written_and_rebuilt_identically(run: Path) -> None:
     md, html = (run / "report.md").read_bytes(), (run / "report.html").read_bytes()
     result = runner.invoke(app, ["report", str(run)])

@@ -8,22 +8,22 @@ regenerates.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytest
-from pydantic import BaseModel
+from recording import Recorder
 
 from cuer_agent.data import Example, Passage
 from cuer_agent.execution import (
     AgentConfig,
     Executor,
     RunResult,
+    boundary_key,
     force_answer,
     identity,
     replace_evidence,
     replace_subquery,
 )
-from cuer_agent.llm.backends import BackendReply, SkillClient
+from cuer_agent.graphs.nodes import BUDGET_SPENT
+from cuer_agent.llm.backends import SkillClient
 from cuer_agent.llm.cache import ResponseCache
 from cuer_agent.llm.extractive import ExtractiveBackend
 from cuer_agent.retrieval import BM25Retriever
@@ -44,32 +44,6 @@ PASSAGES = (
 EXAMPLE = Example(id="ex1", dataset="test", answer="Varenia", passages=PASSAGES,
                   question="In which country was the director of Quorin Rising born?",
                   supporting_titles=("Quorin Rising", "Orlan Vessimer", "Kettel Harbor"))
-
-
-@dataclass
-class Recorder:
-    """An extractive backend that records every request it is asked."""
-
-    inner: ExtractiveBackend
-    requests: list[tuple[str, BaseModel]]
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def model(self) -> str:
-        return self.inner.model
-
-    def decoding(self) -> dict:
-        return self.inner.decoding()
-
-    def render(self, skill: str, request: BaseModel) -> object:
-        return self.inner.render(skill, request)
-
-    def respond(self, skill: str, request: BaseModel, rendered: object) -> BackendReply:
-        self.requests.append((skill, request))
-        return self.inner.respond(skill, request, rendered)
 
 
 def make_executor(**config: object) -> tuple[Executor, Recorder]:
@@ -118,8 +92,9 @@ def test_fork_spends_no_skill_call_on_the_prefix() -> None:
     base = base_run(executor)
     recorder.requests.clear()
     fork = executor.fork(base, 2, "retrieve", identity)
-    # Suffix after retrieve of hop 2: read(2), plan(3), read(3), answer → 4 skill calls.
-    assert fork.nodes == ["read", "plan", "retrieve", "read", "answer"]
+    # Suffix after retrieve of hop 2: read(2), plan(3), read(3), answer → 4 skill calls;
+    # the last plan sees the hop budget spent and answers without one.
+    assert fork.nodes == ["read", "plan", "retrieve", "read", "plan", "answer"]
     assert [skill for skill, _ in recorder.requests] == ["read", "plan", "read", "answer"]
     assert all(getattr(r, "hop", 2) >= 2 for _, r in recorder.requests)
 
@@ -147,12 +122,25 @@ def test_subquery_fork_reruns_the_hop_from_retrieve() -> None:
 
 
 @pytest.mark.parametrize("hop", [1, 2, 3])
-def test_forced_answer_runs_only_the_answer_node(hop: int) -> None:
+def test_forced_answer_spends_a_skill_call_on_the_answer_only(hop: int) -> None:
+    executor, recorder = make_executor()
+    base = base_run(executor)
+    recorder.requests.clear()
+    fork = executor.fork(base, hop - 1, "read", force_answer())
+    assert fork.nodes == ["plan", "answer"]
+    assert [skill for skill, _ in recorder.requests] == ["answer"]
+    assert len(fork.trace.hops) == hop - 1
+
+
+@pytest.mark.parametrize("hop", [1, 2, 3])
+def test_forced_answer_leaves_the_note_of_a_spent_budget(hop: int) -> None:
+    """A forced stop looks like a run whose budget ran out: the same PLAN note."""
     executor, _ = make_executor()
     base = base_run(executor)
     fork = executor.fork(base, hop - 1, "read", force_answer())
-    assert fork.nodes == ["answer"]
-    assert len(fork.trace.hops) == hop - 1
+    plan_notes = [s.note for s in fork.trace.steps if s.action.value == "PLAN"]
+    assert plan_notes[-1] == BUDGET_SPENT == [s.note for s in base.trace.steps
+                                              if s.action.value == "PLAN"][-1]
 
 
 def test_reanswer_keeps_hops_and_runs_only_answer() -> None:
@@ -166,7 +154,7 @@ def test_reanswer_keeps_hops_and_runs_only_answer() -> None:
 
 
 def test_repair_and_regenerate_replans_hop_j_and_continues() -> None:
-    executor, _ = make_executor()
+    executor, _ = make_executor(retries_per_hop=0)  # an agent that cannot retry the drift
     base = base_run(executor)
     drifted = executor.fork(base, 2, "plan", replace_subquery("Halvek Studios"))
     assert drifted.trace.answer != base.trace.answer
@@ -231,9 +219,12 @@ def test_identity_forks_on_30_synthetic_examples_are_exact_and_free() -> None:
                 recorder.requests.clear()
                 fork = executor.fork(base, hop, boundary, identity)  # type: ignore[arg-type]
                 assert fork.trace.to_json() == base.trace.to_json()
-                suffix = base.nodes_run[base.nodes_run.index(f"{hop}:{boundary}") + 1:]
+                key = boundary_key(base.snapshots, hop, boundary)
+                suffix = base.nodes_run[base.nodes_run.index(key) + 1:]
                 assert fork.nodes_run == suffix
-                skill_nodes = [k for k in suffix if k.split(":")[1] != "retrieve"]
+                # retrieve calls no skill, nor does a plan that finds the budget spent
+                skill_nodes = [k for k in suffix if k.split(":")[1] != "retrieve"
+                               and k != f"{executor.config.hop_budget + 1}:plan"]
                 assert len(recorder.requests) == len(skill_nodes)
                 forks += 1
     assert forks >= 30 * 3 * 2

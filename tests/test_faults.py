@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import replace
@@ -55,8 +56,29 @@ def make_input(example: int = 0, hop: int = 1, seed: int = 0, **changes: Any) ->
     inp = FaultInput(example_id=ex.id, question=ex.question, hop=hop, subquery=sub,
                      evidence=evidence,
                      later_subqueries=tuple(h.question for h in ex.hops[hop:]),
-                     corpus=corpus, seed=seed, gold_answers=(ex.answer,))
+                     corpus=corpus, seed=seed, gold_answers=(ex.answer,),
+                     score=retriever.score_text, search=search, known_ids=retriever.ids,
+                     max_paragraph=retriever.max_paragraph, k=5)
     return replace(inp, **changes)
+
+
+def search(query: str, k: int) -> list[dict]:
+    return [e.model_dump(mode="json") for e in world()[1].retrieve(query, k)]
+
+
+REAL_ID = re.compile(r"[0-9a-f]{8}-p\d+-c\d+")
+
+
+def assert_looks_retrieved(inp: FaultInput, evidence: Sequence[dict]) -> None:
+    """As the retriever would return it: real-form ids, the retriever's own scores for
+    the sub-query, ordered by (-score, id) and ranked 1..n, no longer than the input."""
+    assert_ranked(evidence)
+    assert all(REAL_ID.fullmatch(e["id"]) for e in evidence)
+    for e in evidence:
+        assert e["score"] == pytest.approx(world()[1].score_text(inp.subquery, e["title"],
+                                                                 e["text"]), rel=1e-5)
+    assert evidence == sorted(evidence, key=lambda e: (-e["score"], e["id"]))
+    assert len(evidence) <= max(len(inp.evidence), 1)
 
 
 def apply(name: str, inp: FaultInput) -> FaultOutcome:
@@ -127,29 +149,44 @@ def test_early_termination_forces_an_answer_from_earlier_hops() -> None:
 
 # --- irrelevant evidence -----------------------------------------------------------------
 
-def test_irrelevant_evidence_replaces_every_item_with_a_corpus_passage() -> None:
+def test_irrelevant_evidence_replaces_every_item_with_a_scored_corpus_passage() -> None:
     inp = make_input()
     out = apply("irrelevant_evidence", inp)
     corpus = {c.id: c for c in inp.corpus}
     assert out.applied and out.evidence is not None
-    assert len(out.evidence) == len(inp.evidence)
-    assert_ranked(out.evidence)
+    assert 1 <= len(out.evidence) <= len(inp.evidence)
+    assert_looks_retrieved(inp, out.evidence)
     for item in out.evidence:
         source = corpus[item["id"]]
-        assert (item["title"], item["text"], item["score"]) == (source.title, source.text, 0.0)
-    assert out.record.new_ids == tuple(e["id"] for e in out.evidence)
+        assert (item["title"], item["text"]) == (source.title, source.text)
+        assert item["score"] > 0  # retrievable for the sub-query, as real bad retrieval is
+    assert set(out.record.new_ids) == {e["id"] for e in out.evidence}
     assert set(out.record.provenance) == set(out.record.new_ids)
 
 
+def name_words(*texts: str) -> set[str]:
+    return {w for t in texts for span in F._capitalized_spans(t) for w in words(span.text)}
+
+
 @pytest.mark.parametrize("example, hop", [(0, 1), (0, 3), (2, 2), (5, 1)])
-def test_irrelevant_passages_share_no_content_word_with_question_or_subquery(
+def test_irrelevant_passages_mention_no_name_of_the_question_or_its_subqueries(
         example: int, hop: int) -> None:
     inp = make_input(example, hop)
     out = apply("irrelevant_evidence", inp)
     assert out.evidence
+    banned = name_words(inp.question, inp.subquery, *inp.later_subqueries)
+    banned |= {w for a in inp.gold_answers for w in words(a)}
+    for item in out.evidence:
+        text = words(item["title"] + " " + item["text"])
+        assert banned.isdisjoint(text)
+        assert text & words(inp.subquery)  # but a word of the sub-query: it was retrieved
+
+
+def test_irrelevant_evidence_without_a_retriever_draws_off_topic_corpus_passages() -> None:
+    inp = make_input(search=None, score=None)
+    out = apply("irrelevant_evidence", inp)
+    assert out.evidence and out.record.params["method"] == "rejection"
     banned = words(inp.question) | words(inp.subquery)
-    for later in inp.later_subqueries:
-        banned |= words(later)
     for item in out.evidence:
         assert banned.isdisjoint(words(item["title"] + " " + item["text"]))
 
@@ -164,7 +201,7 @@ def test_irrelevant_passages_are_not_already_in_view() -> None:
 def test_irrelevant_evidence_skips_without_enough_off_topic_passages() -> None:
     inp = make_input()
     on_topic = [CorpusItem(f"c{i}", inp.question, inp.subquery) for i in range(50)]
-    out = apply("irrelevant_evidence", replace(inp, corpus=on_topic))
+    out = apply("irrelevant_evidence", replace(inp, corpus=on_topic, search=None))
     assert not out.applied and out.record.skipped == "no off-topic passage"
     assert out.evidence is None
 
@@ -250,34 +287,36 @@ def test_empty_subquery_is_skipped(name: str) -> None:
 
 # --- false premise -----------------------------------------------------------------------
 
-def test_false_premise_is_first_with_a_fresh_id_and_provenance() -> None:
-    inp = quorin()
-    out = apply("false_premise", inp)
-    assert out.evidence is not None
-    first = out.evidence[0]
-    assert re.fullmatch(r"fp-[0-9a-f]{10}", first["id"])
-    assert first["id"] not in {e["id"] for e in inp.evidence}
-    assert out.record.new_ids == (first["id"],)
-    assert out.record.provenance[first["id"]].startswith("template:")
-    assert first["score"] == inp.evidence[0]["score"]
+def injected(out: FaultOutcome) -> dict:
+    (new_id,) = out.record.new_ids
+    return next(e for e in out.evidence or [] if e["id"] == new_id)
 
 
-def test_false_premise_keeps_the_other_items_in_order_reranked() -> None:
+@pytest.mark.parametrize("name", ["false_premise", "stale_evidence"])
+def test_injected_item_looks_retrieved_and_its_provenance_is_recorded(name: str) -> None:
+    inp = make_input()
+    out = apply(name, inp)
+    item = injected(out)
+    assert_looks_retrieved(inp, out.evidence or [])
+    assert item["id"] not in inp.known_ids and item["id"] not in {e["id"] for e in inp.evidence}
+    assert item["id"].startswith(hashlib.sha1(item["title"].encode()).hexdigest()[:8] + "-p")
+    assert len(out.evidence or []) == len(inp.evidence)  # the lowest original made room
+
+
+def test_false_premise_keeps_the_other_items_but_the_lowest_scored() -> None:
     inp = make_input()
     out = apply("false_premise", inp)
-    assert out.evidence is not None
-    assert_ranked(out.evidence)
-    rest = [{k: v for k, v in e.items() if k != "rank"} for e in out.evidence[1:]]
-    assert rest == [{k: v for k, v in e.items() if k != "rank"} for e in inp.evidence]
+    kept = [e["id"] for e in out.evidence or [] if e["id"] not in out.record.new_ids]
+    assert kept == [e["id"] for e in inp.evidence][:len(kept)]
+    assert out.record.provenance[injected(out)["id"]].startswith("template:")
 
 
 @pytest.mark.parametrize("seed", range(8))
 def test_false_premise_asserts_the_subquery_premise_is_false(seed: int) -> None:
-    out = apply("false_premise", quorin(seed=seed))
-    first = (out.evidence or [{}])[0]
-    assert first["title"] == "Quorin Rising"
-    assert "Quorin Rising" in first["text"]
-    assert "premise" in first["text"] and "false" in first["text"]
+    item = injected(apply("false_premise", quorin(seed=seed)))
+    assert item["title"] == "Quorin Rising"
+    assert "Quorin Rising" in item["text"]
+    assert "false" in item["text"]
 
 
 @pytest.mark.parametrize("subquery, claim, embedded", [
@@ -300,17 +339,24 @@ def test_premise_forms_turn_a_question_into_a_claim_or_embedded_question(
 
 # --- stale evidence ----------------------------------------------------------------------
 
-def test_stale_evidence_is_first_with_a_fresh_id_and_provenance() -> None:
+def test_stale_evidence_names_its_source_and_takes_its_title() -> None:
     inp = make_input()
     out = apply("stale_evidence", inp)
-    assert out.evidence is not None
-    first = out.evidence[0]
-    assert re.fullmatch(r"stale-[0-9a-f]{10}", first["id"])
-    source_id = out.record.provenance[first["id"]]
+    item = injected(out)
+    source_id = out.record.provenance[item["id"]]
     assert source_id in {e["id"] for e in inp.evidence[:F.STALE_TOP_K]}
-    assert out.record.new_ids == (first["id"],) and out.record.target_ids == (source_id,)
-    assert_ranked(out.evidence)
-    assert [e["id"] for e in out.evidence[1:]] == [e["id"] for e in inp.evidence]
+    assert out.record.target_ids == (source_id,)
+    assert item["title"] == next(e["title"] for e in inp.evidence if e["id"] == source_id)
+
+
+def test_stale_evidence_prefers_the_fact_the_clean_hop_found() -> None:
+    inp = make_input(0, 2)
+    plain = apply("stale_evidence", inp).record.params
+    finding = next(f.sentence[f.start:f.end] for _, f in reversed(F._facts(inp))
+                   if f.kind == "entity"
+                   and f.sentence[f.start:f.end] != plain["original_span"])
+    chosen = apply("stale_evidence", replace(inp, finding=finding)).record.params
+    assert chosen["original_span"] == finding != plain["original_span"]
 
 
 @pytest.mark.parametrize("example, hop", [(0, 1), (0, 2), (1, 1), (2, 3), (4, 2)])
@@ -324,7 +370,7 @@ def test_stale_evidence_is_an_outdated_version_of_a_top_fact(example: int, hop: 
     assert p["new_span"] != p["original_span"]
     assert p["stale_sentence"] == p["original_sentence"].replace(p["original_span"],
                                                                  p["new_span"], 1)
-    text = (out.evidence or [{}])[0]["text"]
+    text = injected(out)["text"]
     assert p["stale_sentence"][1:] in text
     assert re.search(r"archived|Earlier records|Superseded|edition", text)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 
 import numpy as np
 import pytest
@@ -62,14 +63,22 @@ def test_remove_drops_the_target_and_reranks() -> None:
     assert [e["rank"] for e in out] == [1, 2, 3]
 
 
-@pytest.mark.parametrize("position, order", [("end", ["e0", "e1", "e2", "e3", "e1~dup"]),
-                                             ("front", ["e1~dup", "e0", "e1", "e2", "e3"]),
-                                             ("after", ["e0", "e1", "e1~dup", "e2", "e3"])])
+@pytest.mark.parametrize("position, order", [("end", ["e0", "e1", "e2", "e3", "copy"]),
+                                             ("front", ["copy", "e0", "e1", "e2", "e3"]),
+                                             ("after", ["e0", "e1", "copy", "e2", "e3"])])
 def test_duplicate_positions(position: str, order: list[str]) -> None:
     target = select_target(EVIDENCE, {"e1"}, set())
     out, copy_ = duplicate(EVIDENCE, target, position)  # type: ignore[arg-type]
-    assert [e["id"] for e in out] == order
+    assert [e["id"] if e["id"] != copy_["id"] else "copy" for e in out] == order
     assert copy_["text"] == EVIDENCE[1]["text"]
+
+
+def test_duplicate_copy_has_a_real_form_id_of_its_title() -> None:
+    target = select_target(EVIDENCE, {"e1"}, set())
+    _, copy_ = duplicate(EVIDENCE, target)
+    assert re.fullmatch(r"[0-9a-f]{8}-p\d+-c0", copy_["id"])
+    assert copy_["id"] == duplicate(EVIDENCE, target)[1]["id"]  # deterministic
+    assert copy_["id"] not in {e["id"] for e in EVIDENCE}
 
 
 @given(st.lists(st.integers(0, 9), min_size=1, max_size=8, unique=True), st.integers(0, 7))

@@ -162,7 +162,7 @@ def test_an_empty_summary_still_renders_every_section(tmp_path: Path) -> None:
     md, page = write_report(run_dir(tmp_path, {}))
     text = md.read_text(encoding="utf-8")
     assert all(f"## {title}" in text for title in SECTIONS)
-    assert text.count("Not run") == 4 and "<img" not in page.read_text(encoding="utf-8")
+    assert text.count("Not run") == 5 and "<img" not in page.read_text(encoding="utf-8")
 
 
 def test_the_papers_reference_values_appear_labelled(full: tuple[str, str]) -> None:

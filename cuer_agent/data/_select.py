@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from cuer_agent.data._example import Dataset
+from cuer_agent.data._example import Dataset, Example
 from cuer_agent.errors import ConfigError
 
 
@@ -31,3 +31,27 @@ def load_study_data(dataset: str, path: str | Path | None, n: int | None, hops: 
 
     extra = {"hops": hops, "seed": seed} if dataset == "synthetic" else {}
     return filter_gold_hops(load_dataset(dataset, path, n=n, **extra), gold_hops)
+
+
+def hop_questions(dataset: Dataset) -> Dataset:
+    """One single-hop example per hop that has a gold sub-question (bridge resolved): id
+    `<example>#h<k>`, the hop's answer and support title as its gold, the parent's pool.
+
+    This is the gold decomposition of each question — a hidden label the *experimenter*
+    reads to pose the single-hop questions (the system still sees only the question it
+    is asked). Raises `ConfigError` when no example has sub-questions (HotpotQA)."""
+    examples = []
+    for ex in dataset.examples:
+        for k, hop in enumerate(ex.hops, start=1):
+            if not hop.question or hop.answer is None:
+                continue
+            examples.append(Example(
+                id=f"{ex.id}#h{k}", dataset=ex.dataset, question=hop.question,
+                answer=hop.answer, passages=ex.passages,
+                supporting_titles=(hop.support_title,) if hop.support_title else (),
+                hops=(hop,), qtype="single-hop",
+                meta={"parent": ex.id, "hop": str(k)}))
+    if not examples:
+        raise ConfigError(f"{dataset.name}: no example has per-hop gold sub-questions, so the "
+                          f"single-shot baseline cannot run per hop (use questions = \"whole\")")
+    return dataclasses.replace(dataset, examples=examples)

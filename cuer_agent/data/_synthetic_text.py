@@ -12,11 +12,16 @@ Placeholders used by the templates:
 * `{kind}` / `{skind}` — the object's / subject's type noun ("city", "country").
 * `{sib}` — the name of a family sibling (a deliberate confuser).
 
-Every question paraphrase in `QUESTIONS` shares a cue word with at least one form of its
-relation in `FACTS`, and all but one paraphrase with two or three: the same word, a
-simple morphological variant (directed/director, founded/founder, studied/study) or
-born/birthplace, wrote/written. The forms in `UNCUED_FACTS` share none and are used now
-and then, so reading is not pure keyword matching.
+**A paraphrase bank.** Every relation and fact type has at least three surface forms as
+a passage sentence (`FACTS`), as a question (`QUESTIONS`) and, for relations, as a
+bridge noun phrase (`NOUN_PHRASES`); passages draw theirs per sentence and questions per
+question, from the seed. Every question paraphrase shares a cue word with at least one
+form of its relation in `FACTS` (the same word, or a simple morphological variant), so a
+question is answerable by reading; the forms in `UNCUED_FACTS` share none and are used
+now and then, so reading is not pure keyword matching. The bank is written as natural
+English, not to match any reader: the extractive reader knows general relation words
+only (`cuer_agent.llm._reading.RELATION_GROUPS`), so some forms ("contains", "lies in",
+"the creator of") are words it has no table entry for.
 """
 
 from __future__ import annotations
@@ -152,10 +157,12 @@ ROLE_DETAILS: dict[str, str] = {
 the graph): a person who directed a film is introduced as a film director."""
 
 FACTS: dict[str, tuple[str, ...]] = {
-    "directed_by": ("{s} was directed by {o}.", "{sp} director was {o}.", "{o} directed {so}."),
+    "directed_by": ("{s} was directed by {o}.", "{sp} director was {o}.", "{o} directed {so}.",
+                    "{o} served as {sp} director."),
     "produced_by": ("{s} was produced by {o}.", "{sp} production company was {o}.",
                     "{o} produced {so}."),
-    "written_by": ("{s} was written by {o}.", "{sp} author is {o}.", "{o} wrote {so}."),
+    "written_by": ("{s} was written by {o}.", "{sp} author is {o}.", "{o} wrote {so}.",
+                   "{s} is the work of the writer {o}."),
     "published_by": ("{s} was published by {o}.", "{sp} publisher is {o}.",
                      "{o} published {so}."),
     "born_in": ("{s} was born in {o}.", "{sp} birthplace is {o}.",
@@ -175,26 +182,28 @@ FACTS: dict[str, tuple[str, ...]] = {
     "birth_year": ("{s} was born in {o}.", "{s} was born in the year {o}.",
                    "{sp} year of birth is {o}."),
     "release_year": ("{s} was released in {o}.", "{s} was first released in {o}.",
-                     "{s} came out in {o}."),
-    "publication_year": ("{s} was published in {o}.", "{s} was first published in {o}."),
+                     "{s} came out in {o}.", "{s} had its release in {o}."),
+    "publication_year": ("{s} was published in {o}.", "{s} was first published in {o}.",
+                         "{sp} first edition was published in {o}."),
     "founding_year": ("{s} was founded in {o}.", "{s} was established in {o}.",
                       "{sp} founding year is {o}."),
-    "formation_year": ("{s} was formed in {o}.", "{s} formed in {o}."),
+    "formation_year": ("{s} was formed in {o}.", "{s} formed in {o}.",
+                       "{sp} formation dates to {o}."),
     "population": ("{s} has a population of {o}.", "{sp} population is {o} people.",
-                   "{s} is home to {o} people."),
+                   "{s} is home to {o} people.", "{s} has {o} inhabitants."),
 }
 """Fact sentences that share a cue word (or a variant of it) with a question paraphrase."""
 UNCUED_FACTS: dict[str, tuple[str, ...]] = {
-    "directed_by": ("{s} was made by {o}.",),
+    "directed_by": ("{s} was made by {o}.", "{s} was helmed by {o}."),
     "produced_by": ("{s} was made under the {o} banner.",),
     "written_by": ("{s} is a novel by {o}.",),
     "published_by": ("{s} was first issued by {o}.",),
-    "born_in": ("{s} is a native of {o}.",),
+    "born_in": ("{s} is a native of {o}.", "{s} grew up in {o}."),
     "educated_at": ("{s} graduated from {o}.", "{s} attended {o}."),
     "founded_by": ("{s} was started by {o}.",),
     "headquartered_in": ("{sp} main offices are in {o}.", "{s} is based in {o}."),
     "located_in": ("{s} is situated in {o}.", "{s} is a {skind} in {o}."),
-    "formed_in": ("{s} got together in {o}.",),
+    "formed_in": ("{s} got together in {o}.", "{s} came together in {o}."),
     "recorded_by": ("{s} is an album by {o}.",),
     "capital": ("{s} is governed from {o}.",),
     "publication_year": ("{s} appeared in print in {o}.",),
@@ -261,32 +270,46 @@ QUESTIONS: dict[str, tuple[str, ...]] = {
                   "Where did {s} form?"),
     "recorded_by": ("Which band recorded {s}?", "Who recorded {s}?",
                     "Who is the recording artist of {s}?"),
-    "capital": ("What is the capital of {s}?", "Which city is the capital of {s}?"),
+    "capital": ("What is the capital of {s}?", "Which city is the capital of {s}?",
+                "Which city serves as the capital of {s}?"),
     "birth_year": ("In which year was {s} born?", "When was {s} born?",
                    "What year was {s} born in?"),
     "release_year": ("In which year was {s} released?", "When was {s} released?",
                      "In what year was {s} first released?"),
-    "publication_year": ("In which year was {s} published?", "When was {s} first published?"),
+    "publication_year": ("In which year was {s} published?", "When was {s} first published?",
+                         "What year was {s} published?"),
     "founding_year": ("In which year was {s} founded?", "When was {s} founded?",
                       "What is the founding year of {s}?"),
-    "formation_year": ("In which year was {s} formed?", "When was {s} formed?"),
-    "population": ("What is the population of {s}?", "How many people live in {s}?"),
+    "formation_year": ("In which year was {s} formed?", "When was {s} formed?",
+                       "In what year did {s} form?"),
+    "population": ("What is the population of {s}?", "How many people live in {s}?",
+                   "How many inhabitants does {s} have?"),
 }
 """Question paraphrases per relation, `{s}` being the subject (a name or a noun phrase)."""
 
 NOUN_PHRASES: dict[str, tuple[str, ...]] = {
-    "directed_by": ("the director of {s}", "the person who directed {s}"),
-    "produced_by": ("the company that produced {s}", "the production company of {s}"),
-    "written_by": ("the author of {s}", "the person who wrote {s}"),
-    "published_by": ("the publisher of {s}", "the company that published {s}"),
-    "born_in": ("the birthplace of {s}", "the city where {s} was born"),
-    "educated_at": ("the alma mater of {s}", "the university where {s} studied"),
-    "founded_by": ("the founder of {s}", "the person who founded {s}"),
-    "headquartered_in": ("the headquarters city of {s}", "the city where {s} is headquartered"),
-    "located_in": ("the {kind} that contains {s}", "the {kind} where {s} is located"),
-    "formed_in": ("the hometown of {s}", "the city where {s} was formed"),
-    "recorded_by": ("the band that recorded {s}", "the recording artist of {s}"),
-    "capital": ("the capital of {s}", "the capital city of {s}"),
+    "directed_by": ("the director of {s}", "the person who directed {s}",
+                    "the filmmaker behind {s}"),
+    "produced_by": ("the company that produced {s}", "the production company of {s}",
+                    "the producer of {s}"),
+    "written_by": ("the author of {s}", "the person who wrote {s}", "the writer of {s}"),
+    "published_by": ("the publisher of {s}", "the company that published {s}",
+                     "the publishing house of {s}"),
+    "born_in": ("the birthplace of {s}", "the city where {s} was born",
+                "the city {s} was born in"),
+    "educated_at": ("the alma mater of {s}", "the university where {s} studied",
+                    "the university that educated {s}"),
+    "founded_by": ("the founder of {s}", "the person who founded {s}", "the creator of {s}"),
+    "headquartered_in": ("the headquarters city of {s}", "the city where {s} is headquartered",
+                         "the city where {s} has its headquarters"),
+    "located_in": ("the {kind} that contains {s}", "the {kind} where {s} is located",
+                   "the {kind} in which {s} lies"),
+    "formed_in": ("the hometown of {s}", "the city where {s} was formed",
+                  "the city in which {s} formed"),
+    "recorded_by": ("the band that recorded {s}", "the recording artist of {s}",
+                    "the band behind {s}"),
+    "capital": ("the capital of {s}", "the capital city of {s}",
+                "the seat of government of {s}"),
 }
 """Noun phrases naming the object of a relation, used for intermediate (bridge) hops.
 Forms that do not end in `{s}` are relative clauses; a question nests at most one."""
@@ -298,18 +321,34 @@ YEAR_VERBS: dict[str, str] = {
 COMPARE_APART: tuple[str, ...] = (
     "How many years apart were {a} and {b} {verb}?",
     "How many years separate the years in which {a} and {b} were {verb}?",
+    "By how many years do the years in which {a} and {b} were {verb} differ?",
 )
-YESNO_BEFORE: tuple[str, ...] = ("Was {a} {verb} before {b}?", "Was {a} {verb} earlier than {b}?")
+YESNO_BEFORE: tuple[str, ...] = ("Was {a} {verb} before {b}?", "Was {a} {verb} earlier than {b}?",
+                                 "Was {a} {verb} prior to {b}?")
 YESNO_POPULATION: tuple[str, ...] = ("Does {a} have a larger population than {b}?",
-                                     "Is the population of {a} larger than that of {b}?")
+                                     "Is the population of {a} larger than that of {b}?",
+                                     "Does {a} have more inhabitants than {b}?")
 YESNO_SAME: dict[str, tuple[str, ...]] = {
-    "born_in": ("Were {a} and {b} born in the same city?",),
-    "located_in": ("Are {a} and {b} located in the same {kind}?",),
-    "directed_by": ("Were {a} and {b} directed by the same person?",),
-    "written_by": ("Were {a} and {b} written by the same author?",),
-    "recorded_by": ("Were {a} and {b} recorded by the same band?",),
-    "headquartered_in": ("Are {a} and {b} headquartered in the same city?",),
-    "educated_at": ("Did {a} and {b} study at the same university?",),
+    "born_in": ("Were {a} and {b} born in the same city?", "Do {a} and {b} share a birthplace?",
+                "Is the birthplace of {a} the same as that of {b}?"),
+    "located_in": ("Are {a} and {b} located in the same {kind}?",
+                   "Do {a} and {b} lie in the same {kind}?",
+                   "Is {a} located in the same {kind} as {b}?"),
+    "directed_by": ("Were {a} and {b} directed by the same person?",
+                    "Do {a} and {b} share a director?",
+                    "Was {a} directed by the same person as {b}?"),
+    "written_by": ("Were {a} and {b} written by the same author?",
+                   "Do {a} and {b} share an author?",
+                   "Was {a} written by the same person as {b}?"),
+    "recorded_by": ("Were {a} and {b} recorded by the same band?",
+                    "Did the same band record {a} and {b}?",
+                    "Was {a} recorded by the same band as {b}?"),
+    "headquartered_in": ("Are {a} and {b} headquartered in the same city?",
+                         "Do {a} and {b} have their headquarters in the same city?",
+                         "Is {a} headquartered in the same city as {b}?"),
+    "educated_at": ("Did {a} and {b} study at the same university?",
+                    "Were {a} and {b} educated at the same university?",
+                    "Did {a} study at the same university as {b}?"),
 }
 """Yes/no questions on whether two entities share a relation's object."""
 

@@ -56,6 +56,16 @@ class CuerConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     k: int = Field(5, ge=1)
+    questions: Literal["auto", "whole", "per_hop"] = "auto"
+    """What the single-shot system is asked: each example's `whole` question (the paper's
+    setup), or each hop's gold sub-question (`per_hop`: one single-hop question per hop,
+    bridge resolved — the experimenter reads the gold decomposition to pose them).
+    `auto`: per_hop on the synthetic world (whose whole questions one retrieval cannot
+    answer: the baseline would sit at 0 %), whole on real data."""
+
+    def asks_per_hop(self, dataset: str) -> bool:
+        return self.questions == "per_hop" or (self.questions == "auto"
+                                               and dataset == "synthetic")
     seed: int = 0
     """Seed of the interventions' randomness (random targets, easy replacements)."""
     replace_hardness: Literal["easy", "medium", "hard"] = "medium"

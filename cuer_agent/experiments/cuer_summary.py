@@ -17,7 +17,12 @@ from typing import Any
 import numpy as np
 
 from cuer_agent.experiments.cuer import AXES, CuerConfig
-from cuer_agent.metrics.stats import bootstrap_ci, mcnemar_exact, sign_flip_test
+from cuer_agent.metrics.stats import (
+    bootstrap_ci,
+    cluster_bootstrap_ci,
+    mcnemar_exact,
+    sign_flip_test,
+)
 from cuer_agent.metrics.utility import DivergenceWeights, weigh
 
 Rows = list[dict[str, Any]]
@@ -27,9 +32,16 @@ def _r(x: float) -> float:
     return round(float(x), 6)
 
 
-def _ci(values: np.ndarray, config: CuerConfig) -> list[float]:
-    lo, hi = bootstrap_ci(values, n_resamples=config.bootstrap_resamples,
-                          seed=config.bootstrap_seed)
+def _ci(values: np.ndarray, config: CuerConfig, ids: list[str] | None = None) -> list[float]:
+    """Percentile bootstrap CI of the mean; clustered by parent example when the ids are
+    per-hop questions of the same examples (`<example>#h<k>`), which are correlated."""
+    parents = [i.rpartition("#h")[0] or i for i in ids] if ids is not None else []
+    if parents and len(set(parents)) < len(parents):
+        lo, hi = cluster_bootstrap_ci(values, parents, n_resamples=config.bootstrap_resamples,
+                                      seed=config.bootstrap_seed)
+    else:
+        lo, hi = bootstrap_ci(values, n_resamples=config.bootstrap_resamples,
+                              seed=config.bootstrap_seed)
     return [_r(lo), _r(hi)]
 
 
@@ -42,10 +54,15 @@ def by_condition(rows: Rows) -> dict[str, dict[str, dict[str, float]]]:
     return out
 
 
+def paired_ids(table: dict[str, dict[str, dict[str, float]]], condition: str) -> list[str]:
+    """The examples both the original and `condition` have, in id order."""
+    return sorted(set(table.get("original", {})) & set(table.get(condition, {})))
+
+
 def paired(table: dict[str, dict[str, dict[str, float]]], condition: str,
            axis: str) -> tuple[np.ndarray, np.ndarray]:
     """(original, counterfactual) values of an axis on the examples both have, in id order."""
-    ids = sorted(set(table.get("original", {})) & set(table.get(condition, {})))
+    ids = paired_ids(table, condition)
     orig = np.array([table["original"][i][axis] for i in ids], dtype=float)
     cf = np.array([table[condition][i][axis] for i in ids], dtype=float)
     return orig, cf
@@ -66,7 +83,7 @@ def condition_summary(table: dict[str, dict[str, dict[str, float]]], condition: 
     for axis in AXES:
         values = np.array([table[condition][i][axis] for i in ids], dtype=float)
         out[axis] = {"mean": _r(values.mean()) if len(values) else None,
-                     "ci": _ci(values, config) if len(values) else None}
+                     "ci": _ci(values, config, ids) if len(values) else None}
     if condition == "original":
         return out
     out["delta"] = {}
@@ -79,7 +96,8 @@ def condition_summary(table: dict[str, dict[str, dict[str, float]]], condition: 
         p = (mcnemar_exact(orig >= 1, cf >= 1) if axis == "correctness"
              else sign_flip_test(d, n_resamples=config.bootstrap_resamples,
                                  seed=config.bootstrap_seed))
-        out["delta"][axis] = {"mean": _r(d.mean()), "ci": _ci(d, config), "p": _r(p)}
+        ci = _ci(d, config, paired_ids(table, condition))
+        out["delta"][axis] = {"mean": _r(d.mean()), "ci": ci, "p": _r(p)}
     return out
 
 

@@ -17,9 +17,11 @@ from typing import Any
 
 from cuer_agent.config import StudyConfig
 from cuer_agent.data import Dataset, Example
+from cuer_agent.data._select import hop_questions
 from cuer_agent.diagnosers import Diagnoser, get_diagnoser
 from cuer_agent.diagnosers._probe import ExecutionProbe
 from cuer_agent.execution import AgentConfig, Executor, RunResult
+from cuer_agent.experiments.comparison import compare_analyses
 from cuer_agent.experiments.cuer import run_cuer
 from cuer_agent.experiments.cuer_report import write_cuer_summary
 from cuer_agent.experiments.propagation import DIAGNOSES, RECORDS, TRACES, run_propagation
@@ -135,11 +137,12 @@ def honest_notes(summary: dict[str, Any], backend: str,
     """Caveats a reader needs before quoting a number, derived from the results."""
     notes = []
     for name, hop in sorted((constant or {}).items()):
+        if hop == 0:
+            notes.append(f"{name} names the answer level (hop 0) for (almost) every trace: "
+                         "it localises no hop at all.")
+            continue
         notes.append(f"{name} names hop {hop} for (almost) every trace, so its accuracy at "
-                     f"depth {hop} (up to 1.0) is a constant guess, not localisation"
-                     + (": regenerating from hop 1 re-runs the whole deterministic agent, "
-                        "which always restores the clean run." if name == "suffix-regen"
-                        else "."))
+                     f"depth {hop} (up to 1.0) is a constant guess, not localisation.")
     if backend == "extractive":
         notes.append("The backend is the extractive reader: a deterministic rule-based "
                      "stand-in, not a language model. Its failures are systematic, so a "
@@ -148,17 +151,15 @@ def honest_notes(summary: dict[str, Any], backend: str,
                      "against a sampling LLM.")
     for name, d in summary.get("diagnosers", {}).items():
         acc = (d.get("exact_hop_acc") or {}).get("mean")
-        if acc is not None and acc >= 0.999 and d.get("n"):
-            notes.append(f"{name} scores {acc:.2f} overall: with a deterministic agent, "
-                         "repairing the injected hop always restores the clean run, so the "
-                         "first repair that fixes the answer is the injected hop by "
-                         "construction.")
-        for h, cell in (d.get("by_depth") or {}).items():
-            if (cell.get("acc") == 1.0 and name not in (constant or {})
-                    and d.get("probing")):
-                notes.append(f"{name} scores 1.00 at depth {h}: repairing hop {h} of a "
-                             "deterministic agent restores the clean run exactly, and no "
-                             "earlier repair does — by construction, not by insight.")
+        perfect = [h for h, cell in (d.get("by_depth") or {}).items() if cell.get("acc") == 1.0]
+        if d.get("probing") and name not in (constant or {}) and perfect:
+            where = ("overall" if acc is not None and acc >= 0.999
+                     else f"at depth {', '.join(perfect)}")
+            notes.append(f"{name} scores 1.00 {where}: on a deterministic agent, repairing the "
+                         "injected hop restores the clean run, while an earlier repair "
+                         "regenerates the same faulty suffix under the fault — the probe is "
+                         "exact by design here, which says nothing of how it would fare "
+                         "against a sampling model.")
         if d.get("stand_in"):
             notes.append(f"{name} is a {d['stand_in']}.")
         if d.get("uses_gold"):
@@ -177,12 +178,77 @@ def honest_notes(summary: dict[str, Any], backend: str,
                      "still failed after every retry (their `error` field in traces.jsonl says "
                      "why); they are scored as wrong answers, so an injected run among them "
                      "counts as not recovered.")
+    notes += recovery_notes(summary.get("agentic", {}), backend)
     faults = summary.get("agentic", {}).get("faults", {})
     for fault, per_hop in faults.items():
         small = [h for h, cell in per_hop.items() if cell.get("failed", 0) < 10]
         if small:
             notes.append(f"{fault}: fewer than 10 failed traces at hop(s) {', '.join(small)} "
                          "— those cells are descriptive only.")
+    return notes
+
+
+RECOVERY_EXPLAINED: dict[tuple[str, int], str] = {
+    ("early_termination", 0): "a forced stop leaves nothing to retry: `answer` answers from the "
+                              "hops taken, and for a chain question no earlier hop's finding is "
+                              "the answer",
+    ("query_drift", 1): "VERIFY's relevance check finds the drifted hop's evidence is about an "
+                        "entity the question never names, and the planner's retry re-derives the "
+                        "sub-query from its own history; the drift corrupted the first attempt "
+                        "only",
+    ("false_premise", 1): "the extractive reader takes no fact from a negated sentence, so the "
+                          "passage cannot mislead it; VERIFY only marks the hop contested and "
+                          "the retry (or the contested finding itself) carries on",
+    ("empty_retrieval", 1): "VERIFY always notices an empty hop, and any reformulated sub-query "
+                            "escapes a fault keyed to the faulted one",
+    ("irrelevant_evidence", 1): "VERIFY's relevance check notices evidence about other entities, "
+                                "and any reformulated sub-query escapes the fault",
+    ("stale_evidence", 1): "VERIFY finds two passages about one entity disagreeing, and the "
+                           "retry's clean retrieval has only the current one",
+    ("content_tampering", 0): "the corrupted span is consistent across the hop's evidence, so "
+                              "VERIFY has nothing to notice and the agent follows it",
+}
+"""Which part of the extractive agent makes a fault's recovery 0 or 1 at every depth."""
+
+
+EXTREME = 0.05
+"""A recovery within this of 0 or 1 at every depth is explained, not just reported."""
+
+
+def recovery_notes(agentic: dict[str, Any], backend: str) -> list[str]:
+    """Explain every fault whose recovery is (within `EXTREME` of) 0 or 1 at every depth,
+    and count ineffective injections where they exceed a fifth of a fault's injections."""
+    notes = []
+    persistence = agentic.get("persistence")
+    if persistence == "hop":
+        notes.append("Fault persistence is `hop`: every retrieval at the faulted hop meets "
+                     "the fault, so recovery is impossible by design and its figures measure "
+                     "nothing but that.")
+    elif persistence == "once":
+        notes.append("Fault persistence is `once`: a fault is a one-shot state edit, so a "
+                     "retry of the same query meets a clean retriever and a regenerating probe "
+                     "restores the clean run — both by construction.")
+    for fault, per_hop in (agentic.get("faults") or {}).items():
+        rates = [cell["recovery"] for cell in per_hop.values()
+                 if cell.get("injected") and cell.get("recovery") is not None]
+        for end in (0, 1):
+            if rates and all(abs(rate - end) <= EXTREME for rate in rates):
+                low, high = min(rates), max(rates)
+                span = f"{low:.0%}" if low == high else f"{low:.0%}–{high:.0%}"
+                why = (RECOVERY_EXPLAINED.get((fault, end))
+                       if backend == "extractive" and persistence == "query" else None)
+                notes.append(f"{fault} recovers {span} at every depth"
+                             + (f": {why}." if why else
+                                " (a property of this agent under this persistence, not a "
+                                "measured tendency)."))
+        injected = sum(cell.get("injected", 0) for cell in per_hop.values())
+        ineffective = sum(cell.get("ineffective", 0) for cell in per_hop.values())
+        if injected and ineffective > 0.2 * injected:
+            notes.append(f"{fault}: {ineffective} of {injected} injections were ineffective "
+                         "(hop h selected, found and verified what it did in the clean run: "
+                         "the injected item ranked where the reader never read it, or it "
+                         "concerned a fact the hop did not use); recovery over the effective "
+                         "ones is reported beside the overall figure.")
     return notes
 
 
@@ -198,17 +264,22 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
                      "backend": config.backend.model_dump(mode="json"),
                      "source": dataset.source, "cuer": config.cuer.model_dump(mode="json")})
     single = Executor(skills, AgentConfig(mode="single_shot", k=config.cuer.k), meta=meta)
-    run_cuer(dataset, single, single_dir, config.cuer, retriever_for=retriever_for,
+    per_hop = config.cuer.asks_per_hop(dataset.name)
+    single_data = hop_questions(dataset) if per_hop else dataset
+    run_cuer(single_data, single, single_dir, config.cuer, retriever_for=retriever_for,
              show_progress=show_progress, parallel=parallel)
-    single_summary = write_cuer_summary(single_dir, config.cuer)
+    single_summary = {**write_cuer_summary(single_dir, config.cuer),
+                      "questions": "per_hop" if per_hop else "whole"}
 
     agentic_dir = RunDir(run_dir.path / "agentic")
     agentic_dir.open({"command": "propagate", "source": dataset.source,
                       "hop_budget": config.agent.hops,
+                      "retries_per_hop": config.agent.retries_per_hop,
                       "data": config.data.model_dump(mode="json"),
                       "backend": config.backend.model_dump(mode="json"),
                       "propagation": config.propagation.model_dump(mode="json")})
-    agent = Executor(skills, AgentConfig(hop_budget=config.agent.hops, k=config.agent.k),
+    agent = Executor(skills, AgentConfig(hop_budget=config.agent.hops, k=config.agent.k,
+                                         retries_per_hop=config.agent.retries_per_hop),
                      meta=meta)
     run_propagation(dataset, agent, agentic_dir, config.propagation,
                     retriever_for=retriever_for, show_progress=show_progress,
@@ -224,6 +295,8 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
     summary: dict[str, Any] = {
         "single_shot": single_summary,
         "agentic": agentic,
+        "comparison": compare_analyses(single_dir.rows("records.jsonl"),
+                                       agentic_dir.rows(RECORDS)),
         "diagnosers": diagnoser_summaries(diagnoses, diagnosers, config),
         "ledger": ledger,
         "config": config.model_dump(mode="json"),

@@ -2,10 +2,17 @@
 
 For each example the agent runs once (the *clean* run). For each fault and each hop h
 the example is eligible for (paper-notes §B: the clean trace reached h hops; in strict
-mode, the default, the clean answer was also correct), the fault is applied at its
-boundary of hop h and the same agent re-executes the suffix from the saved state. The
-per-hop CUE-R operators (REMOVE / REPLACE / DUPLICATE on hop h's target) run the same
-way. Every counterfactual is stored with its intervention record.
+mode, the default, the clean answer was also correct), the fault is made a condition of
+the run's tools (`cuer_agent.interventions.persistence`, held under
+`fault_persistence`), the clean run is forked just before the fault meets hop h's first
+attempt, and the same agent re-executes the suffix — noticing the fault (VERIFY) and
+retrying the hop differently, or not. The per-hop CUE-R operators (REMOVE / REPLACE /
+DUPLICATE on hop h's target) run the same way, keyed to hop h's sub-query. Every
+counterfactual is stored with its intervention record, which carries the persistence.
+
+An injection is **effective** when hop h's observable state changed: what its first
+attempt selected, found or verified differs from the clean run's (or hop h never ran).
+Recovery is reported over every injection and over the effective ones.
 
 Correctness here is the propagation study's: normalised EM, or token recall of the
 gold answer in the prediction >= 0.8.
@@ -26,11 +33,24 @@ from cuer_agent.execution import (
     Executor,
     RunResult,
     force_answer,
+    hop_of_key,
+    identity,
     replace_evidence,
     replace_subquery,
 )
 from cuer_agent.interventions import ConditionInput, ReplacementPool, get_condition
-from cuer_agent.interventions._fault_types import CorpusItem, FaultInput, get_fault
+from cuer_agent.interventions._fault_types import (
+    CorpusItem,
+    FaultInput,
+    FaultOutcome,
+    FaultSpec,
+    get_fault,
+)
+from cuer_agent.interventions.persistence import (
+    Persistence,
+    edit_condition,
+    fault_condition,
+)
 from cuer_agent.interventions.tampering import query_contaminated, tampering_outcome
 from cuer_agent.llm.cache import Ledger
 from cuer_agent.metrics import recall_correct
@@ -44,7 +64,7 @@ from cuer_agent.metrics.utility import (
 from cuer_agent.parallel import Parallelism, fan_out, ordered_map
 from cuer_agent.retrieval import BM25Retriever
 from cuer_agent.runs import RunDir, example_of
-from cuer_agent.trace import Trace
+from cuer_agent.trace import HopAttempt, Trace
 
 TRACES, RECORDS, DIAGNOSES = "traces.jsonl", "records.jsonl", "diagnoses.jsonl"
 OnFailed = Callable[[Example, Any, int, RunResult], list[dict[str, Any]]]
@@ -59,6 +79,10 @@ class PropagationConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     faults: tuple[str, ...] = DEFAULT_FAULTS
+    fault_persistence: Persistence = "query"
+    """How long a fault holds: `query` (whenever the faulted sub-query is asked again),
+    `hop` (every retrieval at the hop: unrecoverable by design), `once` (a one-shot
+    snapshot edit). See `cuer_agent.interventions.persistence`."""
     hop_operators: bool = True
     """Also run REMOVE / REPLACE / DUPLICATE on each hop's target."""
     strict: bool = True
@@ -97,12 +121,9 @@ def run_metrics(trace: Trace, clean: Trace, example: Example,
 
 def prefix_skill_calls(fork: RunResult, first_hop: int) -> int:
     """Skill nodes the fork ran for hops before `first_hop` — must be 0."""
-    count = 0
-    for key in fork.nodes_run:
-        hop, node = key.split(":", 1)
-        if node in {"plan", "read"} and hop.isdigit() and int(hop) < first_hop:
-            count += 1
-    return count
+    return sum(1 for key in fork.nodes_run
+               if key.split(":", 1)[1] in {"plan", "read"}
+               and (hop := hop_of_key(key)) is not None and hop < first_hop)
 
 
 class _Injector:
@@ -115,25 +136,67 @@ class _Injector:
         self.corpus = [CorpusItem(c.id, c.title, c.text) for c in retriever.chunks]
         self.distractors = distractors
 
-    def fault_input(self, hop: int) -> FaultInput:
+    def fault_input(self, hop: int, k: int) -> FaultInput:
+        """What a fault at hop `hop` meets: the clean run's *first attempt* at that hop."""
         clean = self.base.trace
-        record = clean.hops[hop - 1] if hop <= len(clean.hops) else None
+        record = first_attempt(clean, hop)
+        retriever = self.retriever
+
+        def search(query: str, n: int) -> list[dict[str, Any]]:
+            return [ev.model_dump(mode="json") for ev in retriever.retrieve(query, n)]
+
         return FaultInput(
             example_id=self.example.id, question=self.example.question, hop=hop,
             subquery=record.subquery if record else "",
             evidence=[ev.model_dump(mode="json") for ev in record.retrieved] if record else [],
             later_subqueries=[h.subquery for h in clean.hops[hop:]], corpus=self.corpus,
             seed=self.config.seed, gold_answers=self.example.gold_answers,
-            distractor_answers=self.distractors)
+            distractor_answers=self.distractors, score=retriever.score_text, search=search,
+            known_ids=retriever.ids, max_paragraph=retriever.max_paragraph, k=k,
+            finding=record.finding if record else "",
+            selected=record.selected if record else ())
 
 
-def _fork_for(executor: Executor, base: RunResult, boundary: str, hop: int,
-              outcome: Any) -> RunResult:
-    if boundary == "retrieve":
-        return executor.fork(base, hop, "retrieve", replace_evidence(outcome.evidence))
-    if boundary == "plan":
-        return executor.fork(base, hop, "plan", replace_subquery(outcome.subquery))
-    return executor.fork(base, hop - 1, "read", force_answer())
+def first_attempt(trace: Trace, hop: int) -> HopAttempt | None:
+    return trace.hops[hop - 1].first_attempt() if hop <= len(trace.hops) else None
+
+
+def inject(executor: Executor, base: RunResult, spec: FaultSpec, inp: FaultInput,
+           outcome: FaultOutcome, persistence: Persistence) -> RunResult:
+    """Fork the clean run where the fault meets hop h and let the agent run into it.
+
+    Under `query`/`hop` persistence the fault is a condition of the tools: retrieval
+    faults fork after hop h's plan (the agent's own retrieve meets the fault), query
+    drift and early termination after hop h−1 (its own plan does). Under `once`, the
+    snapshot at the fault's boundary is edited and nothing holds afterwards."""
+    hop = inp.hop
+    if persistence == "once":
+        if spec.boundary == "retrieve":
+            return executor.fork(base, hop, "retrieve", replace_evidence(outcome.evidence or []),
+                                 condition=None)
+        if spec.boundary == "plan":
+            return executor.fork(base, hop, "plan", replace_subquery(outcome.subquery or ""),
+                                 condition=None)
+        return executor.fork(base, hop - 1, "read", force_answer(), condition=None)
+    condition = fault_condition(spec, inp, persistence)
+    if spec.boundary == "retrieve":
+        return executor.fork(base, hop, "plan", identity, condition=condition)
+    return executor.fork(base, hop - 1, "read", identity, condition=condition)
+
+
+def retried(trace: Trace, hop: int) -> bool:
+    """Did the agent retry hop h (VERIFY found an attempt unsupported)?"""
+    return hop <= len(trace.hops) and bool(trace.hops[hop - 1].attempts)
+
+
+def effective(fork: Trace, clean: Trace, hop: int) -> bool:
+    """Did the injection change hop h's observable state: what its first attempt
+    selected, found or verified (or hop h never ran)?"""
+    after, before = first_attempt(fork, hop), first_attempt(clean, hop)
+    if after is None or before is None:
+        return True
+    return ((after.finding, after.support, after.selected)
+            != (before.finding, before.support, before.selected))
 
 
 def example_rows(example: Example, executor: Executor, retriever: BM25Retriever,
@@ -154,13 +217,18 @@ def example_rows(example: Example, executor: Executor, retriever: BM25Retriever,
         why = _ineligible(clean, clean_metrics, hop, config)
         if why:
             return _skipped(example, name, hop, why)
-        outcome = spec.apply(injector.fault_input(hop))
+        inp = injector.fault_input(hop, executor.config.k)
+        outcome = spec.apply(inp)
+        persisted = {"persistence": config.fault_persistence}
+        record = outcome.record.model_copy(update={
+            "params": {**outcome.record.params, **persisted}}).model_dump(mode="json")
         if not outcome.applied:
-            return {"record": outcome.record.model_dump(mode="json"), "trace": None,
-                    "metrics": None}
-        fork = _fork_for(executor, base, spec.boundary, hop, outcome)
+            return {"record": record, "trace": None, "metrics": None}
+        fork = inject(executor, base, spec, inp, outcome, config.fault_persistence)
         metrics = run_metrics(fork.trace, clean, example, config)
         metrics["prefix_calls"] = float(prefix_skill_calls(fork, hop))
+        metrics["effective"] = float(effective(fork.trace, clean, hop))
+        metrics["retried"] = float(retried(fork.trace, hop))
         extra: dict[str, Any] = {}
         if outcome.record.certificate:
             extra["tampering"] = tampering_outcome(
@@ -170,7 +238,7 @@ def example_rows(example: Example, executor: Executor, retriever: BM25Retriever,
                 [h.subquery for h in fork.trace.hops[hop:]])
         if on_failed is not None and not metrics["correct"]:
             extra["diagnoses"] = on_failed(example, spec, hop, fork)
-        return _fork_row(outcome.record.model_dump(mode="json"), fork, metrics, extra)
+        return _fork_row(record, fork, metrics, extra)
 
     # Every fault × hop forks the same clean run independently: they may run at once.
     rows += fan_out(fault_row, [(name, hop) for name in config.faults
@@ -193,7 +261,8 @@ def _operator_rows(example: Example, executor: Executor, base: RunResult,
             if why:
                 rows.append(_skipped(example, condition, hop, why))
                 continue
-            record = clean.hops[hop - 1]
+            record = first_attempt(clean, hop)
+            assert record is not None  # eligible: the clean run reached hop h
             gold = example.hops[hop - 1].support_title if hop <= len(example.hops) else None
             inp = ConditionInput(
                 example_id=example.id, question=example.question,
@@ -201,12 +270,19 @@ def _operator_rows(example: Example, executor: Executor, base: RunResult,
                 used_ids=record.selected, gold_titles={gold} if gold else set(), pool=pool,
                 seed=config.seed, hop=hop)
             edited, rec = get_condition(name)(inp, condition)
-            rec = rec.model_copy(update={"record_id": f"{example.id}/{condition}@{hop}"})
+            persistence = "once" if config.fault_persistence == "once" else "query"
+            rec = rec.model_copy(update={"record_id": f"{example.id}/{condition}@{hop}",
+                                         "params": {**rec.params, "persistence": persistence}})
             if edited is None:
                 rows.append({"record": rec.model_dump(mode="json"), "trace": None,
                              "metrics": None})
                 continue
-            fork = executor.fork(base, hop, "retrieve", replace_evidence(edited))
+            if persistence == "once":
+                fork = executor.fork(base, hop, "retrieve", replace_evidence(edited),
+                                     condition=None)
+            else:  # the edit holds whenever hop h's sub-query is asked (a retry too)
+                fork = executor.fork(base, hop, "plan", identity,
+                                     condition=edit_condition(hop, record.subquery, edited))
             metrics = run_metrics(fork.trace, clean, example, config)
             metrics["prefix_calls"] = float(prefix_skill_calls(fork, hop))
             rows.append(_fork_row(rec.model_dump(mode="json"), fork, metrics, {}))

@@ -37,7 +37,9 @@ def run_and_summarize(dataset: Dataset, executor: Executor, run_dir: RunDir,
 def propagation_tables(summary: dict[str, Any]) -> list[Table]:
     clean = summary["clean"]
     recovery = Table(title=f"Recovery after a fault at hop h (clean n={clean['n']}, "
-                           f"accuracy {clean['accuracy']})")
+                           f"accuracy {clean['accuracy']}; persistence "
+                           f"{summary.get('persistence', 'once')})",
+                     caption="r = runs that retried hop h, e = effective injections")
     hops = sorted({h for per_hop in summary["faults"].values() for h in per_hop}, key=int)
     recovery.add_column("fault")
     for h in hops:
@@ -47,7 +49,9 @@ def propagation_tables(summary: dict[str, Any]) -> list[Table]:
         for h in hops:
             cell = per_hop.get(h)
             cells.append("—" if not cell or not cell["injected"] else
-                         f"{cell['recovered']}/{cell['injected']} ({cell['recovery']:.2f})")
+                         f"{cell['recovered']}/{cell['injected']} ({cell['recovery']:.2f})"
+                         + (f" r{cell['retried']} e{cell['effective']}" if "effective" in cell
+                            else ""))
         recovery.add_row(fault, *cells)
     cert = summary["tampering_certification"]
     tampering = Table(title=f"Content tampering (certified {cert['certified']}"

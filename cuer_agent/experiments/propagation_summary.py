@@ -2,7 +2,9 @@
 stage transitions) alone: the same rows give the same bytes.
 
 * `faults` — per fault and hop: injected, recovered (correct after re-execution),
-  failed, recovery(h) = recovered / injected with a bootstrap CI;
+  failed, recovery(h) = recovered / injected with a bootstrap CI; `effective` /
+  `ineffective` (did hop h's observable state change?) and recovery over the effective
+  injections only (`recovery_effective`); `persistence` says how long faults held;
 * `tampering` — per hop: resisted / absorbed / derailed and query contamination;
   `tampering_certification` — the share of eligible hops where a span could be
   certified (and why not);
@@ -56,14 +58,20 @@ def fault_table(rows: Rows, faults: tuple[str, ...],
     for fault in faults:
         per_hop = {}
         for hop, items in sorted(grouped.get(fault, {}).items()):
-            applied = [r["metrics"]["correct"] for r in items if r["metrics"] is not None]
+            metrics = [r["metrics"] for r in items if r["metrics"] is not None]
+            applied = [m["correct"] for m in metrics]
             recovered = int(sum(applied))
+            effective = [m["correct"] for m in metrics if m.get("effective", 1.0)]
             per_hop[str(hop)] = {
                 "injected": len(applied), "recovered": recovered,
                 "failed": len(applied) - recovered,
                 "recovery": _r(recovered / len(applied)) if applied else None,
                 "ci": _ci(applied, config),
                 "descriptive_only": len(applied) - recovered < 10,
+                "retried": int(sum(m.get("retried", 0.0) for m in metrics)),
+                "effective": len(effective), "ineffective": len(applied) - len(effective),
+                "recovered_effective": int(sum(effective)),
+                "recovery_effective": _r(sum(effective) / len(effective)) if effective else None,
             }
         table[fault] = per_hop
     return table
@@ -180,14 +188,19 @@ def summarize_propagation(record_rows: Rows, trace_rows: Rows,
                           config: PropagationConfig) -> dict[str, Any]:
     clean = [r for r in record_rows if r["record"]["condition"] == "clean"]
     correct = [r["metrics"]["correct"] for r in clean]
+    clean_hops = [h for r in trace_rows if r["record"]["condition"] == "clean"
+                  for h in r["trace"]["hops"]]
     hops_used = Counter(int(r["metrics"]["hops"]) for r in clean)
     tampering = tampering_table(record_rows)
     prefix = [r["metrics"]["prefix_calls"] for r in record_rows
               if r["metrics"] is not None and "prefix_calls" in r["metrics"]]
     return {
+        "persistence": config.fault_persistence,
         "clean": {"n": len(clean), "accuracy": _r(np.mean(correct)) if correct else None,
                   "accuracy_ci": _ci(correct, config),
-                  "hops_used": {str(k): v for k, v in sorted(hops_used.items())}},
+                  "hops_used": {str(k): v for k, v in sorted(hops_used.items())},
+                  "hops": len(clean_hops),
+                  "retried_hops": sum(1 for h in clean_hops if h.get("attempts"))},
         "faults": fault_table(record_rows, config.faults, config),
         "tampering": tampering[0],
         "tampering_certification": tampering[1],

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from cuer_agent.data._select import load_study_data
+from cuer_agent.data._select import hop_questions, load_study_data
 from cuer_agent.errors import CuerError
 from cuer_agent.execution import AgentConfig, Executor
 from cuer_agent.interventions import InterventionRecord
@@ -85,6 +85,8 @@ def _cuer_rows(config: dict[str, Any], example_id: str,
 
     ds = _dataset(config["data"])
     study = CuerConfig.model_validate(config["cuer"])
+    if study.asks_per_hop(ds.name):
+        ds = hop_questions(ds)
     example = _find(ds, example_id)
     executor = Executor(skills, AgentConfig(mode="single_shot", k=study.k),
                         meta={"backend": config["backend"]["name"],
@@ -106,7 +108,9 @@ def _propagation_rows(config: dict[str, Any], example_id: str,
     ds = _dataset(config["data"])
     study = PropagationConfig.model_validate(config["propagation"])
     example = _find(ds, example_id)
-    executor = Executor(skills, AgentConfig(hop_budget=config["hop_budget"]),
+    agent = AgentConfig(hop_budget=config["hop_budget"],
+                        retries_per_hop=int(config.get("retries_per_hop", 1)))
+    executor = Executor(skills, agent,
                         meta={"backend": config["backend"]["name"],
                               "model": skills.backend.model})
     return example_rows(example, executor, retriever_factory(ds)(example),

@@ -1,9 +1,11 @@
 """Faults at hop h: the input a fault sees, what it returns, and the registry.
 
 A fault is a pure function `(FaultInput) -> FaultOutcome`. It never runs the agent and
-never modifies the corpus: it returns the edit to make at its boundary of hop h
-(`cuer_agent.execution`), and the study forks the clean run there and lets the same
-agent re-execute the suffix.
+never modifies the corpus: it returns what hop h meets at its boundary — for the
+sub-query and the evidence hop h's first attempt had in the clean run. The study makes
+that a *condition of the tools* (`cuer_agent.interventions.persistence`: the fault is
+re-applied to whatever sub-query it holds for) and lets the same agent re-execute the
+suffix; with persistence `once` the outcome is a one-shot edit of the saved state.
 
 * boundary `retrieve`: edits hop h's evidence (`FaultOutcome.evidence`) — empty,
   irrelevant, false premise, stale evidence, content tampering;
@@ -17,7 +19,7 @@ A new fault is one function plus one `@fault(name, stage=..., boundary=...)` lin
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -59,6 +61,21 @@ class FaultInput:
     distractor_answers: Sequence[str] = ()
     """Gold answers of *other* examples: entity distractors for tampering."""
     params: dict[str, Any] = field(default_factory=dict)
+    score: Callable[[str, str, str], float] | None = None
+    """The retriever's score for (query, title, text): injected and edited items are
+    scored as the retriever scores what it returns (`_placement`)."""
+    search: Callable[[str, int], list[Evidence]] | None = None
+    """The retriever itself, (query, k) -> Evidence dicts: for faults that draw passages."""
+    known_ids: Collection[str] = ()
+    """Every indexed chunk id: a new item's real-form id collides with none of them."""
+    max_paragraph: int = 0
+    """The largest paragraph index of the corpus (new ids draw theirs from that range)."""
+    k: int | None = None
+    """Items the retriever returns per query: an injected item pushes one out when full."""
+    finding: str = ""
+    """Hop h's finding in the clean run (observable): the fact the hop used."""
+    selected: Sequence[str] = ()
+    """Ids hop h selected in the clean run (observable)."""
 
 
 @dataclass(frozen=True)

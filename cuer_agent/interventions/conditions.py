@@ -21,6 +21,7 @@ from typing import Any
 
 from cuer_agent.errors import ConfigError
 from cuer_agent.interventions import operators as ops
+from cuer_agent.interventions._placement import Taken, mint_id
 from cuer_agent.interventions._record import InterventionRecord, seeded_rng
 from cuer_agent.interventions.targets import Target, random_target, select_target
 
@@ -112,7 +113,14 @@ def duplicate(inp: ConditionInput, name: str) -> Outcome:
     if target is None:
         return _skip(inp, name, "DUPLICATE", "empty retrieval")
     position = inp.params.get("position", "end")
-    edited, copy = ops.duplicate(inp.evidence, target, position)
+    rng = seeded_rng(inp.seed, inp.example_id, inp.hop, name)
+    taken = {ev["id"] for ev in inp.evidence}
+    if inp.pool is not None:
+        index = inp.pool.retriever
+        new_id = mint_id(target.title, Taken(taken, index.ids), index.max_paragraph, rng)
+    else:
+        new_id = mint_id(target.title, taken, 0, rng)
+    edited, copy = ops.duplicate(inp.evidence, target, position, new_id=new_id)
     return edited, _record(inp, name, "DUPLICATE", [target], new_ids=(copy["id"],),
                            provenance={copy["id"]: target.id}, params={"position": position})
 

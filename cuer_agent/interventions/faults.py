@@ -4,18 +4,25 @@ with their stage label and fork boundary (see `cuer_agent.interventions._fault_t
 | name | stage | boundary | what it does to hop h |
 |---|---|---|---|
 | `empty_retrieval` | retrieval | retrieve | evidence becomes `[]` |
-| `irrelevant_evidence` | retrieval | retrieve | evidence → as many off-topic corpus passages |
+| `irrelevant_evidence` | retrieval | retrieve | evidence → as many unrelated corpus passages |
 | `query_drift` | tool | plan | sub-query's entity → an off-topic passage's title |
-| `false_premise` | retrieval | retrieve | "the premise is false" passage in front |
-| `stale_evidence` | retrieval | retrieve | outdated version of a top fact in front |
+| `false_premise` | retrieval | retrieve | a passage saying the premise is false, added |
+| `stale_evidence` | retrieval | retrieve | outdated version of a top fact, added |
 | `early_termination` | answer | read | answer forced from the hops before h |
 
-**Off-topic** means: no content word (`cuer_agent.retrieval.tokenize`, i.e. lowercase
-``\\w+`` tokens minus `STOPWORDS`) of the passage's title and text is a content word of
-the question, of hop h's sub-query, of a later clean sub-query, or of a gold answer, and
-the passage is not already in view. Off-topic passages are drawn from `FaultInput.corpus`
-(never canned sentences) by bounded rejection sampling and, only if that finds too few,
-a scan from a random offset — so a 1M-passage corpus is not scanned in the common case.
+**Unrelated** (irrelevant evidence) means: about other entities — no content word
+(`cuer_agent.retrieval.tokenize`, i.e. lowercase ``\\w+`` tokens minus `STOPWORDS`) of
+the passage is a word of a *name* in the question, hop h's sub-query or a later clean
+sub-query, or of a gold answer — yet retrievable for the sub-query: the retriever
+(`FaultInput.search`) finds it with the sub-query's other words, so it shares a relation
+word ("born", "directed") and scores above zero, as a real bad retrieval would. Drawn
+(seeded) from the retriever's top hits; without a retriever, from the corpus.
+
+**Off-topic** (query drift's new topic) is stricter: no content word of the passage is a
+content word of the question, of hop h's sub-query, of a later clean sub-query, or of a
+gold answer, and the passage is not already in view. Off-topic passages are drawn from
+`FaultInput.corpus` by bounded rejection sampling and, only if that finds too few, a
+scan from a random offset — so a 1M-passage corpus is not scanned in the common case.
 
 **Skips** (`record.skipped`, nothing returned to apply): ``"empty evidence"`` for the
 evidence faults other than `empty_retrieval` when hop h retrieved nothing;
@@ -23,10 +30,13 @@ evidence faults other than `empty_retrieval` when hop h retrieved nothing;
 ``"empty sub-query"`` (query drift, false premise) when the sub-query has no word to work
 on; ``"no fact to make stale"`` when the top evidence has no fact-bearing sentence.
 
-**Injected passages** get ids of their own (``fp-<sha1[:10]>``, ``stale-<sha1[:10]>``),
+**Injected passages are invisible** (`_placement`): a real-form id
+(`<sha1(title)[:8]>-p<n>-c0` with a paragraph number no indexed chunk uses), a plausible
+title (the entity for a false premise, the source's title for stale evidence), the score
+the same retriever gives it for the sub-query, a rank that follows from that score, and
+the list keeps its length (the lowest-scored original item makes room). Their ids are
 listed in `record.new_ids` with their provenance in `record.provenance` (the template, or
-the source evidence id); they take the top item's score, so the edited list looks like an
-ordinary retrieval result, and every item is re-ranked 1..n.
+the source evidence id) — hidden labels, never in the trace.
 
 All randomness comes from ``seeded_rng(seed, example_id, hop, fault name)``: the same
 input gives the same outcome in any process. Inputs (evidence dicts, corpus) are never
@@ -36,9 +46,7 @@ mutated.
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -52,8 +60,8 @@ from cuer_agent.interventions._fault_types import (
     fault,
     fault_record,
 )
+from cuer_agent.interventions._placement import Taken, by_score, mint_id, place, scored
 from cuer_agent.interventions._record import seeded_rng
-from cuer_agent.interventions.operators import rerank
 from cuer_agent.retrieval import STOPWORDS, tokenize
 
 __all__ = [
@@ -201,26 +209,13 @@ def _has_words(text: str) -> bool:
     return _WORD.search(text) is not None
 
 
-def _short_id(prefix: str, *parts: str) -> str:
-    digest = hashlib.sha1("\x1f".join(parts).encode("utf-8")).hexdigest()[:10]
-    return f"{prefix}-{digest}"
+def _new_id(inp: FaultInput, title: str, rng: np.random.Generator) -> str:
+    taken = {str(ev["id"]) for ev in inp.evidence}
+    return mint_id(title, Taken(taken, inp.known_ids), inp.max_paragraph, rng)
 
 
-def _fresh_id(prefix: str, taken: set[str], *parts: str) -> str:
-    new_id = _short_id(prefix, *parts)
-    n = 1
-    while new_id in taken:
-        new_id = _short_id(prefix, *parts, str(n))
-        n += 1
-    return new_id
-
-
-def _top_score(evidence: Sequence[Evidence]) -> float:
-    return float(evidence[0].get("score", 0.0)) if evidence else 0.0
-
-
-def _in_front(inp: FaultInput, item: Evidence) -> list[Evidence]:
-    return rerank([item, *(dict(ev) for ev in inp.evidence)])
+def _in_place(inp: FaultInput, item: Evidence) -> list[Evidence]:
+    return place(inp.evidence, item, inp.subquery, inp.score, inp.k)
 
 
 # --- off-topic passages ----------------------------------------------------------------
@@ -290,23 +285,59 @@ def empty_retrieval(inp: FaultInput) -> FaultOutcome:
         params={"removed": len(ids)}), evidence=[])
 
 
+def _name_words(inp: FaultInput) -> set[str]:
+    """Words of the names in the question, the sub-query and the later sub-queries, and
+    of the gold answers: what an unrelated passage must not mention."""
+    words: set[str] = set()
+    for text in (inp.question, inp.subquery, *inp.later_subqueries):
+        for span in _capitalized_spans(text):
+            words |= content_words(span.text)
+    for answer in inp.gold_answers:
+        words |= content_words(answer)
+    return words
+
+
+def _unrelated(inp: FaultInput, rng: np.random.Generator, n: int,
+               in_view: set[str]) -> list[Evidence]:
+    """Up to `n` passages about other entities that the retriever finds with the
+    sub-query's non-name words, scored for the sub-query (fewer when fewer exist: a
+    narrow query returns fewer than k items, as the retriever itself would)."""
+    banned = _name_words(inp)
+    terms = [w for w in tokenize(inp.subquery) if w not in banned]
+    if inp.search is None or not terms:
+        return []
+    pool = [ev for ev in inp.search(" ".join(terms), 20 * n + 20)
+            if str(ev["id"]) not in in_view
+            and banned.isdisjoint(content_words(f"{ev.get('title', '')} {ev.get('text', '')}"))]
+    if not pool:
+        return []
+    chosen = sorted(rng.choice(len(pool), size=min(n, len(pool)), replace=False).tolist())
+    return [scored(inp.subquery, pool[i], inp.score) for i in chosen]
+
+
 @fault("irrelevant_evidence", stage="retrieval", boundary="retrieve")
 def irrelevant_evidence(inp: FaultInput) -> FaultOutcome:
-    """Hop h's evidence is replaced by as many off-topic passages from the corpus."""
+    """Hop h's evidence is replaced by as many unrelated passages the retriever finds for
+    the sub-query's non-name words (without a retriever: off-topic corpus passages)."""
     name = "irrelevant_evidence"
     if not inp.evidence:
         return FaultOutcome(record=fault_record(inp, name, skipped=SKIP_EMPTY_EVIDENCE))
     n = len(inp.evidence)
     in_view = {ev["id"] for ev in inp.evidence}
-    picked, how = _off_topic(inp, seeded_rng(inp.seed, inp.example_id, inp.hop, name), n,
-                             in_view)
-    if len(picked) < n:
+    rng = seeded_rng(inp.seed, inp.example_id, inp.hop, name)
+    picked = _unrelated(inp, rng, n, in_view)
+    how: dict[str, object] = {"method": "retriever"}
+    if not picked:
+        items, how = _off_topic(inp, rng, n, in_view)
+        picked = [scored(inp.subquery, {"id": item.id, "title": item.title,
+                                        "text": item.text, "rank": 0, "score": 0.0},
+                         inp.score) for item in items]
+    if not picked or (how["method"] != "retriever" and len(picked) < n):
         return FaultOutcome(record=fault_record(
             inp, name, skipped=SKIP_NO_OFF_TOPIC,
             params={"needed": n, "found": len(picked), **how}))
-    evidence = [{"id": item.id, "title": item.title, "text": item.text, "rank": rank,
-                 "score": 0.0} for rank, item in enumerate(picked, start=1)]
-    new_ids = tuple(item.id for item in picked)
+    evidence = by_score(picked)
+    new_ids = tuple(str(ev["id"]) for ev in evidence)
     record = fault_record(
         inp, name, target_ids=tuple(ev["id"] for ev in inp.evidence),
         target_titles=tuple(ev.get("title", "") for ev in inp.evidence),
@@ -446,15 +477,13 @@ def false_premise(inp: FaultInput) -> FaultOutcome:
     template = usable[int(rng.integers(len(usable)))]
     text = _PREMISE_TEMPLATES[template][1].format(claim=claim, embedded=embedded,
                                                   subquery=subquery, entity=entity)
-    taken = {ev["id"] for ev in inp.evidence}
-    new_id = _fresh_id("fp", taken, title, text)
-    item: Evidence = {"id": new_id, "title": title, "text": text, "rank": 1,
-                      "score": _top_score(inp.evidence)}
+    new_id = _new_id(inp, title, rng)
+    item: Evidence = {"id": new_id, "title": title, "text": text, "rank": 0, "score": 0.0}
     record = fault_record(
         inp, name, new_ids=(new_id,), provenance={new_id: f"template:{template}"},
         params={"subquery": inp.subquery, "entity": entity, "entity_strategy": strategy,
                 "template": template, "title": title, "text": text})
-    return FaultOutcome(record=record, evidence=_in_front(inp, item))
+    return FaultOutcome(record=record, evidence=_in_place(inp, item))
 
 
 # --- stale evidence ----------------------------------------------------------------------
@@ -529,7 +558,8 @@ def _facts(inp: FaultInput) -> list[tuple[int, _Fact]]:
                     out.append((overlap, _Fact(index, sentence, m.start(), m.end(), "number")))
             for cap in _capitalized_spans(sentence):
                 words = content_words(cap.text)
-                if (cap.tokens >= 2 and words and cap.text.lower() not in question
+                used = cap.text == inp.finding  # the fact the clean hop used
+                if ((cap.tokens >= 2 or used) and words and cap.text.lower() not in question
                         and words.isdisjoint(title_words) and not words <= query_words):
                     out.append((overlap, _Fact(index, sentence, cap.start, cap.end, "entity")))
     return out
@@ -604,11 +634,20 @@ def stale_evidence(inp: FaultInput) -> FaultOutcome:
         return FaultOutcome(record=fault_record(inp, name, skipped=SKIP_EMPTY_EVIDENCE))
     rng = seeded_rng(inp.seed, inp.example_id, inp.hop, name)
     facts = _facts(inp)
-    # Sentences sharing a relation word with the sub-query first (the one that answers the
-    # hop), then the highest-ranked item, then the most shared words; ties seeded.
+    # The fact the clean hop found first, then facts of the items it selected, then
+    # sentences sharing a relation word with the sub-query, the highest-ranked item, the
+    # most shared words; ties seeded.
     ties = rng.random(len(facts)).tolist()
+    selected = {str(i) for i in inp.selected}
+
+    def order(overlap: int, f: _Fact, tie: float) -> tuple[object, ...]:
+        span = f.sentence[f.start:f.end]
+        chosen = str(inp.evidence[f.source].get("id")) in selected
+        return (span != inp.finding or not inp.finding, not chosen, overlap == 0, f.source,
+                -overlap, tie)
+
     ordered = [f for _, _, f in sorted(
-        ((overlap == 0, f.source, -overlap, tie), i, f) for i, ((overlap, f), tie) in
+        (order(overlap, f, tie), i, f) for i, ((overlap, f), tie) in
         enumerate(zip(facts, ties, strict=True)))]
     for fact in ordered:
         original = fact.sentence[fact.start:fact.end]
@@ -619,10 +658,9 @@ def stale_evidence(inp: FaultInput) -> FaultOutcome:
         sentence = fact.sentence[:fact.start] + new + fact.sentence[fact.end:]
         template, text = _wrap_stale(sentence, fact.sentence, rng)
         source = inp.evidence[fact.source]
-        taken = {ev["id"] for ev in inp.evidence}
-        new_id = _fresh_id("stale", taken, str(source["id"]), text)
-        item: Evidence = {"id": new_id, "title": source.get("title", ""), "text": text,
-                          "rank": 1, "score": _top_score(inp.evidence)}
+        title = str(source.get("title", ""))
+        new_id = _new_id(inp, title, rng)
+        item: Evidence = {"id": new_id, "title": title, "text": text, "rank": 0, "score": 0.0}
         record = fault_record(
             inp, name, target_ids=(str(source["id"]),),
             target_titles=(str(source.get("title", "")),), new_ids=(new_id,),
@@ -630,7 +668,7 @@ def stale_evidence(inp: FaultInput) -> FaultOutcome:
             params={"strategy": fact.kind, "original_span": original, "new_span": new,
                     "original_sentence": fact.sentence, "stale_sentence": sentence,
                     "template": template, "source_id": str(source["id"]), "text": text})
-        return FaultOutcome(record=record, evidence=_in_front(inp, item))
+        return FaultOutcome(record=record, evidence=_in_place(inp, item))
     return FaultOutcome(record=fault_record(inp, name, skipped=SKIP_NO_FACT))
 
 

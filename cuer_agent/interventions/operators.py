@@ -4,8 +4,9 @@
 * REPLACE puts a related non-supporting item in the target's place: hardness `easy`
   (random), `medium` (most similar to the question), `hard` (most similar to the
   target). Never an item already in view, never one with a gold supporting title.
-* DUPLICATE adds a copy of the target (new id `<id>~dup`) at the `end`, the `front`, or
-  right `after` the original.
+* DUPLICATE adds a copy of the target at the `end`, the `front`, or right `after` the
+  original. The copy has an id of the real form (`<sha1(title)[:8]>-p<n>-c0`, a
+  paragraph number nothing else uses: `_placement.mint_id`), so no id tells it apart.
 
 After every edit the items are re-ranked 1..n in their new order, so the edited list
 looks like an ordinary retrieval result (a gap in the ranks would tell a diagnoser that
@@ -14,11 +15,13 @@ something was removed). Inputs are never mutated.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from cuer_agent.interventions._placement import mint_id
 from cuer_agent.interventions.targets import Target
 
 if TYPE_CHECKING:  # typing only: interventions do not depend on retrieval at run time
@@ -29,7 +32,6 @@ Hardness = Literal["easy", "medium", "hard"]
 Position = Literal["end", "front", "after"]
 HARDNESS: tuple[str, ...] = ("easy", "medium", "hard")
 POSITIONS: tuple[str, ...] = ("end", "front", "after")
-DUPLICATE_SUFFIX = "~dup"
 
 
 def rerank(evidence: Sequence[Evidence]) -> list[Evidence]:
@@ -48,9 +50,16 @@ def replace(evidence: Sequence[Evidence], target: Target,
     return rerank(edited)
 
 
-def duplicate(evidence: Sequence[Evidence], target: Target,
-              position: Position = "end") -> tuple[list[Evidence], Evidence]:
-    copy = {**evidence[target.index], "id": evidence[target.index]["id"] + DUPLICATE_SUFFIX}
+def duplicate(evidence: Sequence[Evidence], target: Target, position: Position = "end",
+              new_id: str | None = None) -> tuple[list[Evidence], Evidence]:
+    """A copy of the target under `new_id` (default: a real-form id of the target's title
+    that no item in view uses)."""
+    original = evidence[target.index]
+    if new_id is None:
+        rng = np.random.default_rng(int(hashlib.sha256(original["id"].encode()).hexdigest()[:16],
+                                        16))
+        new_id = mint_id(original["title"], {ev["id"] for ev in evidence}, 0, rng)
+    copy = {**original, "id": new_id}
     items = list(evidence)
     if position == "end":
         items.append(copy)

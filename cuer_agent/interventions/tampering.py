@@ -43,7 +43,8 @@ replaced ("Paris" never inside "Parisian"; a number never inside a larger number
 as "1,500" or "3.5"). Case variants found by the case-insensitive match are replaced when
 they are the same mention: the exact spelling, an ALL-CAPS rendition (new span in capitals),
 or any casing when the certified span is all lowercase (a capitalised first letter is
-kept). A touched item keeps its id, title, rank and score; only its text changes.
+kept). A touched item keeps its id and title; its text changes, and so its score: the
+retriever's score for the edited text (`FaultInput.score`), the list re-ordered by score.
 
 **Certificate** (`InterventionRecord.certificate`): `hop`, `strategy`, `original_span`,
 `new_span`, `documents_touched` (ids, in view order), `replacements` (occurrences
@@ -84,6 +85,7 @@ from cuer_agent.interventions._fault_types import (
     fault,
     fault_record,
 )
+from cuer_agent.interventions._placement import by_score, scored
 from cuer_agent.interventions._record import InterventionRecord, seeded_rng
 from cuer_agent.metrics.answer import normalize_answer
 
@@ -495,8 +497,8 @@ def content_tampering(inp: FaultInput) -> FaultOutcome:
     replacements = 0
     for ev, text in zip(inp.evidence, texts, strict=True):
         edited, count = _substitute(text, original, new)
-        if count:
-            evidence.append({**ev, "text": edited})
+        if count:  # an edited text scores as the retriever would score it
+            evidence.append(scored(inp.subquery, {**ev, "text": edited}, inp.score))
             touched.append(str(ev.get("id")))
             titles.append(str(ev.get("title") or ""))
             replacements += count
@@ -506,6 +508,7 @@ def content_tampering(inp: FaultInput) -> FaultOutcome:
         # The span was detected but no occurrence survives whole-word replacement (e.g. a
         # repeated name overlapping itself): nothing was corrupted, so nothing is certified.
         return FaultOutcome(fault_record(inp, NAME, skipped=SKIP_NOTHING))
+    evidence = by_score(evidence)
     certificate = {"hop": inp.hop, "strategy": chosen.strategy, "original_span": original,
                    "new_span": new, "documents_touched": touched,
                    "replacements": replacements}

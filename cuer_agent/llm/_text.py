@@ -48,6 +48,19 @@ Before During By For From With When While Since Although Born Directed Written
 """.split())
 
 
+NEGATIONS = frozenset("""
+not no never neither nor none nobody nothing nowhere cannot false untrue
+""".split())
+"""English negation words (and the predicates of falsity, "… is false"): a sentence
+with one states what is *not* so."""
+
+
+def negated(sentence: str) -> bool:
+    """Does the sentence carry a negation (a negation word or an n't contraction)?"""
+    lowered = sentence.lower()
+    return "n't" in lowered or "n’t" in lowered or not NEGATIONS.isdisjoint(words(lowered))
+
+
 def words(text: str) -> list[str]:
     return _WORD_RE.findall(text.lower())
 

@@ -14,17 +14,36 @@ How it reads:
 * **answer type** comes from the question (yes/no, choice between two named options,
   date, number, person, place, other entity);
 * **span extraction** takes, from the best sentences, the span of that type that is
-  new (not already in the query or earlier findings) and nearest the matched words;
+  new (not already in the query or earlier findings) and nearest the matched words; a
+  sentence with a negation ("not", "no", "never", "… is false") states no fact and is
+  skipped;
 * **bridge entities** are the new spans found at intermediate hops;
 * **planning** issues the question itself first, then the last finding plus the
-  question words no earlier hop has matched; choice and yes/no questions get one hop per
-  option; it answers once no question word is left unmatched and the answer type is
-  satisfied, or the hop budget is spent;
+  question's unresolved relation words; choice and yes/no questions get one hop per
+  option; it answers once every relation of the question is resolved and the answer
+  type is satisfied. The question's relation words form phrases ("alma mater"); a hop
+  whose sentence matched none of them still resolved one — the phrase nearest the part
+  of the question already resolved, since in a nested English question each relation
+  attaches to the phrase next to it;
+* **VERIFY** (the read's support): `supported` / `partial` by the share of the
+  sub-query the chosen sentence matched, and `unsupported` when nothing matches, when
+  the sentence is about no entity the question names or an earlier hop found
+  (relevance), or when another passage about the same entity (same title) denies what
+  was asked or states the same predicate with another object (consistency — both
+  passages are then selected);
+* **retries** (a plan request with `retry`): the first sub-query whose content words
+  differ from every failed attempt's — the one it would plan from the hops before; that
+  one with its relation words said another way (another word of the same group); its
+  entity and relation words alone; the entity's name alone — or it answers with what it
+  has. Only observable inputs: never gold;
 * **support and confidence** come from the share of query weight the chosen sentence
   matched; **used ids** are the evidence items the answer was drawn from.
 
-Stems use a 5-letter prefix plus a small table of English relation words (born/birth,
-died/death, wrote/author …) — general morphology, not fitted to any data set.
+Stems use a 5-letter prefix plus one table of English relation words
+(`_reading.RELATION_GROUPS`: born/birth/birthplace, wrote/written/author …), each group with its
+reason — general morphology and dictionary synonyms, never a data set's or the synthetic
+generator's phrasing. Measured (`cuer-agent run --dataset synthetic --hops 3 --n 100`,
+seeds 0/1/2): 0.73 / 0.78 / 0.76 on the synthetic world with its paraphrase bank.
 """
 
 from __future__ import annotations
@@ -32,13 +51,23 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections import Counter
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
 from cuer_agent.llm import _text as tx
+from cuer_agent.llm._questions import residual, words_with_stems
+from cuer_agent.llm._reading import (
+    GROUP_WORDS,
+    RELATION_STEMS,
+    TYPE_NOUNS,
+    Hit,
+    confidence,
+    extract,
+    score_sentences,
+    stems,
+    wh_type_nouns,
+)
 from cuer_agent.llm.backends import BackendReply, register_backend
 from cuer_agent.llm.skills import (
     AnswerRequest,
@@ -53,159 +82,11 @@ from cuer_agent.llm.skills import (
     ReadResponse,
 )
 
-_RELATION_STEMS = {
-    "born": "birth", "birthplace": "birth", "birth": "birth", "birthday": "birth",
-    "died": "death", "dies": "death", "dead": "death", "death": "death",
-    "wrote": "write", "written": "write", "writer": "write", "author": "write",
-    "authored": "write", "write": "write", "writes": "write",
-    "married": "spouse", "wife": "spouse", "husband": "spouse", "spouse": "spouse",
-    "founder": "found", "founded": "found", "founding": "found", "established": "found",
-    "headquarters": "headq", "headquartered": "headq", "based": "headq",
-    "studied": "educ", "educated": "educ", "graduated": "educ", "alma": "educ",
-    "attended": "educ", "alumnus": "educ", "mater": "educ", "study": "educ",
-    "student": "educ", "studies": "educ", "started": "found", "alumna": "educ", "education": "educ",
-    "located": "locat", "situated": "locat", "location": "locat", "lies": "locat",
-    "released": "relea", "release": "relea", "premiered": "relea",
-    "published": "publi", "publisher": "publi", "publishing": "publi",
-    "produced": "produ", "producer": "produ", "production": "produ",
-    "recorded": "recor", "recording": "recor",
-    "formed": "form", "formation": "form", "contains": "locat", "contain": "locat",
-    "population": "peopl", "people": "peopl", "inhabitants": "peopl", "residents": "peopl",
-    "live": "peopl", "lives": "peopl",
-    "father": "father", "mother": "mother", "son": "child", "daughter": "child",
-    "child": "child", "children": "child",
-}
-# Words of a wh-phrase name the answer type, not a relation a hop must resolve.
-_TYPE_NOUNS = frozenset("""
-country city state town county region continent place island nation person year date
-film movie book album band company university name number
-""".split())
 _YES, _NO = "yes", "no"
-# Hatnote-style sentences name a look-alike, not a fact about the subject.
-_DISAMBIGUATION = re.compile(r"\b(confused with|mistaken for|unrelated to|not to be confused)\b",
-                             re.I)
-
-
-def stem(word: str) -> str:
-    return _RELATION_STEMS.get(word, tx.stem(word))
-
-
-def stems(text: str) -> set[str]:
-    return {stem(w) for w in tx.content_words(text)}
-
-
-def wh_type_nouns(question: str) -> set[str]:
-    """Type nouns in the question's wh-phrase ("In which country …" → {country})."""
-    m = re.search(r"\b(?:which|what)\s+(\w+)", question.lower())
-    return {m.group(1)} if m and m.group(1) in _TYPE_NOUNS else set()
-
-
-@dataclass(frozen=True)
-class Hit:
-    """A scored sentence."""
-
-    score: float
-    ev: EvidenceView
-    sentence: str
-    order: int
-    matched: frozenset[str]
-
-
-def score_sentences(query: str, evidence: tuple[EvidenceView, ...]) -> list[Hit]:
-    """Sentences of the evidence, best first, scored by idf-weighted query-stem overlap.
-
-    The passage title is context for each of its sentences ("The film was directed by …"
-    names no subject): its query stems count in full when the query names the whole
-    title — the passage is about the entity asked for — and at half weight otherwise, so
-    a confuser sharing one name part does not outrank the entity itself.
-    """
-    qstems = stems(query)
-    rows: list[tuple[EvidenceView, str, set[str], set[str]]] = []
-    for ev in evidence:
-        title = stems(ev.title)
-        for sent in tx.split_sentences(ev.text):
-            rows.append((ev, sent, stems(sent), title))
-    df = Counter(w for _, _, s, t in rows for w in s | t)
-    n = max(len(rows), 1)
-    weight = {w: math.log(1.0 + n / df[w]) if df[w] else math.log(1.0 + n) for w in qstems}
-    hits: list[Hit] = []
-    for order, (ev, sent, sst, title) in enumerate(rows):
-        named = bool(title) and title <= qstems
-        in_title = qstems & title
-        in_text = (qstems & sst) - in_title
-        # fsum: exact, so the score cannot depend on set iteration order (hash seed).
-        score = math.fsum(weight[w] for w in in_text)
-        score += (1.0 if named else 0.5) * math.fsum(weight[w] for w in in_title)
-        hits.append(Hit(score, ev, sent, order, frozenset(in_text | in_title)))
-    hits.sort(key=lambda h: (-h.score, h.order))
-    return hits
-
-
-def candidates(sentence: str, kind: str) -> list[tx.Span]:
-    if kind == "date":
-        return tx.date_spans(sentence)
-    if kind == "number":
-        return tx.number_spans(sentence)
-    # Entities start with a letter and have two characters or more ("R&B" → not "R").
-    return [s for s in tx.capitalized_spans(sentence) if s.text[0].isalpha() and len(s.text) > 1]
-
-
-def _is_new(span: str, known: set[str]) -> bool:
-    return not set(tx.words(span)) <= known
-
-
-def extract(query: str, evidence: tuple[EvidenceView, ...], kind: str,
-            known_text: str = "", used: frozenset[str] = frozenset(), *,
-            named_first: bool = False) -> tuple[str, Hit | None]:
-    """The best new span of `kind` for the query, and the sentence it came from.
-
-    Sentences in `used` (quoted by earlier hops) are skipped, so hops do not loop. With
-    `named_first`, passages whose title the query names are read before the others —
-    a hop's reader reads the article about the entity it was asked about.
-    """
-    known = set(tx.words(query)) | set(tx.words(known_text))
-    hits = score_sentences(query, evidence)
-    if named_first:
-        qstems = stems(query)
-        hits.sort(key=lambda h: not (stems(h.ev.title) and stems(h.ev.title) <= qstems))
-    for hit in hits[:12]:
-        if hit.score <= 0:
-            continue
-        if hit.sentence in used or _DISAMBIGUATION.search(hit.sentence):
-            continue
-        spans = [s for s in candidates(hit.sentence, kind) if _is_new(s.text, known)]
-        if not spans:
-            continue
-        anchors = _anchors(hit)
-        best = min(spans, key=lambda s: (min((abs(s.start - a) for a in anchors), default=0),
-                                          s.start))
-        return best.text, hit
-    return "", None
-
-
-def _anchors(hit: Hit) -> list[int]:
-    """Positions of the matched relation words (lower-case in the sentence: "directed",
-    "born"); names are not anchors, since the finding is what the sentence says *about*
-    the name. Falls back to every matched word."""
-    relation, every = [], []
-    for m in re.finditer(r"\w+", hit.sentence):
-        if stem(m.group(0).lower()) in hit.matched:
-            every.append(m.start())
-            if m.group(0)[0].islower():
-                relation.append(m.start())
-    return relation or every
-
-
-def _confidence(hit: Hit | None, query: str) -> float:
-    if hit is None:
-        return 0.05
-    share = len(hit.matched) / max(len(stems(query)), 1)
-    return round(min(0.95, max(0.05, 0.2 + 0.75 * share)), 4)
-
-
-# --- skills ---------------------------------------------------------------------------------
 
 def plan(req: PlanRequest) -> PlanResponse:
+    if req.retry:
+        return _replan(req)
     qt = tx.question_type(req.question)
     history = req.history
     if qt.kind in {"choice", "yesno"} and (opts := _options(req.question, qt)):
@@ -221,29 +102,74 @@ def plan(req: PlanRequest) -> PlanResponse:
     last = history[-1]
     if not last.finding:
         return PlanResponse(action="answer", reason="the last hop found nothing to follow")
-    residual = _residual(req.question, history)
+    unresolved = residual(req.question, history)
     type_nouns = wh_type_nouns(req.question)
     typed = bool(type_nouns & stems(last.reason)) or _finding_has_type(last.finding, qt.kind)
-    if not residual and (typed or not type_nouns):
+    if not unresolved and (typed or not type_nouns):
         return PlanResponse(action="answer", reason="every question word is matched")
-    words = _words_with_stems(req.question, residual) if residual else " ".join(sorted(type_nouns))
+    words = (words_with_stems(req.question, unresolved) if unresolved
+             else " ".join(sorted(type_nouns)))
     return PlanResponse(action="search", subquery=f"{last.finding} {words}".strip(),
                         reason=f"follow {last.finding}")
 
 
-def _residual(question: str, history: tuple[HopView, ...]) -> set[str]:
-    """Question stems no hop's chosen sentence has matched. Type nouns ("the country
-    that…", "which city") and "how many/much" name kinds of answer, not relations."""
-    wanted = stems(question) - {stem(w) for w in _TYPE_NOUNS | {"many", "much"}}
-    for hop in history:
-        wanted -= stems(hop.reason) | stems(hop.finding)
-    return wanted
+def _replan(req: PlanRequest) -> PlanResponse:
+    """A retry: ask for the same hop differently from every failed attempt.
+
+    In order, the first sub-query whose content words differ from each failed attempt's:
+    the sub-query this planner would plan from the hops before (a failed attempt may not
+    have asked it); that sub-query with its relation words said another way (a word of
+    the same `RELATION_GROUPS` group); its entity and relation words alone (type nouns and
+    question words dropped); the entity's name alone (read what its passage says). If
+    none is new, it answers with what it has.
+    """
+    tried = [_bag(a.subquery) for a in req.retry]
+    planned = plan(req.model_copy(update={"retry": ()}))
+    base = planned.subquery if planned.action == "search" else req.retry[-1].subquery
+    options = (
+        (planned.subquery if planned.action == "search" else "", "ask as planned"),
+        (_reword(base), "say the relation another way"),
+        (_entity_and_relation(base), "ask for the entity and relation only"),
+        (_names(base), "ask for the entity alone"),
+    )
+    for subquery, why in options:
+        if subquery.strip() and _bag(subquery) not in tried:
+            return PlanResponse(action="search", subquery=subquery, reason=f"retry: {why}")
+    return PlanResponse(action="answer", reason="no other way to ask")
 
 
-def _words_with_stems(question: str, wanted: set[str]) -> str:
-    """The question's own words (in order, once each) whose stems are in `wanted`."""
-    kept = [w for w in tx.content_words(question) if stem(w) in wanted]
+def _bag(text: str) -> frozenset[str]:
+    return frozenset(tx.content_words(text))
+
+
+def _reword(query: str) -> str:
+    """The query with each relation word replaced by another word of its group."""
+    present = set(tx.words(query))
+    out, changed = [], False
+    for word in re.findall(r"\w+|\W+", query):
+        group = RELATION_STEMS.get(word.lower())
+        if group is not None:
+            other = next((w for w in GROUP_WORDS[group]
+                          if w != word.lower() and w not in present), None)
+            if other is not None:
+                out.append(other)
+                changed = True
+                continue
+        out.append(word)
+    return "".join(out) if changed else ""
+
+
+def _entity_and_relation(query: str) -> str:
+    """The query's content words without type nouns or question words (a capitalised
+    word is part of a name and stays)."""
+    kept = [w for w in re.findall(r"\w+", query)
+            if w.lower() not in tx.STOPWORDS and (w.lower() not in TYPE_NOUNS or w[0].isupper())]
     return " ".join(dict.fromkeys(kept))
+
+
+def _names(query: str) -> str:
+    """The names in the query (its capitalised spans), once each."""
+    return " ".join(dict.fromkeys(span.text for span in tx.capitalized_spans(query)))
 
 
 def _finding_has_type(finding: str, kind: str) -> bool:
@@ -290,14 +216,59 @@ def read(req: ReadRequest) -> ReadResponse:
                             confidence=0.05, reason="no sentence matches the sub-query")
     share = len(hit.matched) / max(len(stems(req.subquery)), 1)
     support = "supported" if share >= 0.5 else "partial"
-    return ReadResponse(selected_ids=[hit.ev.id], finding=finding, support=support,
-                        confidence=_confidence(hit, req.subquery), reason=_reason(hit))
+    selected = [hit.ev.id]
+    if not _on_chain(hit, req):
+        support = "unsupported"  # the evidence is about something the question is not
+    elif (rival := _contradiction(hit, finding, req)) is not None:
+        support = "unsupported"  # the evidence in view disagrees with itself
+        selected.append(rival.ev.id)
+    return ReadResponse(selected_ids=selected, finding=finding, support=support,
+                        confidence=confidence(hit, req.subquery), reason=_reason(hit))
+
+
+def _on_chain(hit: Hit, req: ReadRequest) -> bool:
+    """VERIFY, relevance: is the chosen sentence about an entity the question names or an
+    earlier hop found? Its sentence or its passage's title must share a word with one of
+    them (with none named anywhere, anything is relevant)."""
+    names = set()
+    for text in [req.question, *(h.finding for h in req.history)]:
+        for span in tx.capitalized_spans(text):
+            names |= set(tx.content_words(span.text))
+    names |= {w for h in req.history for w in tx.content_words(h.finding)}
+    if not names:
+        return True
+    return not names.isdisjoint(tx.words(f"{hit.ev.title} {hit.sentence}"))
+
+
+def _contradiction(hit: Hit, finding: str, req: ReadRequest) -> Hit | None:
+    """VERIFY, consistency: another passage about the same entity (same title) with a
+    sentence that denies what was asked (a negated sentence holding every word of the
+    sub-query but the entity's name) or that states the hit's predicate with another
+    object (its words besides the name and the finding, e.g. "lies in", without the
+    finding). The first such sentence, or None."""
+    title = stems(hit.ev.title)
+    asked = stems(req.subquery) - title
+    predicate = stems(hit.sentence) - title - stems(finding)
+    for other in score_sentences(req.subquery, req.evidence):
+        if other.ev.id == hit.ev.id or other.ev.title != hit.ev.title:
+            continue
+        words = stems(other.sentence)
+        if tx.negated(other.sentence):
+            if (asked and asked <= words) or (predicate and predicate <= words):
+                return other
+        elif predicate and predicate <= words and _norm(finding) not in _norm(other.sentence):
+            return other
+    return None
+
+
+def _norm(text: str) -> str:
+    return " ".join(tx.words(text))
 
 
 def _completes(req: ReadRequest, hit: Hit) -> bool:
     """Does this sentence leave no question word unmatched (so this is the last hop)?"""
     hop = HopView(hop=req.hop, subquery=req.subquery, reason=_reason(hit))
-    return not _residual(req.question, (*req.history, hop))
+    return not residual(req.question, (*req.history, hop))
 
 
 def _reason(hit: Hit) -> str:
@@ -324,7 +295,7 @@ def answer(req: AnswerRequest) -> AnswerResponse:
     if hit is None:
         return AnswerResponse(answer="", confidence=0.05, used_ids=[],
                               rationale="no evidence sentence matches the question")
-    return AnswerResponse(answer=span, confidence=_confidence(hit, req.question),
+    return AnswerResponse(answer=span, confidence=confidence(hit, req.question),
                           used_ids=[hit.ev.id], rationale=hit.sentence)
 
 
@@ -369,7 +340,7 @@ def _compare(question: str, qt: tx.QuestionType,
     values = [extract(f"{opt} {attr}", own, kind, opt)
               for opt, own in zip(opts, owns, strict=False)]
     used = list(dict.fromkeys(h.ev.id for _, h in values if h is not None))
-    conf = round(min((_confidence(h, attr or question) for _, h in values)), 4)
+    conf = round(min((confidence(h, attr or question) for _, h in values)), 4)
     if qt.kind == "yesno":
         verdict = _yesno(question, values, kind, attr, owns)
         return AnswerResponse(answer=verdict, confidence=conf, used_ids=used,

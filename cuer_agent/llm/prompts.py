@@ -31,7 +31,10 @@ _TASKS: dict[str, str] = {
         "(action \"search\": one short, self-contained question that names the entity it "
         "asks about, using earlier findings in place of references) or decide the question "
         "can now be answered (action \"answer\", empty subquery). Stop searching once the "
-        "findings suffice; hop_budget is the maximum number of searches."
+        "findings suffice; hop_budget is the maximum number of searches. When \"retry\" "
+        "is not empty, this hop's earlier attempts failed verification: issue a "
+        "reformulated sub-query for the same hop that asks differently (other words, "
+        "another angle), or answer if there is no better way to ask."
     ),
     "read": (
         "You read the evidence retrieved for one sub-query. Select the ids of the passages "

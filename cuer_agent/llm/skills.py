@@ -49,9 +49,13 @@ class HopView(_Model):
 class PlanRequest(_Model):
     question: str
     hop: int
-    """The hop about to start (1-based)."""
+    """The hop about to start (1-based); on a retry, the hop being retried."""
     hop_budget: int
     history: tuple[HopView, ...] = ()
+    """The finished hops before this one."""
+    retry: tuple[HopView, ...] = ()
+    """A retry when not empty: this hop's earlier attempts, oldest first, which VERIFY
+    found unsupported (or which selected nothing). The planner should ask differently."""
 
 
 class ReadRequest(_Model):

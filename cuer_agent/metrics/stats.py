@@ -4,6 +4,8 @@
   stack of metrics at once (rows), seeded (default 5000 resamples, seed 42).
 * `cluster_bootstrap_ci` — resamples whole clusters (e.g. every fault on one example),
   since outcomes within a cluster are correlated.
+* `wilson_interval` — the Wilson score interval of a proportion k/n (never zero-width,
+  unlike a percentile bootstrap of 0/n or n/n).
 * `sign_flip_test` — paired permutation test on per-example deltas (H0: symmetric about
   0), via `scipy.stats.permutation_test`; exact when 2^n is small.
 * `mcnemar_exact` — McNemar's exact test for paired binary outcomes (binomial test on the
@@ -57,6 +59,18 @@ def cluster_bootstrap_ci(values: ArrayLike, clusters: Sequence[object], *,
     means = sums[idx].sum(axis=1) / counts[idx].sum(axis=1)
     tail = (1.0 - confidence) / 2.0
     return np.quantile(means, [tail, 1.0 - tail])
+
+
+def wilson_interval(successes: int, n: int, *, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of the proportion successes/n (rounded to 6 decimals)."""
+    if n <= 0 or not 0 <= successes <= n:
+        raise ValueError(f"need 0 <= successes <= n and n > 0, got {successes}/{n}")
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return round(max(0.0, float(centre - half)), 6), round(min(1.0, float(centre + half)), 6)
 
 
 def sign_flip_test(deltas: ArrayLike, *, n_resamples: int = DEFAULT_RESAMPLES,

@@ -102,9 +102,14 @@ def single_shot(summary: dict[str, Any]) -> list[Block]:
     if not part or not part.get("conditions"):
         return [*blocks, _not_run("single-shot CUE-R")]
     conditions = part["conditions"]
-    blocks += [Para(f"{part.get('n', '?')} examples: the single-shot system (BM25 top k → "
-                    "answer) run once, then forked after retrieval with one evidence item "
-                    "perturbed."),
+    per_hop = part.get("questions") == "per_hop"
+    asked = ("each hop's gold sub-question (bridge resolved), one single-shot call per hop — "
+             "the experimenter reads the gold decomposition to pose these questions; the "
+             "system sees only the question it is asked" if per_hop
+             else "each example's whole question")
+    blocks += [Para(f"{part.get('n', '?')} questions: the single-shot system (BM25 top k → "
+                    f"answer) asked {asked}; run once, then forked after retrieval with one "
+                    "evidence item perturbed."),
                _tables.cuer_main(conditions),
                *_figure("cuer_deltas", _plots.cuer_deltas(conditions),
                         "CUE-R deltas per operator and axis, 95% bootstrap CIs"),
@@ -152,7 +157,11 @@ def agentic(summary: dict[str, Any]) -> list[Block]:
     hops = ", ".join(f"{h} hop(s): {n}" for h, n in (clean.get("hops_used") or {}).items())
     blocks.append(Para(f"Clean runs: n = {clean.get('n', '?')}, accuracy "
                        f"{num(clean.get('accuracy'))} {ci(clean.get('accuracy_ci'))}".rstrip()
-                       + (f"; hops used — {hops}" if hops else "") + "."))
+                       + (f"; hops used — {hops}" if hops else "")
+                       + (f"; hops retried after VERIFY — {clean['retried_hops']} of "
+                          f"{clean.get('hops', '?')}" if "retried_hops" in clean else "")
+                       + "."))
+    blocks.append(Para(PERSISTENCE_TEXT.get(str(part.get("persistence", "once")), "")))
     prefix = _part(part, "prefix_calls")
     if prefix:
         blocks.append(Para(f"Skill calls spent re-running prefixes: {prefix.get('total', '?')} "
@@ -181,6 +190,58 @@ def agentic(summary: dict[str, Any]) -> list[Block]:
                for reason, count in sorted((reasons or {}).items())]
     if skipped:
         blocks += [Heading(3, "Skipped injections"), Bullets(tuple(skipped))]
+    return blocks
+
+
+PERSISTENCE_TEXT = {
+    "query": ("How faults hold (persistence `query`): a retrieval fault at hop h is a condition "
+              "of the retriever — whenever hop h's faulted sub-query is asked again (a retry, a "
+              "regenerated suffix, a probe) the same faulty result comes back, as a "
+              "deterministic tool would give; a reformulated sub-query gets clean retrieval. "
+              "Query drift corrupts the first attempt's sub-query at hop h; early termination "
+              "lowers the hop budget to h−1. So recovery takes what a real agent needs: VERIFY "
+              "noticing the failure, and a retry that asks differently. Probes run under the "
+              "same fault, with only the hop they repair made clean."),
+    "hop": ("How faults hold (persistence `hop`): every retrieval (and every sub-query) at hop "
+            "h meets the fault, whatever is asked — recovery is impossible by design, so "
+            "recovery figures measure nothing but that."),
+    "once": ("How faults hold (persistence `once`): the fault is a one-shot edit of the saved "
+             "state; nothing holds afterwards, so a retry of the same query meets a clean "
+             "retriever and a probe that regenerates the suffix restores the clean run by "
+             "construction."),
+}
+
+
+def comparison(summary: dict[str, Any]) -> list[Block]:
+    """Single-shot CUE-R's target next to the agentic critical hop, per example."""
+    blocks: list[Block] = [Heading(2, "Single-shot vs agentic analysis, per example")]
+    part = _part(summary, "comparison")
+    if not part or not part.get("n"):
+        return [*blocks, _not_run("single-shot vs agentic comparison")]
+    blocks.append(Para(
+        "Single-shot CUE-R flags an item when removing it breaks that single-shot answer; the "
+        "agentic analysis removes hop h's item inside the agent, which may retry, and takes the "
+        "hop whose REMOVE hurts the final answer most as the critical hop. "
+        f"Of {part['n']} examples, {part['with_critical_hop']} have a critical hop "
+        f"(by hop: {', '.join(f'{h}: {c}' for h, c in part['critical_hops'].items()) or 'none'}"
+        f"; in {part.get('ties', 0)} several hops hurt as much and the earliest is taken)"
+        f"; the single-shot analysis flags the critical hop's item in "
+        f"{part['points_at_critical']} of them ({num(part.get('points_at_critical_share'), 2)} "
+        f"{ci(part.get('points_at_critical_ci'), 2)}). Of its {part['single_shot_flags']} flags, "
+        f"{part['flags_recovered']} ({num(part.get('flags_recovered_share'), 2)}) are items "
+        "whose removal the agent recovered from."))
+    rows = []
+    for row in part["examples"][:15]:
+        single = "; ".join(f"{'h' + str(s['hop']) if s['hop'] else 'q'} {s['target']} "
+                           f"Δ{s['delta']:+.0f}" for s in row["single_shot"])
+        critical = (f"hop {row['critical_hop']}: {row['critical_item']} "
+                    f"Δ{row['critical_delta']:+.0f}" if row["critical_hop"] else "none")
+        points = {True: "yes", False: "no", None: "—"}[row["points_at_critical"]]
+        rows.append((row["example_id"], single, critical, points))
+    blocks.append(Table(caption="First examples: single-shot targets (Δcorrectness of REMOVE) "
+                                "next to the agentic critical hop",
+                        headers=("example", "single-shot targets", "critical hop (agentic)",
+                                 "points at it"), rows=tuple(rows)))
     return blocks
 
 
@@ -215,4 +276,5 @@ def ledger_and_config(summary: dict[str, Any]) -> list[Block]:
 def all_sections(summary: dict[str, Any]) -> list[Block]:
     """The whole report, in reading order."""
     return [*headline(summary), *notes(summary), *single_shot(summary), *roles(summary),
-            *agentic(summary), *diagnosers(summary), *ledger_and_config(summary)]
+            *agentic(summary), *comparison(summary), *diagnosers(summary),
+            *ledger_and_config(summary)]

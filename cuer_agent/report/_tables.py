@@ -85,7 +85,11 @@ def _recovery_cell(cell: Any) -> str:
         return DASH
     text = (f"{cell.get('recovered', 0)}/{cell['injected']} = {num(cell.get('recovery'), 2)} "
             f"{ci(cell.get('ci'), 2)}").rstrip()
-    return text + (DESCRIPTIVE if cell.get("descriptive_only") else "")
+    text += DESCRIPTIVE if cell.get("descriptive_only") else ""
+    if "effective" in cell:
+        text += (f"; retried {cell.get('retried', 0)}, effective {cell['effective']}"
+                 f" → {cell.get('recovered_effective', 0)}/{cell['effective']}")
+    return text
 
 
 def recovery(faults: dict[str, Any]) -> Table | None:
@@ -95,7 +99,8 @@ def recovery(faults: dict[str, Any]) -> Table | None:
     hops = sorted({h for per_hop in faults.values() for h in (per_hop or {})}, key=hop_key)
     rows = tuple((fault, *(_recovery_cell((faults[fault] or {}).get(h)) for h in hops))
                  for fault in faults)
-    return Table(caption="Recovery after a fault at hop h (recovered/injected = recovery [95% CI])",
+    return Table(caption="Recovery after a fault at hop h (recovered/injected = recovery [95% CI]; "
+                         "runs that retried hop h; effective injections → recovered of them)",
                  headers=("fault", *(f"hop {h}" for h in hops)), rows=rows,
                  footnote=(f"{DESCRIPTIVE} fewer than 10 failed traces: descriptive only. "
                            f"Reference — {ref.DIAG_SETUP}; {ref.RECOVERY_RANGES} (their "

@@ -1,0 +1,105 @@
+"""Single-shot CUE-R next to the agentic per-hop analysis, example by example.
+
+Both analyses ask which evidence item mattered; they answer from different systems:
+
+* **single-shot** — CUE-R's REMOVE of its target item in a single-shot run: on the whole
+  question, or (`cuer.questions = "per_hop"`) on each hop's sub-question as its own
+  single-shot call. An item is *flagged* when removing it breaks that run's answer
+  (Δcorrectness > 0).
+* **agentic** — REMOVE of hop h's target inside the agent, which then re-executes (and
+  may retry the hop): Δcorrectness of the *final* answer per hop. The **critical hop**
+  is the hop whose REMOVE hurts most (ties: the earliest, and `ties` counts the examples
+  where several hops hurt as much); none when no REMOVE hurts.
+
+Per example the summary puts the single-shot targets next to the critical hop's item,
+and counts:
+
+* `points_at_critical` — the single-shot analysis flags the critical hop's item (by
+  title): it points at the right hop's evidence;
+* `flags_recovered` — single-shot flags on items whose agentic REMOVE did not hurt (the
+  agent recovered): importance that step-level analysis reports and the agent does not
+  show.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+from cuer_agent.metrics.stats import wilson_interval
+
+Rows = list[dict[str, Any]]
+
+
+def _parent(example_id: str) -> tuple[str, int | None]:
+    """`syn-0-3#h2` → ("syn-0-3", 2); a whole-question id → (id, None)."""
+    head, sep, hop = example_id.rpartition("#h")
+    return (head, int(hop)) if sep and hop.isdigit() else (example_id, None)
+
+
+def _removals(records: Rows, base: str, removal: str, metric: str,
+              unit: Callable[[dict[str, Any]], tuple[str, int | None]]
+              ) -> dict[str, list[dict[str, Any]]]:
+    """Per example: each REMOVE's hop (per `unit`), target title and Δ of `metric` against
+    the same run's `base` condition."""
+    before = {r["record"]["example_id"]: r["metrics"][metric] for r in records
+              if r["record"]["condition"] == base and r["metrics"] is not None}
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        rec = r["record"]
+        if rec["condition"] != removal or r["metrics"] is None:
+            continue
+        example, hop = unit(rec)
+        delta = before.get(rec["example_id"], 0.0) - r["metrics"][metric]
+        out[example].append({"hop": hop, "target": (rec.get("target_titles") or [""])[0],
+                             "delta": round(delta, 6)})
+    return out
+
+
+def compare_analyses(single_records: Rows, agentic_records: Rows) -> dict[str, Any]:
+    """The per-example comparison and its counts (see the module docstring)."""
+    single = _removals(single_records, "original", "remove", "correctness",
+                       lambda rec: _parent(rec["example_id"]))
+    agentic = _removals(agentic_records, "clean", "hop_remove", "correct",
+                        lambda rec: (rec["example_id"], int(rec["hop"])))
+    rows: list[dict[str, Any]] = []
+    with_critical = pointed = flags = recovered_flags = ties = 0
+    for example_id in sorted(set(single) & set(agentic)):
+        per_hop = sorted(agentic[example_id], key=lambda c: c["hop"])
+        hurting = [c for c in per_hop if c["delta"] > 0]
+        critical = max(hurting, key=lambda c: (c["delta"], -c["hop"])) if hurting else None
+        ties += critical is not None and sum(c["delta"] == critical["delta"]
+                                             for c in hurting) > 1
+        flagged = {s["target"] for s in single[example_id] if s["delta"] > 0}
+        harmless = {c["target"] for c in per_hop if c["delta"] <= 0}
+        flags += len(flagged)
+        recovered_flags += len(flagged & harmless)
+        points = None
+        if critical is not None:
+            with_critical += 1
+            points = critical["target"] in flagged
+            pointed += points
+        rows.append({"example_id": example_id,
+                     "single_shot": sorted(single[example_id],
+                                           key=lambda s: (s["hop"] is None, s["hop"] or 0)),
+                     "critical_hop": critical["hop"] if critical else None,
+                     "critical_item": critical["target"] if critical else None,
+                     "critical_delta": critical["delta"] if critical else None,
+                     "points_at_critical": points})
+    lo, hi = wilson_interval(pointed, with_critical) if with_critical else (None, None)
+    return {
+        "n": len(rows),
+        "with_critical_hop": with_critical,
+        "ties": ties,
+        "points_at_critical": pointed,
+        "points_at_critical_share": round(pointed / with_critical, 6) if with_critical else None,
+        "points_at_critical_ci": [lo, hi] if with_critical else None,
+        "single_shot_flags": flags,
+        "flags_recovered": recovered_flags,
+        "flags_recovered_share": round(recovered_flags / flags, 6) if flags else None,
+        "critical_hops": {str(h): sum(1 for r in rows if r["critical_hop"] == h)
+                          for h in sorted({r["critical_hop"] for r in rows
+                                           if r["critical_hop"] is not None})},
+        "examples": rows,
+    }

@@ -1,0 +1,85 @@
+"""How the extractive planner reads a question's relations: which of its relation
+phrases the hops so far have resolved (see `cuer_agent.llm.extractive`)."""
+
+from __future__ import annotations
+
+import re
+
+from cuer_agent.llm import _text as tx
+from cuer_agent.llm._reading import TYPE_NOUNS, stem, stems
+from cuer_agent.llm.skills import HopView
+
+
+def residual(question: str, history: tuple[HopView, ...]) -> set[str]:
+    """Question stems no hop has resolved. Type nouns ("the country that…", "which
+    city") and "how many/much" name kinds of answer, not relations.
+
+    The question's relation words form *phrases*: runs of them with no other content
+    word between ("people live", "alma mater"), each naming one relation. A hop
+    resolves every phrase its chosen sentence (or finding) matched a word of. A hop that
+    matched no phrase still resolved *some* relation, one this reader has no word for:
+    it uses up the open phrase nearest the part of the question already resolved (the
+    named entity and the phrases resolved so far; ties go to the phrase before), since
+    in a nested English question ("the population of the country that contains the city
+    where X was born") each relation attaches to the phrase next to it.
+    """
+    kinds = {stem(w) for w in TYPE_NOUNS | {"many", "much"}}
+    wanted = stems(question) - kinds
+    phrases = _relation_phrases(question, kinds)
+    resolved = _name_positions(question)
+    open_phrases = list(phrases)
+    for hop in history:
+        seen = stems(hop.reason) | stems(hop.finding)
+        wanted -= seen
+        done = [p for p in open_phrases if p[0] & seen]
+        if not done and open_phrases and resolved:
+            done = [min(open_phrases, key=lambda p: _distance(p[1], resolved))]
+        for phrase in done:
+            open_phrases.remove(phrase)
+            wanted -= phrase[0]
+            resolved |= set(phrase[1])
+    return wanted
+
+
+Phrase = tuple[frozenset[str], tuple[int, ...]]
+"""A relation phrase: its stems and its content-word positions in the question."""
+
+
+def _relation_phrases(question: str, kinds: set[str]) -> list[Phrase]:
+    """Runs of adjacent lower-case relation words (content words that are not type
+    nouns): any other word between two of them, a stopword included, ends a run."""
+    phrases: list[Phrase] = []
+    run: list[tuple[str, int]] = []
+    position = -1
+    for word in [*re.findall(r"\w+", question), ""]:
+        lower = word.lower()
+        content = bool(word) and lower not in tx.STOPWORDS
+        position += content
+        if content and word == lower and stem(lower) not in kinds:
+            run.append((stem(lower), position))
+            continue
+        if run:
+            phrases.append((frozenset(s for s, _ in run), tuple(i for _, i in run)))
+            run = []
+    return phrases
+
+
+def _name_positions(question: str) -> set[int]:
+    """Content-word positions of the question's capitalised words after its first word."""
+    return {i for i, (word, lower) in enumerate(_content_tokens(question))
+            if i > 0 and word != lower}
+
+
+def _content_tokens(text: str) -> list[tuple[str, str]]:
+    return [(w, w.lower()) for w in re.findall(r"\w+", text) if w.lower() not in tx.STOPWORDS]
+
+
+def _distance(spots: tuple[int, ...], resolved: set[int]) -> tuple[int, int]:
+    """Word distance to the resolved part; a phrase before it wins a tie."""
+    return min((abs(p - r), 0 if p < r else 1) for p in spots for r in resolved)
+
+
+def words_with_stems(question: str, wanted: set[str]) -> str:
+    """The question's own words (in order, once each) whose stems are in `wanted`."""
+    kept = [w for w in tx.content_words(question) if stem(w) in wanted]
+    return " ".join(dict.fromkeys(kept))

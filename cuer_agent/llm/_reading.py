@@ -1,0 +1,176 @@
+"""The extractive reader's reading primitives: its one word table, stems, sentence
+scoring and span extraction (see `cuer_agent.llm.extractive` for how it reads)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from cuer_agent.llm import _text as tx
+from cuer_agent.llm.skills import EvidenceView
+
+
+def _groups(*rows: tuple[str, str, str]) -> dict[str, str]:
+    return {word: group for group, _reason, words in rows for word in words.split()}
+
+
+RELATION_GROUPS: tuple[tuple[str, str, str], ...] = (
+    # (group stem, why these words name one relation, the words)
+    ("birth", "inflections and compounds of born/birth", "born birth births birthday birthplace"),
+    ("death", "inflections of die/death", "died dies dead death"),
+    ("write", "authorship: the verb's forms and its agent nouns",
+     "write writes wrote written writer author authored"),
+    ("spouse", "marriage: the verb and the kinship nouns", "married marry wife husband spouse"),
+    ("found", "founding: the verb's forms, its agent noun, and its dictionary synonym",
+     "founded founder founders founding established"),
+    ("headq", "the noun and its verb form", "headquarters headquartered"),
+    ("educ", "education: study, its forms, and the nouns for a school's former students",
+     "study studies studied student educated education graduated alumnus alumna alma mater"),
+    ("locat", "the verb and its noun", "located location"),
+    ("relea", "release: the verb, the noun, and premiere (a first release)",
+     "released release premiered"),
+    ("publi", "publishing: the verb's forms and its agent noun", "published publisher publishing"),
+    ("produ", "production: the verb, the agent noun and the process noun",
+     "produced producer production"),
+    ("recor", "the verb and its gerund", "recorded recording"),
+    ("form", "the verb and its noun", "formed formation"),
+    ("peopl", "the number of people living somewhere",
+     "population people inhabitants residents"),
+    ("father", "kinship", "father"), ("mother", "kinship", "mother"),
+    ("child", "kinship", "son daughter child children"),
+)
+"""The reader's only word table: general English relation vocabulary (morphology and
+dictionary synonyms), one group per relation with the reason the words belong together.
+Nothing here comes from a data set's or a generator's phrasing; a relation word missing
+here is matched by its 5-letter prefix only."""
+RELATION_STEMS = _groups(*RELATION_GROUPS)
+GROUP_WORDS = {group: tuple(words.split()) for group, _reason, words in RELATION_GROUPS}
+# Words of a wh-phrase name the answer type, not a relation a hop must resolve.
+TYPE_NOUNS = frozenset("""
+country city state town county region continent place island nation person year date
+film movie book album band company university name number
+""".split())
+
+
+def stem(word: str) -> str:
+    return RELATION_STEMS.get(word, tx.stem(word))
+
+
+def stems(text: str) -> set[str]:
+    return {stem(w) for w in tx.content_words(text)}
+
+
+def wh_type_nouns(question: str) -> set[str]:
+    """Type nouns in the question's wh-phrase ("In which country …" → {country})."""
+    m = re.search(r"\b(?:which|what)\s+(\w+)", question.lower())
+    return {m.group(1)} if m and m.group(1) in TYPE_NOUNS else set()
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A scored sentence."""
+
+    score: float
+    ev: EvidenceView
+    sentence: str
+    order: int
+    matched: frozenset[str]
+
+
+def score_sentences(query: str, evidence: tuple[EvidenceView, ...]) -> list[Hit]:
+    """Sentences of the evidence, best first, scored by idf-weighted query-stem overlap.
+
+    The passage title is context for each of its sentences ("The film was directed by …"
+    names no subject): its query stems count in full when the query names the whole
+    title — the passage is about the entity asked for — and at half weight otherwise, so
+    a confuser sharing one name part does not outrank the entity itself.
+    """
+    qstems = stems(query)
+    rows: list[tuple[EvidenceView, str, set[str], set[str]]] = []
+    for ev in evidence:
+        title = stems(ev.title)
+        for sent in tx.split_sentences(ev.text):
+            rows.append((ev, sent, stems(sent), title))
+    df = Counter(w for _, _, s, t in rows for w in s | t)
+    n = max(len(rows), 1)
+    weight = {w: math.log(1.0 + n / df[w]) if df[w] else math.log(1.0 + n) for w in qstems}
+    hits: list[Hit] = []
+    for order, (ev, sent, sst, title) in enumerate(rows):
+        named = bool(title) and title <= qstems
+        in_title = qstems & title
+        in_text = (qstems & sst) - in_title
+        # fsum: exact, so the score cannot depend on set iteration order (hash seed).
+        score = math.fsum(weight[w] for w in in_text)
+        score += (1.0 if named else 0.5) * math.fsum(weight[w] for w in in_title)
+        hits.append(Hit(score, ev, sent, order, frozenset(in_text | in_title)))
+    hits.sort(key=lambda h: (-h.score, h.order))
+    return hits
+
+
+def candidates(sentence: str, kind: str) -> list[tx.Span]:
+    if kind == "date":
+        return tx.date_spans(sentence)
+    if kind == "number":
+        return tx.number_spans(sentence)
+    # Entities start with a letter and have two characters or more ("R&B" → not "R").
+    return [s for s in tx.capitalized_spans(sentence) if s.text[0].isalpha() and len(s.text) > 1]
+
+
+def is_new(span: str, known: set[str]) -> bool:
+    """Does the span name something the query and earlier findings do not? Function
+    words do not count ("Institute of Technology" is not new after "Institute Technology")."""
+    return not set(tx.content_words(span)) <= known
+
+
+def extract(query: str, evidence: tuple[EvidenceView, ...], kind: str,
+            known_text: str = "", used: frozenset[str] = frozenset(), *,
+            named_first: bool = False) -> tuple[str, Hit | None]:
+    """The best new span of `kind` for the query, and the sentence it came from.
+
+    Sentences in `used` (quoted by earlier hops) are skipped, so hops do not loop. With
+    `named_first`, passages whose title the query names are read before the others —
+    a hop's reader reads the article about the entity it was asked about.
+    """
+    known = set(tx.words(query)) | set(tx.words(known_text))
+    hits = score_sentences(query, evidence)
+    if named_first:
+        qstems = stems(query)
+        hits.sort(key=lambda h: not (stems(h.ev.title) and stems(h.ev.title) <= qstems))
+    for hit in hits[:12]:
+        if hit.score <= 0:
+            continue
+        if hit.sentence in used or tx.negated(hit.sentence):
+            continue
+        spans = [s for s in candidates(hit.sentence, kind) if is_new(s.text, known)]
+        if not spans:
+            continue
+        spots = anchors(hit)
+        best = min(spans, key=lambda s: (min((abs(s.start - a) for a in spots), default=0),
+                                          s.start))
+        return best.text, hit
+    return "", None
+
+
+def anchors(hit: Hit) -> list[int]:
+    """Positions of the matched relation words (lower-case in the sentence: "directed",
+    "born"); names are not anchors, since the finding is what the sentence says *about*
+    the name. Falls back to every matched word."""
+    relation, every = [], []
+    for m in re.finditer(r"\w+", hit.sentence):
+        if stem(m.group(0).lower()) in hit.matched:
+            every.append(m.start())
+            if m.group(0)[0].islower():
+                relation.append(m.start())
+    return relation or every
+
+
+def confidence(hit: Hit | None, query: str) -> float:
+    if hit is None:
+        return 0.05
+    share = len(hit.matched) / max(len(stems(query)), 1)
+    return round(min(0.95, max(0.05, 0.2 + 0.75 * share)), 4)
+
+
+# --- skills ---------------------------------------------------------------------------------
