@@ -390,9 +390,35 @@ def replay_cmd(
     raise typer.Exit(code=1)
 
 
+EXECUTION_OPTIONS = frozenset({"out", "cache", "no_cache", "progress", "concurrency",
+                               "executor_name", "workers", "ray_address"})
+"""Options that leave a study's results byte-identical: not part of its provenance."""
+
+
+def _command(ctx: typer.Context) -> str:
+    """The command as given, with only the options that can change its results."""
+    import shlex
+
+    words = ["cuer-agent", ctx.info_name or ""]
+    for param in ctx.command.params:
+        source = ctx.get_parameter_source(param.name or "")
+        # by name: typer carries its own copy of click, with its own ParameterSource enum
+        if (param.name in EXECUTION_OPTIONS or not param.opts or source is None
+                or source.name != "COMMANDLINE"):
+            continue
+        value = ctx.params[param.name or ""]
+        if isinstance(value, bool):
+            words.append(param.opts[0] if value or not param.secondary_opts
+                         else param.secondary_opts[0])
+        else:
+            words += [param.opts[0], str(value)]
+    return shlex.join(words)
+
+
 @app.command("evaluate")
 @user_errors
 def evaluate_cmd(
+    ctx: typer.Context,
     hops: Annotated[int | None, typer.Option(help="Agent hop budget (synthetic: H-hop "
                                              "questions). Default 3.")] = None,
     config: Annotated[Path | None, typer.Option(help="Study config (TOML); flags override "
@@ -462,8 +488,11 @@ def evaluate_cmd(
     run_dir = RunDir(out or Path("runs") / f"evaluate-{data.dataset}-h{agent.hops}")
     run_dir.open({"command": "evaluate", "source": ds.source,
                   "study": study.model_dump(mode="json")})
+    from cuer_agent.provenance import provenance
+
     summary = run_evaluate(ds, skills, run_dir, study, show_progress=progress,
-                           parallel=parallel)
+                           parallel=parallel,
+                           provenance=provenance(_command(ctx), data.path))
     print_headline(summary, run_dir.path, skills.ledger.to_dict())
 
 

@@ -4,11 +4,15 @@ Checks that any diagnoser — built in or third party —
 
 * returns a well-formed `Diagnosis` (known stage, hop within 0..n+1, severity in [0, 1]);
 * is deterministic: the same view and seed give the same diagnosis;
-* never sees hidden labels: its view carries the gold answer only if it declares
-  `uses_gold`, and for a gold-free diagnoser changing the gold answer changes nothing.
+* never reads hidden labels it does not declare: its view carries the gold answer only
+  if it declares `uses_gold`, and the kit relabels the gold answer *both* in the view
+  and in the probe's correctness oracle — an output that changes when the view's gold is
+  relabelled needs `uses_gold`, one that changes when the oracle's gold is relabelled
+  needs `uses_gold_oracle`.
 
-`cases` are (trace, gold answer, probe factory or None) triples; a probe factory makes a
-fresh probe per call, so probing diagnosers can be checked too.
+`cases` are (trace, gold answer, probe factory or None) triples; a probe factory takes the
+gold answer its oracle should compare with and makes a fresh probe per call, so probing
+diagnosers can be checked too.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from dataclasses import dataclass
 from cuer_agent.diagnosers import STAGES, Diagnoser, Diagnosis, DiagnosisView, Probe
 from cuer_agent.trace import Trace
 
-Case = tuple[Trace, str, Callable[[], Probe] | None]
+Case = tuple[Trace, str, Callable[[str], Probe] | None]
+RELABELLED = " (relabelled)"
 
 
 @dataclass(frozen=True)
@@ -57,21 +62,27 @@ def validate_diagnoser(diagnoser: Diagnoser, cases: Sequence[Case],
     for i, (trace, gold, probe_factory) in enumerate(cases):
         if diagnoser.probing and probe_factory is None:
             continue
-        probe = probe_factory() if probe_factory else None
+
+        def run(view_gold: str, oracle_gold: str, trace: Trace = trace,
+                probe_factory: Callable[[str], Probe] | None = probe_factory) -> Diagnosis:
+            probe = probe_factory(oracle_gold) if probe_factory else None
+            return diagnoser.diagnose(make_view(diagnoser, trace, view_gold, seed), probe)
+
         view = make_view(diagnoser, trace, gold, seed)
         if not diagnoser.uses_gold and view.gold_answer is not None:
             problems.append(f"case {i}: gold answer in the view of a gold-free diagnoser")
-        first = diagnoser.diagnose(view, probe)
+        first = run(gold, gold)
         problems += [f"case {i}: {p}" for p in _check_shape(first, trace)]
-        again = diagnoser.diagnose(make_view(diagnoser, trace, gold, seed),
-                                   probe_factory() if probe_factory else None)
-        if _comparable(again) != _comparable(first):
+        if _comparable(run(gold, gold)) != _comparable(first):
             problems.append(f"case {i}: not deterministic under seed {seed}")
-        if not diagnoser.uses_gold:
-            other = diagnoser.diagnose(make_view(diagnoser, trace, gold + " (relabelled)", seed),
-                                       probe_factory() if probe_factory else None)
-            if _comparable(other) != _comparable(first):
-                problems.append(f"case {i}: result depends on the gold answer")
+        if (not getattr(diagnoser, "uses_gold", False)
+                and _comparable(run(gold + RELABELLED, gold)) != _comparable(first)):
+            problems.append(f"case {i}: result depends on the gold answer in the view, but "
+                            "it declares uses_gold = False")
+        if (probe_factory is not None and not getattr(diagnoser, "uses_gold_oracle", False)
+                and _comparable(run(gold, gold + RELABELLED)) != _comparable(first)):
+            problems.append(f"case {i}: result depends on the probe's gold oracle, but it "
+                            "declares uses_gold_oracle = False")
     return ConformanceReport(len(cases), tuple(problems))
 
 

@@ -8,7 +8,9 @@ Diagnosis(hop, stage, propagated, severity, cause, cost)`. Hop conventions (pape
   declare `uses_gold = True` (and only those).
 * `probe` is given only to diagnosers that declare `probing = True`: re-execution of the
   same agent from the observed run, and a correctness oracle, under a call budget; it
-  counts what it spends.
+  counts what it spends. The oracle compares with the gold answer: a diagnoser that asks
+  it declares `uses_gold_oracle = True` (the report shows it, and the conformance kit
+  relabels the oracle as well as the view).
 
 Registration: `@diagnoser("name")` on a class, or a third-party entry point in the
 `cuer_agent.diagnosers` group.
@@ -95,6 +97,9 @@ class Probe(Protocol):
 class Diagnoser(Protocol):
     name: ClassVar[str]
     uses_gold: ClassVar[bool]
+    """Its view holds the gold answer."""
+    uses_gold_oracle: ClassVar[bool]
+    """Its probes decide "the repair fixes it" by comparing with the gold answer."""
     probing: ClassVar[bool]
     stand_in: ClassVar[str | None]
     """Set when the diagnoser is a rule-based stand-in for something else (reports say so)."""
@@ -108,6 +113,7 @@ class BaseDiagnoser:
 
     name: ClassVar[str] = ""
     uses_gold: ClassVar[bool] = False
+    uses_gold_oracle: ClassVar[bool] = False
     probing: ClassVar[bool] = False
     stand_in: ClassVar[str | None] = None
     options: dict[str, Any] = field(default_factory=dict)
@@ -152,6 +158,7 @@ def load_builtin() -> None:
         chance,
         coverage,
         coverage_gold,
+        cuer_single_shot,
         first_hop,
         frozen_hop,
         last_hop,

@@ -1,28 +1,78 @@
-"""The search both counterfactual probes share: the first hop whose repair fixes the run."""
+"""The search every counterfactual probe shares: the first hop whose repair fixes the run.
+
+"Fixes" has two readings, and each probing diagnoser declares which it uses:
+
+* **gold oracle** (`uses_gold_oracle = True`, as the published probes did): the repaired
+  run's answer is correct against the gold answer (`probe.is_correct`);
+* **gold-free** (`*-free`): from observable signals only — the repaired run answers
+  something else than the failed run, and the agent's own final verification and
+  confidence support the new answer (`supports_new_answer`). This is what a user without
+  gold can run on their own agent.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, ClassVar
 
-from cuer_agent.diagnosers._base import Diagnosis, Probe
+from cuer_agent.diagnosers._base import Diagnosis, DiagnosisView, Probe
+from cuer_agent.metrics.answer import normalize_answer
 from cuer_agent.trace import Trace
+
+Fixed = Callable[[Trace], bool]
+"""Does a repaired run count as fixed?"""
+
+MIN_CONFIDENCE = 0.5
+"""Gold-free: the repaired answer's own confidence must reach this."""
+
+
+def by_oracle(probe: Probe) -> Fixed:
+    """Fixed = correct against the gold answer (the probe's oracle)."""
+    return lambda repaired: probe.is_correct(repaired.answer)
+
+
+def supports_new_answer(observed: Trace, min_confidence: float = MIN_CONFIDENCE) -> Fixed:
+    """Fixed = a different, non-empty answer that the repaired run's last hop verified
+    (supported or partial) and that it answers with confidence >= `min_confidence`."""
+    before = normalize_answer(observed.answer)
+
+    def fixed(repaired: Trace) -> bool:
+        after = normalize_answer(repaired.answer)
+        if repaired.status != "ok" or not after or after == before or not repaired.hops:
+            return False
+        verified = repaired.hops[-1].support in ("supported", "partial")
+        return verified and (repaired.confidence or 0.0) >= min_confidence
+    return fixed
+
+
+class GoldFree:
+    """Mixin for a probing diagnoser: decide "fixed" from observable signals only
+    (`supports_new_answer`; option `min_confidence`, default `MIN_CONFIDENCE`)."""
+
+    uses_gold_oracle: ClassVar[bool] = False
+    options: dict[str, Any]
+
+    def fixed(self, view: DiagnosisView, probe: Probe) -> Fixed:
+        return supports_new_answer(view.trace,
+                                   float(self.options.get("min_confidence", MIN_CONFIDENCE)))
 
 
 def first_fixing_hop(trace: Trace, probe: Probe, budget: int,
-                     repair: Callable[[int], Trace | None], what: str) -> Diagnosis:
+                     repair: Callable[[int], Trace | None], what: str,
+                     fixed: Fixed) -> Diagnosis:
     """For j = 1..min(n, budget): `repair(j)` gives the repaired run (None: no repair
-    possible); the first correct one blames hop j — stage `tool` if its hop j searched
-    with a different sub-query, else `retrieval`. Then the continue-retrieving probe
-    (success → hop n+1, premature termination); otherwise the answer level (hop 0)."""
+    possible); the first one `fixed` accepts blames hop j — stage `tool` if its hop j
+    searched with a different sub-query, else `retrieval`. Then the continue-retrieving
+    probe (fixed → hop n+1, premature termination); otherwise the answer level (hop 0)."""
     n = len(trace.hops)
     for j in range(1, min(n, budget) + 1):
         repaired = repair(j)
-        if repaired is None or not probe.is_correct(repaired.answer):
+        if repaired is None or not fixed(repaired):
             continue
         drifted = (len(repaired.hops) >= j
                    and repaired.hops[j - 1].subquery != trace.hops[j - 1].subquery)
         return Diagnosis(hop=j, stage="tool" if drifted else "retrieval", propagated=j < n,
                          cause=f"{what} hop {j} fixes it")
-    if probe.is_correct(probe.continue_retrieving().answer):
+    if fixed(probe.continue_retrieving()):
         return Diagnosis(hop=n + 1, stage="answer", cause="one more hop fixes it")
     return Diagnosis(hop=0, stage="answer", severity=0.5, cause=f"no {what} fixes it")

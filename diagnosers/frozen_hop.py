@@ -1,31 +1,45 @@
-"""`frozen-hop`: the propagation-aware counterfactual probe (paper-notes §B).
+"""`frozen-hop` and `frozen-hop-free`: the propagation-aware counterfactual probe
+(paper-notes §B).
 
 For j = 1..min(n, budget): re-execute hop j with hop j repaired (its tools clean: the
 run's fault, if any, does not hold there), keep every other hop as observed, and
-re-answer; the first j whose repair flips the answer to correct is blamed (stage `tool`
-if the repaired hop searched with a different sub-query, else `retrieval`). If none
-does, a "continue retrieving" probe lets the agent take one more hop: success → hop n+1
-(premature termination, stage `answer`). Otherwise the answer level (hop 0).
-Option `budget` (default 3) caps the hops probed.
+re-answer; the first j whose repair fixes the run is blamed (stage `tool` if the repaired
+hop searched with a different sub-query, else `retrieval`). If none does, a "continue
+retrieving" probe lets the agent take one more hop: fixed → hop n+1 (premature
+termination, stage `answer`). Otherwise the answer level (hop 0). Option `budget`
+(default 3) caps the hops probed.
+
+`frozen-hop` decides "fixed" with the probe's gold oracle, as the published probe did
+(`uses_gold_oracle`); `frozen-hop-free` from observable signals only
+(`_probing.supports_new_answer`; option `min_confidence`, default 0.5).
 """
 
 from __future__ import annotations
 
 from cuer_agent.diagnosers._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
-from cuer_agent.diagnosers._probing import first_fixing_hop
+from cuer_agent.diagnosers._probing import Fixed, GoldFree, by_oracle, first_fixing_hop
 from cuer_agent.trace import Trace
 
 
 @diagnoser("frozen-hop")
 class FrozenHop(BaseDiagnoser):
     probing = True
+    uses_gold_oracle = True
+
+    def fixed(self, view: DiagnosisView, probe: Probe) -> Fixed:
+        return by_oracle(probe)
 
     def diagnose(self, view: DiagnosisView, probe: Probe | None) -> Diagnosis:
-        assert probe is not None, "frozen-hop needs a probe"
+        assert probe is not None, f"{self.name} needs a probe"
 
         def repair(j: int) -> Trace | None:
             record = probe.rerun_hop(j)
             return None if record is None else probe.reanswer_with_hop(j, record)
 
         return first_fixing_hop(view.trace, probe, int(self.options.get("budget", 3)), repair,
-                                "repairing")
+                                "repairing", self.fixed(view, probe))
+
+
+@diagnoser("frozen-hop-free")
+class FrozenHopFree(GoldFree, FrozenHop):
+    """Gold-free: "fixed" from the agent's own verification and confidence."""

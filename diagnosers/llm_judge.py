@@ -1,10 +1,13 @@
-"""`llm-judge`: the backend's judge skill reads the trace and names stage and hop.
+"""`llm-judge` and `llm-judge-gold`: the backend's judge skill reads the trace and names
+stage and hop.
 
 It sees the question, each hop's sub-query, selected evidence, finding and support, and
-the final answer — validated JSON back (`JudgeResponse`). With the extractive backend the
-judge is its rule-based stand-in (the first hop whose evidence or finding is missing or
-unsupported, else the answer level), and reports label it so. Pass the skill client as
-the `skills` option.
+the final answer — validated JSON back (`JudgeResponse`). `llm-judge-gold` also sees the
+gold answer, as the published judge did (`uses_gold`); `llm-judge` never does, which is
+the judge a user without labels can run. With the extractive backend the judge is its
+rule-based stand-in (the first hop whose evidence or finding is missing or unsupported,
+else the answer level; it ignores the gold answer), and reports label it so. Pass the
+skill client as the `skills` option.
 """
 
 from __future__ import annotations
@@ -43,7 +46,8 @@ class LLMJudge(BaseDiagnoser):
                                    for e in h.retrieved if e.id in set(h.selected)))
             for h in trace.hops)
         result = skills("judge", JudgeRequest(question=trace.question, hops=hops,
-                                              answer=trace.answer))
+                                              answer=trace.answer,
+                                              gold_answer=view.gold_answer))
         cost = DiagnosisCost(calls=1, tokens=result.prompt_tokens + result.completion_tokens)
         if not isinstance(result.response, JudgeResponse):
             raise JudgeParseFailure(result.error)
@@ -54,3 +58,15 @@ class LLMJudge(BaseDiagnoser):
         return Diagnosis(hop=hop, stage=reply.stage,
                          propagated=0 < hop < len(trace.hops), cause=reply.rationale,
                          cost=cost)
+
+
+@diagnoser("llm-judge-gold")
+class LLMJudgeGold(LLMJudge):
+    """The published judge: the request carries the gold answer."""
+
+    uses_gold = True
+
+    @property
+    def stand_in(self) -> str | None:  # type: ignore[override]
+        base = super().stand_in
+        return None if base is None else f"{base}; it ignores the gold answer it is shown"

@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 from cuer_agent.metrics.attribution import (
     Attribution,
     attribution_summary,
+    blame_histogram,
     chance_expected_accuracy,
+    independence_baseline,
 )
 
 FAST = {"n_resamples": 200}
@@ -181,3 +183,45 @@ def test_empty_input_returns_none_values() -> None:
     assert out["cost_per_correct"] == {"calls": None, "tokens": None}
     assert out["by_fault"] == {}
     assert chance_expected_accuracy([]) == {"n": 0, "expected_acc": None, "by_depth": {}}
+
+
+# --- proportions, baselines, unpooled cells ----------------------------------------------
+
+def test_wilson_interval_matches_the_hand_computation() -> None:
+    from cuer_agent.metrics.stats import wilson_interval
+
+    # 8/10 at 95 %: z = 1.959964, centre (0.8 + z²/20) / (1 + z²/10) = 0.710645,
+    # half-width z·sqrt(0.8·0.2/10 + z²/400) / (1 + z²/10) = 0.220438
+    assert wilson_interval(8, 10) == (0.490162, 0.943318)
+    low, high = wilson_interval(0, 165)
+    assert low == 0.0 and high > 0.02  # never zero-width at 0/n
+    low, high = wilson_interval(165, 165)
+    assert high == 1.0 and low < 0.98  # nor at n/n
+
+
+def test_accuracy_cells_carry_wilson_intervals() -> None:
+    items = [item(1, 1)] * 3 + [item(1, 2)]
+    cell = attribution_summary(items)["by_depth"]["1"]
+    assert cell["ci"] == [0.300642, 0.954413]  # Wilson, 3/4: by hand as above
+
+
+def test_independence_baseline_matches_the_hand_computation() -> None:
+    # 4 failed traces: two at depth 1, two at depth 2; predictions 1, 1, 1, 2.
+    items = [item(1, 1, example_id="a"),
+             item(1, 1, example_id="b"),
+             item(2, 1, example_id="c"),
+             item(2, 2, example_id="d")]
+    assert blame_histogram(items) == {"1": 0.75, "2": 0.25}
+    # Σ_h P(pred=h)·P(true=h) = 0.75·0.5 + 0.25·0.5 = 0.5; per depth d: P(pred = d)
+    assert independence_baseline(items) == {"overall": 0.5,
+                                            "by_depth": {"1": 0.75, "2": 0.25}}
+
+
+def test_per_fault_and_depth_cells_are_not_pooled() -> None:
+    items = [item(1, 1, fault="empty"),
+             item(2, 1, fault="empty"),
+             item(1, 2, fault="drift")]
+    cells = attribution_summary(items, min_cell=2)["by_fault_depth"]
+    assert cells["empty"]["1"]["acc"] == 1.0 and cells["empty"]["2"]["acc"] == 0.0
+    assert cells["drift"]["1"] == {"acc": 0.0, "n": 1, "ci": [0.0, 0.793451],
+                                   "descriptive_only": True}

@@ -13,8 +13,9 @@ from cuer_agent.errors import DataError
 from cuer_agent.report import build_report, write_report
 
 SECTIONS = ("Read this before quoting a number", "Single-shot CUE-R study",
-            "Evidence-role distribution", "Agentic fault propagation", "Fault diagnosers",
-            "Ledger and configuration")
+            "Evidence-role distribution", "Agentic fault propagation",
+            "Single-shot vs agentic analysis, per example", "Fault diagnosers",
+            "Ledger and configuration", "Provenance")
 NOTES = ["coverage reads the gold answer: its 1.00 at depth 1 is not a fair comparison.",
          "judge is a rule-based stand-in for an LLM judge <not an LLM> & scores 0.25 by design."]
 
@@ -36,7 +37,8 @@ def condition(correct: float, delta: float | None) -> dict[str, Any]:
 def diagnoser(acc: float, *, gold: bool = False, stand_in: str | None = None
               ) -> dict[str, Any]:
     by_depth = {str(h): {"n": n, "acc": acc, "ci": [acc - 0.1, acc + 0.1],
-                         "ci_clustered": [acc - 0.2, acc + 0.2], "descriptive_only": n < 10}
+                         "ci_clustered": [acc - 0.2, acc + 0.2], "descriptive_only": n < 10,
+                         "independence": 0.3, "beats_independence": acc > 0.3}
                 for h, n in ((1, 30), (2, 20), (3, 6))}
     return {"uses_gold": gold, "probing": False, "stand_in": stand_in, "n": 56, "errors": 0,
             "by_depth": by_depth, "exact_hop_acc": {**stat(acc), "ci_clustered": [0.1, 0.9]},
@@ -81,6 +83,9 @@ def summary() -> dict[str, Any]:
         "diagnosers": {"coverage-gold": diagnoser(0.9, gold=True), "coverage": diagnoser(0.5),
                        "llm-judge": diagnoser(0.25,
                                               stand_in="rule-based stand-in for an LLM judge"),
+                       "llm-judge-gold": diagnoser(0.25, gold=True,
+                                                   stand_in="rule-based stand-in for an LLM "
+                                                            "judge"),
                        "chance": chance},
         "notes": NOTES,
         "ledger": {"requests": 900, "calls": 700, "cache_hits": 200, "parse_failures": 0,
@@ -162,34 +167,42 @@ def test_an_empty_summary_still_renders_every_section(tmp_path: Path) -> None:
     md, page = write_report(run_dir(tmp_path, {}))
     text = md.read_text(encoding="utf-8")
     assert all(f"## {title}" in text for title in SECTIONS)
-    assert text.count("Not run") == 5 and "<img" not in page.read_text(encoding="utf-8")
+    assert text.count("Not run") == 6 and "<img" not in page.read_text(encoding="utf-8")
 
 
 def test_the_papers_reference_values_appear_labelled(full: tuple[str, str]) -> None:
     md = full[0]
     assert "| original | 40 | 0.600 | 0.585 | 0.700 | 0.823 | 0.400 | 0.422 |" in md
     assert "| remove | 40 | 0.300 | 0.285 | 0.700 | 0.392 | 0.400 | 0.639 |" in md
-    coverage, judge = "coverage (reads gold; ours: coverage-gold)", "LLM judge (ours: llm-judge)"
+    coverage = "coverage (reads gold; ours: coverage-gold)"
+    judge = "LLM judge (saw the gold answer; ours: llm-judge-gold)"
+    frozen = "frozen-hop (gold oracle; ours: frozen-hop)"
+    suffix = "suffix-regen (gold oracle; ours: suffix-regen)"
     for row in (f"| {coverage} | all faults | 43/36/21 | 0.91 | 0.00 | 0.00 |",
                 f"| {judge} | all faults | 43/36/21 | 0.26 | 0.25 | 0.43 |",
-                "| frozen-hop | all faults | 43/36/21 | 0.51 | 0.25 | 0.48 |",
+                f"| {frozen} | all faults | 43/36/21 | 0.51 | 0.25 | 0.48 |",
                 f"| {coverage} | content corruption, pooled | 44/18/3 | 1.00 | 0.00 | 0.00 |",
                 f"| {judge} | content corruption, pooled | 44/18/3 | 0.59 | 0.89 | 0.33 |",
-                "| frozen-hop | content corruption, pooled | 44/18/3 | 0.89 | 0.67 | 0.00 |",
-                "| suffix-regen | content corruption, pooled | 44/18/3 | 0.91 | 0.11 | 0.00 |"):
+                f"| {frozen} | content corruption, pooled | 44/18/3 | 0.89 | 0.67 | 0.00 |",
+                f"| {suffix} | content corruption, pooled | 44/18/3 | 0.91 | 0.11 | 0.00 |"):
         assert row in md
     assert "Paper reference, NOT our setup" in md and "Qwen-3 8B" in md
 
 
 def test_our_diagnoser_rows_sit_next_to_the_papers(full: tuple[str, str]) -> None:
     md = full[0]
-    assert ("| coverage-gold | 1 | 30 | 0.90 | [0.80, 1.00] | [0.70, 1.10] | no | — | 0.91 "
-            "| 1.00 |") in md
-    assert ("| llm-judge | 3 | 6 | 0.25 | [0.15, 0.35] | [0.05, 0.45] | yes | — | 0.43 "
-            "| 0.33 |") in md
+    assert ("| coverage-gold | 1 | 30 | 0.90 | [0.80, 1.00] | [0.70, 1.10] | 0.30 | yes | no "
+            "| — | 0.91 | 1.00 |") in md
+    # the paper's judge saw the gold answer: its row sits next to llm-judge-gold only
+    assert ("| llm-judge-gold | 3 | 6 | 0.25 | [0.15, 0.35] | [0.05, 0.45] | 0.30 | NO | yes "
+            "| — | 0.43 | 0.33 |") in md
+    assert ("| llm-judge | 3 | 6 | 0.25 | [0.15, 0.35] | [0.05, 0.45] | 0.30 | NO | yes | — "
+            "| — | — |") in md
     # our gold-free coverage is not the paper's (gold-reading) coverage: no paper values
-    assert "| coverage | 1 | 30 | 0.50 | [0.40, 0.60] | [0.30, 0.70] | no | — | — | — |" in md
-    assert "| chance | 3 | 6 | 0.33 | [0.23, 0.43] | [0.13, 0.53] | yes | 0.33 | — | — |" in md
+    assert ("| coverage | 1 | 30 | 0.50 | [0.40, 0.60] | [0.30, 0.70] | 0.30 | yes | no | — "
+            "| — | — |") in md
+    assert ("| chance | 3 | 6 | 0.33 | [0.23, 0.43] | [0.13, 0.53] | 0.30 | yes | yes | 0.33 "
+            "| — | — |") in md
 
 
 def test_the_extractive_backend_is_flagged_as_a_stand_in(full: tuple[str, str]) -> None:

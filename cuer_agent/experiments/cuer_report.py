@@ -14,14 +14,38 @@ from cuer_agent.runs import RunDir
 
 # The paper's qualitative pattern: REMOVE and REPLACE hurt correctness, DUPLICATE does not.
 PAPER_PATTERN = {"remove": "hurts", "replace": "hurts", "duplicate": "preserves"}
+FLOOR = 0.05
+"""Below this original correctness, every correctness delta is ~0 by floor effect."""
+MIN_CELL = 10
+"""A condition with fewer examples carries no verdict."""
+
+
+def no_verdict(summary: dict[str, Any]) -> str | None:
+    """Why the data carry no correctness verdict at all (None: they do)."""
+    original = summary["conditions"].get("original", {})
+    mean = (original.get("correctness") or {}).get("mean")
+    if mean is not None and mean < FLOOR:
+        return (f"No correctness verdict: the original answers {mean:.0%} correctly (below "
+                f"{FLOOR:.0%}), so every correctness delta is ~0 by floor effect, whatever the "
+                "evidence did.")
+    if original.get("n", 0) < MIN_CELL:
+        return f"No verdict: only {original.get('n', 0)} examples (fewer than {MIN_CELL})."
+    return None
 
 
 def pattern_findings(summary: dict[str, Any]) -> list[str]:
-    """One sentence per main operator: does our Δcorrectness follow the paper's pattern?"""
+    """One sentence per main operator: does our Δcorrectness follow the paper's pattern?
+    Suppressed, with the reason, where the data cannot carry a verdict."""
+    if (reason := no_verdict(summary)) is not None:
+        return [reason]
     findings = []
     for name, expected in PAPER_PATTERN.items():
-        delta = summary["conditions"].get(name, {}).get("delta", {}).get("correctness")
+        cond = summary["conditions"].get(name, {})
+        delta = cond.get("delta", {}).get("correctness")
         if not delta or delta["ci"] is None:
+            continue
+        if cond.get("n", 0) < MIN_CELL:
+            findings.append(f"{name.upper()}: no verdict, only {cond.get('n', 0)} examples.")
             continue
         lo, hi = delta["ci"]
         observed = "hurts" if lo > 0 else "helps" if hi < 0 else "preserves"
@@ -36,6 +60,8 @@ def write_cuer_summary(run_dir: RunDir, config: CuerConfig) -> dict[str, Any]:
     summary = summarize_cuer(records, config)
     summary["findings"] = pattern_findings(summary)
     summary["roles"] = roles_summary(records, config)
+    if (reason := no_verdict(summary)) is not None and "dataset" in summary["roles"]:
+        summary["roles"]["dataset"] = {"suppressed": reason}
     summary["ledger"] = ledger_from_rows(run_dir.rows(TRACES))
     summary["config"] = config.model_dump(mode="json")
     run_dir.write_summary(summary)

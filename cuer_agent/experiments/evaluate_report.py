@@ -13,13 +13,17 @@ from cuer_agent.experiments.propagation_report import propagation_tables
 
 
 def diagnoser_table(summary: dict[str, Any]) -> Table:
+    """Per diagnoser: what it sees, exact-hop accuracy by depth next to its independence
+    baseline (✗: not above it), false blame on clean runs, stage accuracy, cost."""
     diagnosers = summary["diagnosers"]
     depths = sorted({h for d in diagnosers.values() for h in d.get("by_depth", {})}, key=int)
-    table = Table(title="Exact-hop accuracy by injected depth (failed traces)")
-    table.add_column("diagnoser")
+    table = Table(title="Exact-hop accuracy by injected depth (failed traces) — accuracy / "
+                        "independence baseline")
+    table.add_column("diagnoser", no_wrap=True)
+    table.add_column("reads", no_wrap=True)
     for h in depths:
-        table.add_column(f"depth {h}", justify="right")
-    for col in ("stage acc", "hop±1 acc", "calls/diag."):
+        table.add_column(f"depth {h}", justify="right", no_wrap=True)
+    for col in ("clean blame", "stage acc", "calls"):
         table.add_column(col, justify="right")
     for name, d in diagnosers.items():
         cells = []
@@ -29,15 +33,23 @@ def diagnoser_table(summary: dict[str, Any]) -> Table:
                 cells.append("—")
                 continue
             flag = "*" if cell["descriptive_only"] else ""
-            cells.append(f"{cell['acc']:.2f}{flag} (n={cell['n']})")
+            mark = "" if cell.get("beats_independence", True) else " ✗"
+            cells.append(f"{cell['acc']:.2f}{flag} / {cell.get('independence', 0):.2f}{mark}")
         stage = (d.get("stage_acc") or {}).get("mean")
-        tol = (d.get("hop_tol_acc") or {}).get("mean")
-        label = name + (" †" if d.get("stand_in") else "") + (" (gold)" if d.get("uses_gold")
-                                                               else "")
-        table.add_row(label, *cells, "—" if stage is None else f"{stage:.2f}",
-                      "—" if tol is None else f"{tol:.2f}",
+        blame = d.get("clean_blame_rate")
+        label = name + (" †" if d.get("stand_in") else "")
+        table.add_row(label, _reads(d), *cells,
+                      "—" if blame is None else f"{blame:.2f}",
+                      "—" if stage is None else f"{stage:.2f}",
                       f"{d.get('calls_per_diagnosis') or 0:.1f}")
     return table
+
+
+def _reads(d: dict[str, Any]) -> str:
+    """Short form of what a diagnoser reads besides the trace (the report spells it out)."""
+    parts = (["gold"] if d.get("uses_gold") else []) + (
+        ["probe+oracle"] if d.get("uses_gold_oracle") else ["probe"] if d.get("probing") else [])
+    return ", ".join(parts) or "trace"
 
 
 def print_headline(summary: dict[str, Any], run_dir: Path, invocation: dict[str, Any]) -> None:
@@ -48,7 +60,9 @@ def print_headline(summary: dict[str, Any], run_dir: Path, invocation: dict[str,
     for table in propagation_tables({**summary["agentic"]}):
         console.print(table)
     console.print(diagnoser_table(summary))
-    console.print("* fewer than 10 failed traces: descriptive only.  † rule-based stand-in.")
+    console.print("* fewer than 10 failed traces: descriptive only.  † rule-based stand-in.  ✗: "
+                  "not above its independence baseline.  Clean blame: share of clean, correct "
+                  "runs on which it names a hop.")
     for note in summary["notes"]:
         console.print(f"- {note}")
     ledger = summary["ledger"]

@@ -10,9 +10,11 @@ retrying the hop differently, or not. The per-hop CUE-R operators (REMOVE / REPL
 DUPLICATE on hop h's target) run the same way, keyed to hop h's sub-query. Every
 counterfactual is stored with its intervention record, which carries the persistence.
 
-An injection is **effective** when hop h's observable state changed: what its first
-attempt selected, found or verified differs from the clean run's (or hop h never ran).
-Recovery is reported over every injection and over the effective ones.
+An injection is **effective** when hop h's observable state changed: its first attempt
+selected an injected item, or found something else than the clean run's (or hop h never
+ran). Recovery is reported over every injection and over the effective ones. A fork
+that ended in a request error or a parse failure (`status`, stored on its record row) is
+neither recovered nor failed: it is counted apart and never diagnosed.
 
 Correctness here is the propagation study's: normalised EM, or token recall of the
 gold answer in the prediction >= 0.8.
@@ -68,8 +70,11 @@ from cuer_agent.trace import HopAttempt, Trace
 
 TRACES, RECORDS, DIAGNOSES = "traces.jsonl", "records.jsonl", "diagnoses.jsonl"
 OnFailed = Callable[[Example, Any, int, RunResult], list[dict[str, Any]]]
-"""Called with (example, fault spec, hop, fork) for each injected run that still fails;
-returns diagnosis rows (the evaluate command diagnoses there, while the fork is live)."""
+"""Called with (example, fault spec, hop, fork) for each injected run that still fails —
+and with (example, None, 0, clean run) for each clean, correct, unfaulted run, the base
+rate a diagnoser should name no hop on; returns diagnosis rows (the evaluate command
+diagnoses there, while the run is live). A run that ended in a request error or a parse
+failure is never diagnosed."""
 DEFAULT_FAULTS = ("empty_retrieval", "irrelevant_evidence", "query_drift", "false_premise",
                   "stale_evidence", "early_termination", "content_tampering")
 HOP_OPERATORS = ("remove", "replace", "duplicate")
@@ -189,14 +194,13 @@ def retried(trace: Trace, hop: int) -> bool:
     return hop <= len(trace.hops) and bool(trace.hops[hop - 1].attempts)
 
 
-def effective(fork: Trace, clean: Trace, hop: int) -> bool:
-    """Did the injection change hop h's observable state: what its first attempt
-    selected, found or verified (or hop h never ran)?"""
+def effective(fork: Trace, clean: Trace, hop: int, injected: tuple[str, ...] = ()) -> bool:
+    """Did the injection change hop h's observable state: its first attempt selected an
+    injected item, or found something else than the clean run's (or hop h never ran)?"""
     after, before = first_attempt(fork, hop), first_attempt(clean, hop)
     if after is None or before is None:
         return True
-    return ((after.finding, after.support, after.selected)
-            != (before.finding, before.support, before.selected))
+    return after.finding != before.finding or bool(set(injected) & set(after.selected))
 
 
 def example_rows(example: Example, executor: Executor, retriever: BM25Retriever,
@@ -207,7 +211,10 @@ def example_rows(example: Example, executor: Executor, retriever: BM25Retriever,
     base = executor.run(example, retriever)
     clean = base.trace
     clean_metrics = run_metrics(clean, clean, example, config)
-    rows = [_row(example, "clean", 0, "", base, clean_metrics, {})]
+    clean_extra: dict[str, Any] = {}
+    if on_failed is not None and clean.status == "ok" and clean_metrics["correct"]:
+        clean_extra["diagnoses"] = on_failed(example, None, 0, base)
+    rows = [_row(example, "clean", 0, "", base, clean_metrics, clean_extra)]
     injector = _Injector(example, base, retriever, distractors, config)
     budget = executor.config.hop_budget
 
@@ -227,7 +234,8 @@ def example_rows(example: Example, executor: Executor, retriever: BM25Retriever,
         fork = inject(executor, base, spec, inp, outcome, config.fault_persistence)
         metrics = run_metrics(fork.trace, clean, example, config)
         metrics["prefix_calls"] = float(prefix_skill_calls(fork, hop))
-        metrics["effective"] = float(effective(fork.trace, clean, hop))
+        metrics["effective"] = float(effective(fork.trace, clean, hop,
+                                               tuple(outcome.record.new_ids)))
         metrics["retried"] = float(retried(fork.trace, hop))
         extra: dict[str, Any] = {}
         if outcome.record.certificate:
@@ -236,7 +244,7 @@ def example_rows(example: Example, executor: Executor, retriever: BM25Retriever,
             extra["contaminated"] = query_contaminated(
                 outcome.record.certificate["new_span"],
                 [h.subquery for h in fork.trace.hops[hop:]])
-        if on_failed is not None and not metrics["correct"]:
+        if on_failed is not None and not metrics["correct"] and fork.trace.status == "ok":
             extra["diagnoses"] = on_failed(example, spec, hop, fork)
         return _fork_row(record, fork, metrics, extra)
 
@@ -309,6 +317,7 @@ def _row(example: Example, condition: str, hop: int, skipped: str, result: RunRe
 def _fork_row(record: dict[str, Any], result: RunResult, metrics: dict[str, float],
               extra: dict[str, Any]) -> dict[str, Any]:
     return {"record": record, "trace": result.trace.model_dump(mode="json"),
+            "status": result.trace.status,
             "request_keys": result.request_keys, "spent": result.spent, "metrics": metrics,
             **extra}
 

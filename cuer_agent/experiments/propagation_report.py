@@ -39,7 +39,9 @@ def propagation_tables(summary: dict[str, Any]) -> list[Table]:
     recovery = Table(title=f"Recovery after a fault at hop h (clean n={clean['n']}, "
                            f"accuracy {clean['accuracy']}; persistence "
                            f"{summary.get('persistence', 'once')})",
-                     caption="r = runs that retried hop h, e = effective injections")
+                     caption="r = runs that retried hop h, e = effective injections, x = runs "
+                             "that ended in an error (counted apart); forced = the agent did "
+                             "not choose to stop")
     hops = sorted({h for per_hop in summary["faults"].values() for h in per_hop}, key=int)
     recovery.add_column("fault")
     for h in hops:
@@ -51,8 +53,10 @@ def propagation_tables(summary: dict[str, Any]) -> list[Table]:
             cells.append("—" if not cell or not cell["injected"] else
                          f"{cell['recovered']}/{cell['injected']} ({cell['recovery']:.2f})"
                          + (f" r{cell['retried']} e{cell['effective']}" if "effective" in cell
-                            else ""))
-        recovery.add_row(fault, *cells)
+                            else "")
+                         + (f" x{cell['errors']}" if cell.get("errors") else ""))
+        forced = any(c.get("forced") for c in per_hop.values())
+        recovery.add_row(fault + (" (forced)" if forced else ""), *cells)
     cert = summary["tampering_certification"]
     tampering = Table(title=f"Content tampering (certified {cert['certified']}"
                             f"/{cert['eligible']} eligible hops)")

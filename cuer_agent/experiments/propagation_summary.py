@@ -2,9 +2,13 @@
 stage transitions) alone: the same rows give the same bytes.
 
 * `faults` — per fault and hop: injected, recovered (correct after re-execution),
-  failed, recovery(h) = recovered / injected with a bootstrap CI; `effective` /
+  failed, recovery(h) = recovered / injected with its Wilson interval (`ci`),
+  `descriptive_only` when fewer than 10 were injected; `retried`; `effective` /
   `ineffective` (did hop h's observable state change?) and recovery over the effective
-  injections only (`recovery_effective`); `persistence` says how long faults held;
+  injections only (`recovery_effective`); `errors` — forks that ended in a request error
+  or a parse failure, counted apart from every other figure (neither recovered nor
+  failed); `forced` on early termination, whose "recovery" is the share of answers that
+  survive a stop the agent did not choose; `persistence` says how long faults held;
 * `tampering` — per hop: resisted / absorbed / derailed and query contamination;
   `tampering_certification` — the share of eligible hops where a span could be
   certified (and why not);
@@ -25,7 +29,7 @@ import networkx as nx
 import numpy as np
 
 from cuer_agent.experiments.propagation import PropagationConfig
-from cuer_agent.metrics.stats import bootstrap_ci
+from cuer_agent.metrics.stats import bootstrap_ci, wilson_interval
 
 Rows = list[dict[str, Any]]
 
@@ -51,6 +55,22 @@ def _by(rows: Rows, condition_filter: Any) -> dict[str, dict[int, list[dict[str,
     return out
 
 
+MIN_CELL = 10
+"""A recovery cell with fewer injections is descriptive only."""
+FORCED = frozenset({"early_termination"})
+"""Faults that force the agent's decision: no recovery of its own choosing is possible."""
+
+
+def ran_ok(row: dict[str, Any]) -> bool:
+    """An applied intervention whose fork ended normally (no request error, no parse
+    failure): only those count as recovered or failed."""
+    return row["metrics"] is not None and row.get("status", "ok") == "ok"
+
+
+def _wilson(successes: int, n: int) -> list[float] | None:
+    return list(wilson_interval(successes, n)) if n else None
+
+
 def fault_table(rows: Rows, faults: tuple[str, ...],
                 config: PropagationConfig) -> dict[str, Any]:
     grouped = _by(rows, lambda c: c in faults)
@@ -58,21 +78,25 @@ def fault_table(rows: Rows, faults: tuple[str, ...],
     for fault in faults:
         per_hop = {}
         for hop, items in sorted(grouped.get(fault, {}).items()):
-            metrics = [r["metrics"] for r in items if r["metrics"] is not None]
-            applied = [m["correct"] for m in metrics]
-            recovered = int(sum(applied))
+            metrics = [r["metrics"] for r in items if ran_ok(r)]
+            errors = sum(1 for r in items if r["metrics"] is not None and not ran_ok(r))
+            recovered = int(sum(m["correct"] for m in metrics))
             effective = [m["correct"] for m in metrics if m.get("effective", 1.0)]
-            per_hop[str(hop)] = {
-                "injected": len(applied), "recovered": recovered,
-                "failed": len(applied) - recovered,
-                "recovery": _r(recovered / len(applied)) if applied else None,
-                "ci": _ci(applied, config),
-                "descriptive_only": len(applied) - recovered < 10,
+            cell: dict[str, Any] = {
+                "injected": len(metrics), "recovered": recovered,
+                "failed": len(metrics) - recovered,
+                "recovery": _r(recovered / len(metrics)) if metrics else None,
+                "ci": _wilson(recovered, len(metrics)),
+                "descriptive_only": len(metrics) < MIN_CELL,
                 "retried": int(sum(m.get("retried", 0.0) for m in metrics)),
-                "effective": len(effective), "ineffective": len(applied) - len(effective),
+                "effective": len(effective), "ineffective": len(metrics) - len(effective),
                 "recovered_effective": int(sum(effective)),
                 "recovery_effective": _r(sum(effective) / len(effective)) if effective else None,
+                "errors": errors,
             }
+            if fault in FORCED:
+                cell["forced"] = True
+            per_hop[str(hop)] = cell
         table[fault] = per_hop
     return table
 
@@ -93,8 +117,8 @@ def tampering_table(rows: Rows) -> tuple[dict[str, Any], dict[str, Any]]:
     eligible = certified = 0
     reasons: Counter[str] = Counter()
     for hop, items in sorted(grouped.items()):
-        outcomes = Counter(r["tampering"] for r in items if r["metrics"] is not None)
-        applied = [r for r in items if r["metrics"] is not None]
+        outcomes = Counter(r["tampering"] for r in items if ran_ok(r))
+        applied = [r for r in items if ran_ok(r)]
         per_hop[str(hop)] = {
             "injected": len(applied),
             "resisted": outcomes["resisted"], "absorbed": outcomes["absorbed"],
@@ -126,7 +150,7 @@ def operator_table(rows: Rows, config: PropagationConfig) -> dict[str, Any]:
     for condition, by_hop in sorted(grouped.items()):
         out[condition.removeprefix("hop_")] = {}
         for hop, items in sorted(by_hop.items()):
-            applied = [r for r in items if r["metrics"] is not None]
+            applied = [r for r in items if ran_ok(r)]
             d = [r["metrics"]["divergence"] for r in applied]
             d_plain = [r["metrics"]["divergence_cuer"] for r in applied]
             cell: dict[str, Any] = {"n": len(applied)}
@@ -154,7 +178,7 @@ def stage_transitions(trace_rows: Rows, record_rows: Rows,
     """For each fault, a graph of observable hop states after the injected hop, over the
     injected runs that still failed, exported as weighted edges."""
     failed = {r["record"]["record_id"] for r in record_rows
-              if r["metrics"] is not None and r["record"]["condition"] in faults
+              if ran_ok(r) and r["record"]["condition"] in faults
               and not r["metrics"]["correct"]}
     clean = {r["record"]["example_id"]: r["trace"] for r in trace_rows
              if r["record"]["condition"] == "clean"}

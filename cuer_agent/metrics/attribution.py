@@ -21,10 +21,12 @@ Definitions (1[.] is the indicator, means over the items given):
   (e.g. h = n_hops + 1, premature termination, is unreachable); its expected exact-hop
   accuracy is the mean of that probability over the items (per depth and overall).
 
-CIs are 95% percentile bootstraps of the mean (`stats.bootstrap_ci`); `ci_clustered`
-resamples whole examples (`stats.cluster_bootstrap_ci`, clusters = `example_id`), since
-the faults injected into one example are correlated. Depth cells with fewer than
-`min_cell` items are flagged `descriptive_only`. All outputs are JSON-native, rounded to
+Every accuracy is a proportion, and its `ci` is the 95% Wilson interval
+(`stats.wilson_interval`: never zero-width, unlike a percentile bootstrap of 0/n or
+n/n); `ci_clustered` resamples whole examples (`stats.cluster_bootstrap_ci`, clusters =
+`example_id`), since the faults injected into one example are correlated. The MAE, not a
+proportion, keeps a percentile bootstrap. Cells (per depth, per fault × depth) with fewer
+than `min_cell` items are flagged `descriptive_only`. All outputs are JSON-native, rounded to
 6 decimals, deterministic (seeded numpy); NaN / undefined values become None.
 """
 
@@ -39,14 +41,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from cuer_agent.metrics.stats import bootstrap_ci, cluster_bootstrap_ci
+from cuer_agent.metrics.stats import bootstrap_ci, cluster_bootstrap_ci, wilson_interval
 
 DEFAULT_RESAMPLES = 1000
 DEFAULT_SEED = 42
 DEFAULT_MIN_CELL = 10
 _DIGITS = 6
 
-__all__ = ["Attribution", "attribution_summary", "chance_expected_accuracy"]
+__all__ = ["Attribution", "attribution_summary", "blame_histogram", "chance_expected_accuracy",
+           "independence_baseline"]
 
 
 def _as_int(value: object, name: str, *, optional: bool = False) -> int | None:
@@ -137,6 +140,22 @@ def _mean_ci(values: NDArray[np.float64], *, n_resamples: int, seed: int,
     return out
 
 
+def _proportion(hits: NDArray[np.float64], *, n_resamples: int, seed: int,
+                clusters: Sequence[str] | None = None) -> dict[str, Any]:
+    """Mean of a 0/1 indicator with its Wilson interval (and a clustered bootstrap)."""
+    out: dict[str, Any] = {"mean": None, "ci": None}
+    if clusters is not None:
+        out["ci_clustered"] = None
+    if hits.size == 0:
+        return out
+    out["mean"] = _num(hits.mean())
+    out["ci"] = list(wilson_interval(int(hits.sum()), int(hits.size)))
+    if clusters is not None:
+        out["ci_clustered"] = _interval(
+            cluster_bootstrap_ci(hits, clusters, n_resamples=n_resamples, seed=seed))
+    return out
+
+
 def _indicator(items: Sequence[Attribution], attr: str) -> NDArray[np.float64]:
     return np.fromiter((getattr(it, attr) for it in items), dtype=np.float64, count=len(items))
 
@@ -165,11 +184,12 @@ def attribution_summary(items: Sequence[Attribution], *, n_resamples: int = DEFA
 
     by_depth: dict[str, dict[str, Any]] = {}
     for hop, cell in _group(items, "true_hop").items():
-        stats = _mean_ci(_indicator(cell, "hop_correct"),
-                         clusters=[it.example_id for it in cell], **kw)
+        stats = _proportion(_indicator(cell, "hop_correct"),
+                            clusters=[it.example_id for it in cell], **kw)
         by_depth[str(hop)] = {"n": len(cell), "acc": stats["mean"], "ci": stats["ci"],
                               "ci_clustered": stats["ci_clustered"],
-                              "descriptive_only": len(cell) < min_cell}
+                              "descriptive_only": len(cell) < min_cell,
+                              "faults": {f: len(c) for f, c in _group(cell, "fault").items()}}
 
     abs_err = np.array([abs(it.pred_hop - it.true_hop) for it in items
                         if it.pred_hop is not None], dtype=np.float64)
@@ -183,10 +203,10 @@ def attribution_summary(items: Sequence[Attribution], *, n_resamples: int = DEFA
         "errors": errors,
         "error_rate": _num(errors / n) if n else None,
         "by_depth": by_depth,
-        "exact_hop_acc": _mean_ci(exact, clusters=clusters, **kw),
-        "stage_acc": _mean_ci(_indicator(items, "stage_correct"), **kw),
-        "hop_tol_acc": _mean_ci(_indicator(items, "hop_within_one"), **kw),
-        "ancestor_hit": _mean_ci(_indicator(items, "ancestor_hit"), **kw),
+        "exact_hop_acc": _proportion(exact, clusters=clusters, **kw),
+        "stage_acc": _proportion(_indicator(items, "stage_correct"), **kw),
+        "hop_tol_acc": _proportion(_indicator(items, "hop_within_one"), **kw),
+        "ancestor_hit": _proportion(_indicator(items, "ancestor_hit"), **kw),
         "mae": _mean_ci(abs_err, **kw),
         "calls_per_diagnosis": _num(total_calls / n) if n else None,
         "tokens_per_diagnosis": _num(total_tokens / n) if n else None,
@@ -198,7 +218,41 @@ def attribution_summary(items: Sequence[Attribution], *, n_resamples: int = DEFA
             fault: {"n": len(cell), "acc": _num(_indicator(cell, "hop_correct").mean())}
             for fault, cell in _group(items, "fault").items()
         },
+        "by_fault_depth": {
+            fault: {str(hop): _cell(depth_cell, min_cell)
+                    for hop, depth_cell in _group(cell, "true_hop").items()}
+            for fault, cell in _group(items, "fault").items()
+        },
     }
+
+
+def _cell(items: Sequence[Attribution], min_cell: int) -> dict[str, Any]:
+    """{acc, n, ci (Wilson), descriptive_only} of one fault × depth cell."""
+    hits = _indicator(items, "hop_correct")
+    return {"acc": _num(hits.mean()), "n": len(items),
+            "ci": list(wilson_interval(int(hits.sum()), len(items))),
+            "descriptive_only": len(items) < min_cell}
+
+
+def blame_histogram(items: Sequence[Attribution]) -> dict[str, float]:
+    """For each hop a diagnoser named, the share of its (non-error) diagnoses naming it."""
+    named = [it.pred_hop for it in items if it.pred_hop is not None]
+    return {str(h): _num(named.count(h) / len(named)) for h in sorted(set(named))}
+
+
+def independence_baseline(items: Sequence[Attribution]) -> dict[str, Any]:
+    """What a diagnoser scores if its predictions are independent of the true hop but keep
+    their own distribution: Σ_h P(pred = h)·P(true = h), with P(pred) the diagnoser's
+    blame histogram over all the failed traces and P(true) that of the cell. Within a
+    depth d, P(true = h) = 1[h = d], so the baseline at depth d is P(pred = d).
+
+    Returns {"overall": float, "by_depth": {str(d): float}}."""
+    hist = blame_histogram(items)
+    depths = _group(items, "true_hop")
+    n = len(items)
+    overall = sum((hist.get(str(d)) or 0.0) * len(cell) / n for d, cell in depths.items())
+    return {"overall": _num(overall) if n else None,
+            "by_depth": {str(d): hist.get(str(d), 0.0) for d in depths}}
 
 
 def chance_expected_accuracy(items: Sequence[Attribution]) -> dict[str, Any]:

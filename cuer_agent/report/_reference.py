@@ -29,12 +29,14 @@ DIAG_EXACT_HOP: dict[str, dict[str, tuple[float, float, float]]] = {
                 "frozen_hop": (0.89, 0.67, 0.00), "suffix_regen": (0.91, 0.11, 0.00)},
 }
 DIAG_LABELS = {"coverage": "coverage (reads gold; ours: coverage-gold)",
-               "judge": "LLM judge (ours: llm-judge)", "frozen_hop": "frozen-hop",
-               "suffix_regen": "suffix-regen"}
-# Our diagnoser names that implement the paper's rows. The paper's coverage reads the gold
-# answer: that is our `coverage-gold`; our gold-free `coverage` (Doctor-RAG style) has no
-# paper row.
-DIAG_ALIASES = {"coverage_gold": "coverage", "llm_judge": "judge", "judge": "judge",
+               "judge": "LLM judge (saw the gold answer; ours: llm-judge-gold)",
+               "frozen_hop": "frozen-hop (gold oracle; ours: frozen-hop)",
+               "suffix_regen": "suffix-regen (gold oracle; ours: suffix-regen)"}
+# Our diagnoser names that implement the paper's rows, like for like. The paper's coverage
+# and judge read the gold answer and its probes decide "fixed" with it: those are our
+# `coverage-gold`, `llm-judge-gold`, `frozen-hop` and `suffix-regen`. Our gold-free
+# `coverage`, `llm-judge`, `*-free` probes and `cuer-single-shot` have no paper row.
+DIAG_ALIASES = {"coverage_gold": "coverage", "llm_judge_gold": "judge",
                 "frozen_hop": "frozen_hop", "suffix_regen": "suffix_regen"}
 
 # Tampering outcomes by depth: (resisted, absorbed, derailed, n).

@@ -137,7 +137,9 @@ def roles(summary: dict[str, Any]) -> list[Block]:
                _table(_tables.roles_items(items, part.get("n_items")), "No item was labelled."),
                *_figure("roles", _plots.role_distribution(items, _tables.ROLE_ORDER),
                         "Evidence-role distribution of the CUE-R targets")]
-    if dataset:
+    if dataset.get("suppressed"):
+        blocks.append(Para(f"Data-set level: {dataset['suppressed']}"))
+    elif dataset:
         labels = ", ".join(dataset.get("labels") or []) or "none"
         blocks.append(Para(f"Data-set level: primary label {dataset.get('primary', '?')}; "
                            f"labels that hold: {labels}."))
@@ -256,6 +258,7 @@ def diagnosers(summary: dict[str, Any]) -> list[Block]:
             *_figure("exact_hop", _plots.exact_hop_by_depth(part),
                      "Exact-hop accuracy vs fault depth per diagnoser, 95% bootstrap CIs"),
             _tables.paper_diagnosers(),
+            *([] if (cells := _tables.diagnoser_fault_depths(part)) is None else [cells]),
             *([] if (by_fault := _tables.diagnoser_faults(part)) is None else [by_fault]),
             _tables.diagnoser_metrics(part),
             *_figure("cost", _plots.cost_per_correct(part),
@@ -273,8 +276,21 @@ def ledger_and_config(summary: dict[str, Any]) -> list[Block]:
     return blocks
 
 
+def provenance(summary: dict[str, Any]) -> list[Block]:
+    """Footer: the command, version, commit and data file behind these numbers."""
+    part = _part(summary, "provenance")
+    if not part:
+        return [Heading(2, "Provenance"), _not_run("provenance")]
+    facts = [f"command: `{part.get('command') or '?'}`",
+             f"cuer-agent {part.get('version') or '?'}"
+             + (f", commit {part['commit']}" if part.get("commit") else ""),
+             f"data file sha256: {part.get('data_sha256') or 'none (built in memory)'}",
+             f"Python {part.get('python') or '?'} on {part.get('platform') or '?'}"]
+    return [Heading(2, "Provenance"), Bullets(tuple(facts))]
+
+
 def all_sections(summary: dict[str, Any]) -> list[Block]:
     """The whole report, in reading order."""
     return [*headline(summary), *notes(summary), *single_shot(summary), *roles(summary),
             *agentic(summary), *comparison(summary), *diagnosers(summary),
-            *ledger_and_config(summary)]
+            *ledger_and_config(summary), *provenance(summary)]

@@ -83,12 +83,15 @@ def roles_verdicts(dataset: dict[str, Any]) -> Table | None:
 def _recovery_cell(cell: Any) -> str:
     if not isinstance(cell, dict) or not cell.get("injected"):
         return DASH
-    text = (f"{cell.get('recovered', 0)}/{cell['injected']} = {num(cell.get('recovery'), 2)} "
-            f"{ci(cell.get('ci'), 2)}").rstrip()
+    label = "correct after a forced stop " if cell.get("forced") else ""
+    text = (f"{label}{cell.get('recovered', 0)}/{cell['injected']} = "
+            f"{num(cell.get('recovery'), 2)} {ci(cell.get('ci'), 2)}").rstrip()
     text += DESCRIPTIVE if cell.get("descriptive_only") else ""
     if "effective" in cell:
         text += (f"; retried {cell.get('retried', 0)}, effective {cell['effective']}"
                  f" → {cell.get('recovered_effective', 0)}/{cell['effective']}")
+    if cell.get("errors"):
+        text += f"; {cell['errors']} ended in an error (apart)"
     return text
 
 
@@ -99,10 +102,12 @@ def recovery(faults: dict[str, Any]) -> Table | None:
     hops = sorted({h for per_hop in faults.values() for h in (per_hop or {})}, key=hop_key)
     rows = tuple((fault, *(_recovery_cell((faults[fault] or {}).get(h)) for h in hops))
                  for fault in faults)
-    return Table(caption="Recovery after a fault at hop h (recovered/injected = recovery [95% CI]; "
-                         "runs that retried hop h; effective injections → recovered of them)",
+    return Table(caption="Recovery after a fault at hop h (recovered/injected = recovery [95% "
+                         "Wilson CI]; runs that retried hop h; effective injections → "
+                         "recovered of them; runs that ended in a request error or a parse "
+                         "failure, counted apart)",
                  headers=("fault", *(f"hop {h}" for h in hops)), rows=rows,
-                 footnote=(f"{DESCRIPTIVE} fewer than 10 failed traces: descriptive only. "
+                 footnote=(f"{DESCRIPTIVE} fewer than 10 injections: descriptive only. "
                            f"Reference — {ref.DIAG_SETUP}; {ref.RECOVERY_RANGES} (their "
                            "setup, not ours)."))
 
@@ -161,32 +166,80 @@ def _paper_depth(name: str, depth: str) -> tuple[str, str]:
     return cells[0], cells[1]
 
 
+def sees(d: dict[str, Any]) -> str:
+    """What a diagnoser reads: the trace, the gold answer, a probe and its oracle."""
+    text = "trace" + (" + gold" if d.get("uses_gold") else "")
+    if d.get("probing"):
+        text += " + probe (gold oracle)" if d.get("uses_gold_oracle") else " + probe (gold-free)"
+    return text
+
+
+def fault_mix(diagnosers: dict[str, Any]) -> str:
+    """Which faults each depth pools, from any diagnoser's cells (they diagnose the same
+    failed traces)."""
+    for d in diagnosers.values():
+        by_depth = (d or {}).get("by_depth") or {}
+        if by_depth:
+            return "; ".join(
+                f"depth {h}: " + ", ".join(f"{f} {n}" for f, n in
+                                           sorted((by_depth[h].get("faults") or {}).items()))
+                for h in sorted(by_depth, key=hop_key))
+    return ""
+
+
 def diagnoser_depths(diagnosers: dict[str, Any]) -> Table:
-    """Diagnoser × depth: exact-hop accuracy with the bootstrap and the example-clustered
-    CI, the descriptive flag, chance's analytic expectation, and the paper's values."""
+    """Diagnoser × depth: exact-hop accuracy with its Wilson and example-clustered CIs, the
+    independence baseline and whether it beats it, the descriptive flag, chance's analytic
+    expectation, and the paper's values."""
     rows = []
     for name, d in diagnosers.items():
         d = d or {}
         analytic = d.get("expected_acc_analytic") or {}
         for depth in sorted(d.get("by_depth") or {}, key=hop_key):
             c = d["by_depth"][depth] or {}
+            beats = {True: "yes", False: "NO"}.get(c.get("beats_independence"), DASH)
             rows.append((name, str(depth), str(c.get("n", DASH)), num(c.get("acc"), 2),
                          ci(c.get("ci"), 2) or DASH, ci(c.get("ci_clustered"), 2) or DASH,
+                         num(c.get("independence"), 2), beats,
                          "yes" if c.get("descriptive_only") else "no",
                          num(analytic.get(str(depth)), 2), *_paper_depth(name, str(depth))))
         overall = d.get("exact_hop_acc") or {}
         rows.append((name, "all", str(d.get("n", DASH)), num(overall.get("mean"), 2),
                      ci(overall.get("ci"), 2) or DASH, ci(overall.get("ci_clustered"), 2) or DASH,
-                     "", num(analytic.get("overall"), 2), DASH, DASH))
+                     num(d.get("independence"), 2), DASH, "",
+                     num(analytic.get("overall"), 2), DASH, DASH))
     return Table(caption="Exact-hop accuracy by fault depth (over traces still wrong after "
                          "re-execution)",
-                 headers=("diagnoser", "depth", "failed n", "exact-hop acc", "95% CI",
-                          "clustered CI", "descriptive only", "analytic expectation",
-                          "paper: all faults", "paper: content corruption"),
+                 headers=("diagnoser", "depth", "failed n", "exact-hop acc", "95% CI (Wilson)",
+                          "clustered CI", "independence", "beats it", "descriptive only",
+                          "analytic expectation", "paper: all faults",
+                          "paper: content corruption"),
                  rows=tuple(rows),
-                 footnote=(f"Paper columns: {ref.DIAG_SETUP} — the paper's setup, not ours. "
-                           "Descriptive only: fewer than 10 failed traces at that depth. "
-                           "Clustered CI: bootstrap over examples, not traces."))
+                 footnote=(f"Each depth pools a different fault mix — {fault_mix(diagnosers)}. "
+                           "Independence: Σ_h P(pred = h)·P(true = h), what the diagnoser's own "
+                           "blame histogram scores blind to the truth; beats it: the lower "
+                           "end of the Wilson interval above that. Paper columns: "
+                           f"{ref.DIAG_SETUP} — the paper's setup, not ours. Descriptive "
+                           "only: fewer than 10 failed traces at that depth. Clustered CI: "
+                           "bootstrap over examples, not traces."))
+
+
+def diagnoser_fault_depths(diagnosers: dict[str, Any]) -> Table | None:
+    """Diagnoser × fault × depth: exact-hop accuracy in each unpooled cell."""
+    rows = []
+    for name, d in diagnosers.items():
+        for fault, by_depth in sorted(((d or {}).get("by_fault_depth") or {}).items()):
+            cells = [f"{num(c.get('acc'), 2)} {ci(c.get('ci'), 2)} (n={c.get('n', 0)})"
+                     + (DESCRIPTIVE if c.get("descriptive_only") else "")
+                     for _, c in sorted(by_depth.items(), key=lambda kv: hop_key(kv[0]))]
+            depths = ", ".join(sorted(by_depth, key=hop_key))
+            rows.append((name, fault, depths, " | ".join(cells)))
+    if not rows:
+        return None
+    return Table(caption="Exact-hop accuracy per fault and depth (unpooled cells, Wilson CIs)",
+                 headers=("diagnoser", "fault", "depths", "accuracy by depth"),
+                 rows=tuple(rows),
+                 footnote=f"{DESCRIPTIVE} fewer than 10 failed traces: descriptive only.")
 
 
 def diagnoser_faults(diagnosers: dict[str, Any]) -> Table | None:
@@ -206,11 +259,7 @@ def diagnoser_faults(diagnosers: dict[str, Any]) -> Table | None:
 
 
 def _kind(d: dict[str, Any]) -> str:
-    parts = ["uses gold" if d.get("uses_gold") else "no gold",
-             "probing" if d.get("probing") else "no probing"]
-    if d.get("stand_in"):
-        parts.append(str(d["stand_in"]))
-    return "; ".join(parts)
+    return sees(d) + (f"; {d['stand_in']}" if d.get("stand_in") else "")
 
 
 def diagnoser_metrics(diagnosers: dict[str, Any]) -> Table:
@@ -220,17 +269,21 @@ def diagnoser_metrics(diagnosers: dict[str, Any]) -> Table:
         d = d or {}
         cost = d.get("cost_per_correct") or {}
         rows.append((name, _kind(d), str(d.get("n", DASH)), str(d.get("errors", DASH)),
+                     f"{num(d.get('clean_blame_rate'), 2)} (n={d.get('clean_n', 0)})",
                      mean_ci(d.get("stage_acc"), 2), mean_ci(d.get("hop_tol_acc"), 2),
                      mean_ci(d.get("ancestor_hit"), 2), mean_ci(d.get("mae"), 2),
                      num(d.get("calls_per_diagnosis"), 2), num(d.get("tokens_per_diagnosis"), 1),
                      num(cost.get("calls"), 2), num(cost.get("tokens"), 1)))
-    return Table(caption="Diagnosers: what they see, other accuracies and cost",
-                 headers=("diagnoser", "kind", "n", "errors", "stage acc", "hop ±1 acc",
+    return Table(caption="Diagnosers: what they see, false blame, other accuracies and cost",
+                 headers=("diagnoser", "sees", "n", "errors", "clean blame", "stage acc",
+                          "hop ±1 acc",
                           "ancestor hit", "mean |hop error|", "calls / diagnosis",
                           "tokens / diagnosis", "calls / correct", "tokens / correct"),
                  rows=tuple(rows),
-                 footnote=("Cost per correct diagnosis = the diagnoser's calls (tokens) / "
-                           "correct localisations; — when none was correct."))
+                 footnote=("Clean blame: the share of clean, correct, unfaulted runs on which "
+                           "it names a hop (it should name none). Cost per correct diagnosis = "
+                           "the diagnoser's calls (tokens) / correct localisations; — when none "
+                           "was correct."))
 
 
 def paper_diagnosers() -> Table:

@@ -1,0 +1,80 @@
+"""Running the diagnosers inside a study: on every injected run that still fails, and on
+every clean, correct, unfaulted run (where a diagnoser should name no hop).
+
+`DiagnoseFailed` is the propagation study's `on_failed` hook. It runs while the run is
+still in memory, so probing diagnosers re-execute the very run they diagnose, under the
+fault it ran with. A diagnoser that raises on one trace is recorded as an error for that
+trace and counted; the study goes on.
+
+A diagnosis row: {record_id, example_id, fault ("none" for a clean run), true_hop (0 for
+a clean run), true_stage ("none" for a clean run), n_hops, diagnoser, pred_hop,
+pred_stage, propagated, cause, calls, tokens, error}.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cuer_agent.config import StudyConfig
+from cuer_agent.data import Example
+from cuer_agent.diagnosers import Diagnoser, get_diagnoser
+from cuer_agent.diagnosers._probe import ExecutionProbe
+from cuer_agent.execution import Executor, RunResult
+from cuer_agent.llm.backends import SkillClient
+from cuer_agent.metrics import recall_correct
+from cuer_agent.testing import make_view
+
+CLEAN = "none"
+"""The `fault` of a diagnosis made on a clean, correct, unfaulted run."""
+
+
+def build_diagnosers(config: StudyConfig, skills: SkillClient) -> list[Diagnoser]:
+    """Every configured diagnoser (unknown names fail here, before any work)."""
+    # Every diagnoser gets the same options; each reads the ones it knows (the judges call
+    # the backend's skills, the probes take a budget).
+    return [get_diagnoser(name, budget=config.diagnose.probe_budget, skills=skills)
+            for name in config.diagnose.names]
+
+
+class DiagnoseFailed:
+    """The `on_failed` hook: run every diagnoser on one run. Picklable (diagnosers,
+    executor, config), so it runs in the worker that holds the run."""
+
+    def __init__(self, diagnosers: list[Diagnoser], executor: Executor,
+                 config: StudyConfig) -> None:
+        self.diagnosers = diagnosers
+        self.executor = executor
+        self.config = config
+
+    def __call__(self, example: Example, spec: Any, hop: int,
+                 run: RunResult) -> list[dict[str, Any]]:
+        def oracle(answer: str) -> bool:  # the probe's correctness oracle (reads gold)
+            return bool(recall_correct(answer, example.gold_answers,
+                                       threshold=self.config.propagation.recall_threshold))
+
+        fault = CLEAN if spec is None else spec.name
+        record_id = f"{example.id}/clean" if spec is None else f"{example.id}/{fault}@{hop}"
+        rows = []
+        for d in self.diagnosers:
+            base = {"record_id": record_id, "example_id": example.id, "fault": fault,
+                    "true_hop": hop, "true_stage": CLEAN if spec is None else spec.stage,
+                    "n_hops": len(run.trace.hops), "diagnoser": d.name}
+            probe = (ExecutionProbe(self.executor, run, oracle,
+                                    budget=2 * self.config.diagnose.probe_budget + 2)
+                     if d.probing else None)
+            keys: list[str] = []
+            try:
+                with self.executor.skills.collect() as keys:
+                    view = make_view(d, run.trace, example.answer, self.config.diagnose.seed)
+                    diagnosis = d.diagnose(view, probe)
+            except Exception as exc:  # one trace's failure must not stop the study
+                # The requests it made before failing were spent all the same.
+                rows.append({**base, "pred_hop": None, "pred_stage": None,
+                             "calls": len(keys), "tokens": 0,
+                             "error": f"{type(exc).__name__}: {exc}"[:300]})
+                continue
+            tokens = diagnosis.cost.tokens + (probe.tokens if probe else 0)
+            rows.append({**base, "pred_hop": diagnosis.hop, "pred_stage": diagnosis.stage,
+                         "propagated": diagnosis.propagated, "cause": diagnosis.cause,
+                         "calls": len(keys), "tokens": tokens, "error": ""})
+        return rows

@@ -1,0 +1,96 @@
+"""Per-diagnoser summary of an evaluate run, from `diagnoses.jsonl` alone.
+
+For each diagnoser, over the injected runs that still failed: exact-hop accuracy by depth
+(Wilson intervals), per fault × depth, stage accuracy, hop tolerance, cost
+(`cuer_agent.metrics.attribution`), plus what a reader needs to tell skill from base
+rate:
+
+* `uses_gold`, `uses_gold_oracle`, `probing`, `stand_in` — what it reads;
+* `clean_blame_rate` — over clean, correct, unfaulted runs, the share on which it names a
+  hop (>= 1); it should name none (`clean_n` such runs);
+* `blame_hist` — for each hop, the share of its diagnoses on failed runs naming it;
+* `by_depth.<d>.independence` — the independence baseline Σ_h P(pred = h)·P(true = h):
+  what a diagnoser with the same blame histogram but blind to the truth scores at depth
+  d (`independence` overall); `by_depth.<d>.beats_independence` says whether it does
+  better there: the lower end of its Wilson interval lies above the baseline;
+* `expected_acc_analytic` (chance only) — the uniform picker's expected accuracy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from cuer_agent.config import StudyConfig
+from cuer_agent.diagnosers import Diagnoser
+from cuer_agent.experiments.diagnose import CLEAN
+from cuer_agent.metrics.attribution import (
+    Attribution,
+    attribution_summary,
+    blame_histogram,
+    chance_expected_accuracy,
+    independence_baseline,
+)
+
+Rows = list[dict[str, Any]]
+
+
+def _attribution(row: dict[str, Any]) -> Attribution:
+    return Attribution(example_id=row["example_id"], fault=row["fault"],
+                       true_hop=row["true_hop"], true_stage=row["true_stage"],
+                       n_hops=row["n_hops"], pred_hop=row["pred_hop"],
+                       pred_stage=row["pred_stage"], calls=row["calls"], tokens=row["tokens"])
+
+
+def clean_blame(rows: Rows) -> dict[str, Any]:
+    """Over a diagnoser's clean-run rows: how many, and the share naming a hop (>= 1)."""
+    named = [r["pred_hop"] for r in rows if r["pred_hop"] is not None]
+    blamed = sum(1 for h in named if h >= 1)
+    return {"clean_n": len(rows),
+            "clean_blame_rate": round(blamed / len(named), 6) if named else None}
+
+
+def diagnoser_summaries(rows: Rows, diagnosers: list[Diagnoser],
+                        config: StudyConfig) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for d in diagnosers:
+        mine = [r for r in rows if r["diagnoser"] == d.name]
+        items = [_attribution(r) for r in mine if r["fault"] != CLEAN]
+        summary = attribution_summary(items, n_resamples=config.diagnose.bootstrap_resamples,
+                                      seed=42, min_cell=config.diagnose.min_cell)
+        baseline = independence_baseline(items)
+        for depth, cell in summary["by_depth"].items():
+            cell["independence"] = baseline["by_depth"][depth]
+            cell["beats_independence"] = (cell["ci"] is not None
+                                          and cell["ci"][0] > cell["independence"])
+        summary.update({
+            "uses_gold": d.uses_gold, "uses_gold_oracle": getattr(d, "uses_gold_oracle", False),
+            "probing": d.probing, "stand_in": d.stand_in,
+            "blame_hist": blame_histogram(items), "independence": baseline["overall"],
+            **clean_blame([r for r in mine if r["fault"] == CLEAN]),
+        })
+        if d.name == "chance":
+            # The chance diagnoser draws from 1..max(1, n): a 0-hop trace (early
+            # termination at hop 1) gets hop 1. The analytic value uses the same support.
+            expected = chance_expected_accuracy(
+                [dataclasses.replace(it, n_hops=max(1, it.n_hops)) for it in items])
+            summary["expected_acc_analytic"] = {
+                **{h: v["expected_acc"] for h, v in expected["by_depth"].items()},
+                "overall": expected["expected_acc"]}
+        out[d.name] = summary
+    return out
+
+
+def constant_guesses(rows: Rows, share: float = 0.95) -> dict[str, int]:
+    """Diagnosers that name one hop for at least `share` of the failed traces: name →
+    that hop."""
+    by: dict[str, list[int]] = {}
+    for r in rows:
+        if r["pred_hop"] is not None and r["fault"] != CLEAN:
+            by.setdefault(r["diagnoser"], []).append(r["pred_hop"])
+    out = {}
+    for name, hops in by.items():
+        top = max(set(hops), key=lambda h: (hops.count(h), -h))
+        if hops.count(top) >= share * len(hops):
+            out[name] = top
+    return out
