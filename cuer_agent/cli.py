@@ -91,8 +91,16 @@ def data_stats(
     Console().print(table)
 
 
-Backend = Annotated[str, typer.Option(help="extractive (offline, default), ollama or openai.")]
-Model = Annotated[str | None, typer.Option(help="Model name for ollama/openai.")]
+Backend = Annotated[str, typer.Option(help="extractive (offline, default), llamacpp (a GGUF "
+                                      "model in process), ollama or openai.")]
+Model = Annotated[str | None, typer.Option(help="Model name for ollama/openai; llamacpp: a "
+                                           ".gguf file or smollm2-135m.")]
+Timeout = Annotated[float | None, typer.Option(
+    help="Seconds one model request may take (default 120).")]
+Threads = Annotated[int | None, typer.Option(help="llamacpp: CPU threads (default: up to 4).")]
+Omit = Annotated[str | None, typer.Option(
+    help="Decoding parameters not to send, for a server that rejects them: comma-separated "
+         "from temperature, seed, max_tokens, think.")]
 BaseUrl = Annotated[str | None, typer.Option(help="Server URL (ollama host, or an "
                                              "OpenAI-compatible base URL).")]
 Concurrency = Annotated[int | None, typer.Option(
@@ -122,24 +130,50 @@ CachePath = Annotated[Path | None, typer.Option(
     help="Response cache (SQLite). Default: $CUER_CACHE or ~/.cache/cuer-agent/responses.sqlite")]
 
 
-def _skill_client(backend: str, model: str | None, base_url: str | None, seed: int,
-                  cache: Path | None, no_cache: bool) -> Any:
-    """Backend + cache + ledger; checks the server before any work starts."""
+def _engine(study: Any, backend: str | None, model: str | None, base_url: str | None,
+            timeout: float | None, threads: int | None, omit: str | None) -> Any:
+    """The study's [backend] section with the backend flags given applied (a command
+    without --config passes the defaults, `StudyConfig()`)."""
+    from cuer_agent.config import merged
+
+    return merged(study, "backend", name=backend, model=model, base_url=base_url,
+                  timeout=timeout, threads=threads, omit=_names(omit) if omit else None)
+
+
+def _names(value: str) -> tuple[str, ...]:
+    """A comma-separated option's names."""
+    return tuple(part.strip() for part in value.split(",") if part.strip())
+
+
+def _skill_client(engine: Any, seed: int, cache: Path | None, no_cache: bool) -> Any:
+    """Backend + cache + ledger from a [backend] section; checks the server (or loads the
+    model) before any work starts."""
     import os
 
     from cuer_agent.llm.backends import SkillClient, make_backend
     from cuer_agent.llm.cache import ResponseCache
 
-    kwargs: dict[str, Any] = {"model": model, "base_url": base_url}
-    if backend != "extractive":
-        kwargs["seed"] = seed
-    client_backend = make_backend(backend, **kwargs)
+    client_backend = make_backend(engine.name, **engine.client_options(seed))
     client_backend.check()  # type: ignore[attr-defined]
     if no_cache:
         return SkillClient(client_backend)
     path = cache or Path(os.environ.get("CUER_CACHE",
                                         Path.home() / ".cache" / "cuer-agent" / "responses.sqlite"))
     return SkillClient(client_backend, cache=ResponseCache(path))
+
+
+def _recorded(engine: Any, skills: Any) -> dict[str, Any]:
+    """The [backend] section as a run records it (timeout excluded), with the model the
+    backend resolved (a default model name, where none was given)."""
+    return {**engine.model_dump(mode="json"), "model": skills.backend.model}
+
+
+def _replayed_engine(run_dir: Path, recorded: dict[str, Any], timeout: float | None) -> Any:
+    """The [backend] section a run recorded, so a replay asks the model the same way."""
+    from cuer_agent.config import validate_config
+
+    engine = validate_config({"backend": recorded}, run_dir / "config.json").backend
+    return engine if timeout is None else engine.model_copy(update={"timeout": timeout})
 
 
 def _persistence(value: str | None) -> str:
@@ -175,6 +209,9 @@ def run_cmd(
     backend: Backend = "extractive",
     model: Model = None,
     base_url: BaseUrl = None,
+    timeout: Timeout = None,
+    threads: Threads = None,
+    omit: Omit = None,
     n: Annotated[int | None, typer.Option(help="First N examples.")] = None,
     seed: Annotated[int, typer.Option(help="Synthetic world and decoding seed.")] = 0,
     k: Annotated[int, typer.Option(help="Evidence items per retrieval.")] = 5,
@@ -188,6 +225,7 @@ def run_cmd(
     ray_address: RayAddress = None,
 ) -> None:
     """Run the agent (or the single-shot system) and write traces.jsonl + summary.json."""
+    from cuer_agent.config import StudyConfig
     from cuer_agent.execution import AgentConfig, Executor
     from cuer_agent.experiments.run_agent import run_dataset
     from cuer_agent.runs import RunDir, canonical_json
@@ -201,13 +239,14 @@ def run_cmd(
         raise CuerError(f"--n must be >= 1, got {n}")
     config = AgentConfig(mode=modes[mode], hop_budget=hops, k=k,  # type: ignore[arg-type]
                          retries_per_hop=1 if retries is None else retries)
+    engine = _engine(StudyConfig(), backend, model, base_url, timeout, threads, omit)
     parallel = _parallelism(backend, concurrency, executor_name, workers, ray_address)
-    skills = _skill_client(backend, model, base_url, seed, cache, no_cache)
+    skills = _skill_client(engine, seed, cache, no_cache)
     ds = load_study_data(dataset, path, n, hops, seed)
     run_config = {"command": "run", "dataset": ds.name, "source": ds.source, "n": n,
                   "mode": config.mode, "hop_budget": hops, "k": k, "seed": seed,
                   "retries_per_hop": config.retries_per_hop,
-                  "backend": backend, "model": skills.backend.model, "base_url": base_url}
+                  "backend": _recorded(engine, skills)}
     run_dir = RunDir(out)
     run_dir.open(run_config)
     executor = Executor(skills, config, meta={"backend": backend,
@@ -235,9 +274,13 @@ def cuer_cmd(
                                                 "synthetic.")] = None,
     path: Annotated[Path | None, typer.Option(help="Data file (original format).")] = None,
     n: Annotated[int | None, typer.Option(help="First N examples.")] = None,
-    backend: Annotated[str | None, typer.Option(help="extractive, ollama or openai.")] = None,
+    backend: Annotated[str | None, typer.Option(help="extractive, llamacpp, ollama or "
+                                                "openai.")] = None,
     model: Model = None,
     base_url: BaseUrl = None,
+    timeout: Timeout = None,
+    threads: Threads = None,
+    omit: Omit = None,
     seed: Annotated[int | None, typer.Option(help="Seed (synthetic world, "
                                              "interventions).")] = None,
     hops: Annotated[int | None, typer.Option(help="Synthetic: H-hop questions.")] = None,
@@ -268,14 +311,13 @@ def cuer_cmd(
     study = load_config(config)
     data = merged(study, "data", dataset=dataset, path=str(path) if path else None, n=n,
                   hops=hops, seed=seed)
-    engine = merged(study, "backend", name=backend, model=model, base_url=base_url)
+    engine = _engine(study, backend, model, base_url, timeout, threads, omit)
     cfg = merged(study, "cuer", seed=data.seed, two_support=two_support,
                  duplicate_positions=duplicate_positions,
                  replace_hardness_sweep=replace_hardness,
                  weight_sensitivity=weight_sensitivity)
     parallel = _parallelism(engine.name, concurrency, executor_name, workers, ray_address)
-    skills = _skill_client(engine.name, engine.model, engine.base_url, data.seed, cache,
-                           no_cache)
+    skills = _skill_client(engine, data.seed, cache, no_cache)
     ds = load_study_data(data.dataset, data.path, data.n, data.hops, data.seed)
     if cfg.asks_per_hop(ds.name):
         ds = hop_questions(ds)
@@ -318,6 +360,9 @@ def propagate_cmd(
     backend: Backend = "extractive",
     model: Model = None,
     base_url: BaseUrl = None,
+    timeout: Timeout = None,
+    threads: Threads = None,
+    omit: Omit = None,
     seed: Annotated[int, typer.Option(help="Seed (synthetic world, faults).")] = 0,
     cache: CachePath = None,
     no_cache: NoCache = False,
@@ -328,13 +373,14 @@ def propagate_cmd(
     ray_address: RayAddress = None,
 ) -> None:
     """Agentic fault propagation: inject a fault at hop h, let the agent re-execute."""
+    from cuer_agent.config import StudyConfig
     from cuer_agent.execution import AgentConfig, Executor
     from cuer_agent.experiments.propagation import DEFAULT_FAULTS, PropagationConfig
     from cuer_agent.experiments.propagation_report import propagation_tables, run_and_summarize
     from cuer_agent.interventions._fault_types import get_fault
     from cuer_agent.runs import RunDir
 
-    chosen = tuple(f.strip() for f in faults.split(",") if f.strip()) if faults else DEFAULT_FAULTS
+    chosen = _names(faults) if faults else DEFAULT_FAULTS
     for name in chosen:
         get_fault(name)  # unknown name → one error line, before any work
     if hops < 1:
@@ -342,8 +388,9 @@ def propagate_cmd(
     config = PropagationConfig(faults=chosen, hop_operators=hop_operators, strict=strict,
                                seed=seed, fault_persistence=_persistence(fault_persistence))
     agent = AgentConfig(hop_budget=hops, retries_per_hop=1 if retries is None else retries)
+    engine = _engine(StudyConfig(), backend, model, base_url, timeout, threads, omit)
     parallel = _parallelism(backend, concurrency, executor_name, workers, ray_address)
-    skills = _skill_client(backend, model, base_url, seed, cache, no_cache)
+    skills = _skill_client(engine, seed, cache, no_cache)
     ds = load_study_data(dataset, path, n, hops, seed, gold_hops)
     run_dir = RunDir(out)
     run_dir.open({"command": "propagate", "source": ds.source, "hop_budget": hops,
@@ -351,8 +398,7 @@ def propagate_cmd(
                   "data": {"dataset": ds.name, "path": str(path) if path else None, "n": n,
                            "hops": hops if dataset == "synthetic" else None, "seed": seed,
                            "gold_hops": gold_hops},
-                  "backend": {"name": backend, "model": skills.backend.model,
-                              "base_url": base_url},
+                  "backend": _recorded(engine, skills),
                   "propagation": config.model_dump(mode="json")})
     executor = Executor(skills, agent, meta={"backend": backend, "model": skills.backend.model})
     summary = run_and_summarize(ds, executor, run_dir, config, show_progress=progress,
@@ -367,6 +413,7 @@ def propagate_cmd(
 def replay_cmd(
     run_dir: Annotated[Path, typer.Argument(help="A cuer or propagate run directory.")],
     record: Annotated[str, typer.Option(help="Record id, e.g. syn-0-3/query_drift@2.")],
+    timeout: Timeout = None,
     cache: CachePath = None,
     no_cache: NoCache = False,
 ) -> None:
@@ -380,8 +427,8 @@ def replay_cmd(
         raise CuerError(f"{run_dir / 'config.json'}: replay supports cuer and propagate run "
                         f"directories (an evaluate run holds one of each: DIR/single_shot, "
                         f"DIR/agentic), not {run_config.get('command', 'this')!r} runs")
-    skills = _skill_client(engine["name"], engine.get("model"), engine.get("base_url"), 0,
-                           cache, no_cache)
+    skills = _skill_client(_replayed_engine(run_dir, engine, timeout),
+                           int(run_config.get("data", {}).get("seed", 0)), cache, no_cache)
     result = replay(run_dir, record, skills)
     if result.identical:
         typer.echo(f"{record}: replayed trace is identical ({len(result.stored)} bytes)")
@@ -391,7 +438,7 @@ def replay_cmd(
 
 
 EXECUTION_OPTIONS = frozenset({"out", "cache", "no_cache", "progress", "concurrency",
-                               "executor_name", "workers", "ray_address"})
+                               "executor_name", "workers", "ray_address", "timeout"})
 """Options that leave a study's results byte-identical: not part of its provenance."""
 
 
@@ -427,10 +474,16 @@ def evaluate_cmd(
                                                 "musique.")] = None,
     path: Annotated[Path | None, typer.Option(help="Data file (original format).")] = None,
     n: Annotated[int | None, typer.Option(help="Examples (default 100).")] = None,
-    backend: Annotated[str | None, typer.Option(help="extractive (default), ollama, "
+    backend: Annotated[str | None, typer.Option(help="extractive (default), llamacpp, ollama, "
                                                 "openai.")] = None,
     model: Model = None,
     base_url: BaseUrl = None,
+    timeout: Timeout = None,
+    threads: Threads = None,
+    omit: Omit = None,
+    strict: Annotated[bool | None, typer.Option(
+        help="Inject faults only where the clean answer was correct (default: strict). "
+             "--no-strict for a weak model that is rarely right.")] = None,
     faults: Annotated[str | None, typer.Option(help="Comma-separated faults (default all).")] = (
         None),
     diagnosers: Annotated[str | None, typer.Option(help="Comma-separated diagnosers "
@@ -464,13 +517,13 @@ def evaluate_cmd(
     agent = merged(study, "agent", hops=hops, retries_per_hop=retries)
     if data.dataset == "synthetic":
         data = data.model_copy(update={"hops": data.hops or agent.hops})
-    fault_names = tuple(f.strip() for f in faults.split(",") if f.strip()) if faults else None
-    names = (tuple(d.strip() for d in diagnosers.split(",") if d.strip())
-             if diagnosers else None)
+    fault_names = _names(faults) if faults else None
+    names = _names(diagnosers) if diagnosers else None
     study = study.model_copy(update={
         "data": data, "agent": agent,
-        "backend": merged(study, "backend", name=backend, model=model, base_url=base_url),
+        "backend": _engine(study, backend, model, base_url, timeout, threads, omit),
         "propagation": merged(study, "propagation", faults=fault_names, seed=data.seed,
+                              strict=strict,
                               fault_persistence=(_persistence(fault_persistence)
                                                  if fault_persistence else None)),
         "diagnose": merged(study, "diagnose", names=names),
@@ -481,8 +534,7 @@ def evaluate_cmd(
         get_diagnoser(name)
     engine = study.backend
     parallel = _parallelism(engine.name, concurrency, executor_name, workers, ray_address)
-    skills = _skill_client(engine.name, engine.model, engine.base_url, data.seed, cache,
-                           no_cache)
+    skills = _skill_client(engine, data.seed, cache, no_cache)
     gold_hops = ",".join(map(str, data.gold_hops)) if data.gold_hops else None
     ds = load_study_data(data.dataset, data.path, data.n, data.hops, data.seed, gold_hops)
     run_dir = RunDir(out or Path("runs") / f"evaluate-{data.dataset}-h{agent.hops}")

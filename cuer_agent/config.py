@@ -14,11 +14,12 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from cuer_agent.errors import ConfigError
 from cuer_agent.experiments.cuer import CuerConfig
 from cuer_agent.experiments.propagation import PropagationConfig
+from cuer_agent.llm._remote import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT, OMITTABLE
 
 
 class _Section(BaseModel):
@@ -39,8 +40,57 @@ class DataSection(_Section):
 
 class BackendSection(_Section):
     name: str = "extractive"
+    """extractive (offline stand-in), llamacpp (in process), ollama or openai."""
     model: str | None = None
+    """The server's model name; llamacpp: a .gguf path or `smollm2-135m`."""
     base_url: str | None = None
+    timeout: float = Field(DEFAULT_TIMEOUT, gt=0, exclude=True)
+    """Seconds one request may take. Excluded from a run's recorded config: it decides
+    how long to wait, not what comes back, so a run may resume with a longer one."""
+    max_tokens: dict[str, int] = Field(default_factory=dict)
+    """Output tokens per skill (`[backend.max_tokens]`, e.g. `answer = 512`); skills not
+    named keep their defaults (`cuer_agent.llm._remote.DEFAULT_MAX_TOKENS`)."""
+    think: bool = False
+    """Reasoning output of thinking models (Qwen3...): off unless asked for."""
+    threads: int | None = Field(None, ge=1)
+    """llamacpp: CPU threads (default: up to 4)."""
+    omit: tuple[str, ...] = ()
+    """Decoding parameters not to send, for a server that rejects them (temperature,
+    seed, max_tokens, think)."""
+
+    @field_validator("max_tokens")
+    @classmethod
+    def _known_skills(cls, value: dict[str, int]) -> dict[str, int]:
+        unknown = sorted(set(value) - set(DEFAULT_MAX_TOKENS))
+        if unknown:
+            raise ValueError(f"unknown skill(s) {unknown}; choose from "
+                             f"{', '.join(DEFAULT_MAX_TOKENS)}")
+        if any(v < 1 for v in value.values()):
+            raise ValueError("must be >= 1")
+        return value
+
+    @field_validator("omit")
+    @classmethod
+    def _omittable(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = sorted(set(value) - set(OMITTABLE))
+        if unknown:
+            raise ValueError(f"unknown parameter(s) {unknown}; choose from "
+                             f"{', '.join(OMITTABLE)}")
+        return tuple(sorted(set(value)))
+
+    def client_options(self, seed: int) -> dict[str, Any]:
+        """Keyword arguments of `make_backend(self.name, ...)`; `seed` is the decoding
+        seed (the study's). The offline reader takes none of the decoding options."""
+        options: dict[str, Any] = {"model": self.model, "base_url": self.base_url}
+        if self.name == "extractive":
+            return options
+        if self.threads is not None and self.name != "llamacpp":
+            raise ConfigError(f"--threads applies to --backend llamacpp, not {self.name}")
+        options.update(seed=seed, timeout=self.timeout, max_tokens=self.max_tokens,
+                       think=self.think, omit=self.omit)
+        if self.threads is not None:
+            options["threads"] = self.threads
+        return options
 
 
 class AgentSection(_Section):
@@ -102,8 +152,8 @@ def merged(config: StudyConfig, section: str, **overrides: Any) -> Any:
     """A section with the explicitly given (not None) command-line values applied."""
     current = getattr(config, section)
     given = {k: v for k, v in overrides.items() if v is not None}
-    try:
-        return type(current).model_validate({**current.model_dump(), **given})
+    try:  # dict(), not model_dump(): a field excluded from dumps (timeout) is kept
+        return type(current).model_validate({**dict(current), **given})
     except ValidationError as exc:
         first = exc.errors()[0]
         key = ".".join(str(p) for p in first["loc"])

@@ -13,9 +13,10 @@ Knobs (all plain attributes, safe to set between requests):
 
 * a scripted queue of per-request `Behaviour`\\ s (`FakeServer.script`): each request, on
   any path, pops the next one — an HTTP status with an optional ``retry-after`` header,
-  a delay in seconds, and the reply content text — or a dropped connection, or a raw body
-  that is not the protocol at all. When the queue is empty a request is
-  answered with status 200 and, for chat requests, the default reply;
+  a delay in seconds, the reply content text and whether it was cut at the token limit —
+  or a dropped connection, or a raw body that is not the protocol at all. When the queue
+  is empty a request is answered with status 200 and, for chat requests, the default
+  reply;
 * `FakeServer.reply_fn` — the default reply: a function of the decoded request body
   returning the assistant's content text. The default, `hashed_skill_reply`, returns a
   valid JSON object for the skill whose schema was sent, with strings derived from a
@@ -74,6 +75,9 @@ class Behaviour:
     """Send these bytes as the body instead of a protocol reply (a wrong endpoint)."""
     content_type: str = "application/json"
     """Content type sent with `raw`."""
+    truncated: bool = False
+    """The generation stopped at the token limit (`finish_reason` / `done_reason`
+    "length")."""
 
 
 @dataclass(frozen=True)
@@ -214,7 +218,8 @@ class FakeServer:
             return [r for r in self.requests if r.path == self.chat_path]
 
     # -- protocol ------------------------------------------------------------------------
-    def chat_reply(self, body: dict[str, Any], content: str) -> dict[str, Any]:
+    def chat_reply(self, body: dict[str, Any], content: str, *,
+                   truncated: bool = False) -> dict[str, Any]:
         raise NotImplementedError
 
     def list_reply(self) -> dict[str, Any]:
@@ -256,7 +261,7 @@ class FakeServer:
         elif handler.command == "POST" and path == self.chat_path:
             content = (behaviour.content if behaviour.content is not None
                        else self.reply_fn(body or {}))
-            payload = self.chat_reply(body or {}, content)
+            payload = self.chat_reply(body or {}, content, truncated=behaviour.truncated)
         elif handler.command == "GET" and path == self.list_path:
             payload = self.list_reply()
         else:
@@ -285,12 +290,13 @@ class FakeOpenAIServer(FakeServer):
     chat_path = "/v1/chat/completions"
     list_path = "/v1/models"
 
-    def chat_reply(self, body: dict[str, Any], content: str) -> dict[str, Any]:
+    def chat_reply(self, body: dict[str, Any], content: str, *,
+                   truncated: bool = False) -> dict[str, Any]:
         prompt, completion = self.usage
         return {
             "id": f"chatcmpl-{request_digest(body)}", "object": "chat.completion",
             "created": int(time.time()), "model": body.get("model", ""),
-            "choices": [{"index": 0, "finish_reason": "stop",
+            "choices": [{"index": 0, "finish_reason": "length" if truncated else "stop",
                          "message": {"role": "assistant", "content": content}}],
             "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
                       "total_tokens": prompt + completion},
@@ -312,11 +318,12 @@ class FakeOllamaServer(FakeServer):
     chat_path = "/api/chat"
     list_path = "/api/tags"
 
-    def chat_reply(self, body: dict[str, Any], content: str) -> dict[str, Any]:
+    def chat_reply(self, body: dict[str, Any], content: str, *,
+                   truncated: bool = False) -> dict[str, Any]:
         prompt, completion = self.usage
         return {"model": body.get("model", ""), "created_at": "2025-01-01T00:00:00Z",
                 "message": {"role": "assistant", "content": content},
-                "done": True, "done_reason": "stop",
+                "done": True, "done_reason": "length" if truncated else "stop",
                 "prompt_eval_count": prompt, "eval_count": completion}
 
     def list_reply(self) -> dict[str, Any]:

@@ -167,6 +167,12 @@ def test_sign_flip_test_detects_a_consistent_shift_and_not_noise() -> None:
     assert sign_flip_test(noise) > 0.05
 
 
+def test_sign_flip_test_of_one_pair_is_p_one() -> None:
+    # a one-example study (n = 1) has one paired delta: both sign flips tie
+    assert sign_flip_test([0.4]) == 1.0
+
+
+
 def test_mcnemar_exact_on_discordant_pairs() -> None:
     # 6 lost, 0 gained: p = 2 * 0.5**6
     before = [1] * 6 + [0] * 4

@@ -40,7 +40,8 @@ def propagation_tables(summary: dict[str, Any]) -> list[Table]:
                            f"accuracy {clean['accuracy']}; persistence "
                            f"{summary.get('persistence', 'once')})",
                      caption="r = runs that retried hop h, e = effective injections, x = runs "
-                             "that ended in an error (counted apart); forced = the agent did "
+                             "that ended in a request error or a parse failure (counted apart); "
+                             "forced = the agent did "
                              "not choose to stop")
     hops = sorted({h for per_hop in summary["faults"].values() for h in per_hop}, key=int)
     recovery.add_column("fault")

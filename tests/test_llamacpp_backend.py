@@ -1,0 +1,151 @@
+"""The `llamacpp` backend's own logic, without loading a model: which file `--model`
+names, bad input, what goes into the cache key, the request body it hands to the
+in-process server, and how that server's replies and errors are read. A stand-in for
+`xllamacpp.Server` (its one method, `handle_chat_completions`) records the bodies; the
+real model runs in `tests/test_real_model.py`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from cuer_agent.cli import app
+from cuer_agent.errors import ConfigError
+from cuer_agent.llm import llamacpp_backend
+from cuer_agent.llm.backends import SkillClient, make_backend
+from cuer_agent.llm.llamacpp_backend import LlamaCppBackend
+from cuer_agent.llm.skills import PlanRequest
+
+PLAN = PlanRequest(question="Who directed Film X?", hop=1, hop_budget=2)
+VALID_PLAN = '{"action": "search", "subquery": "Film X director", "reason": ""}'
+
+
+class StandInServer:
+    """Answers `handle_chat_completions` from a queue of replies; records the bodies."""
+
+    def __init__(self, *replies: dict[str, Any]) -> None:
+        self.replies = list(replies)
+        self.bodies: list[dict[str, Any]] = []
+
+    def handle_chat_completions(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.bodies.append(body)
+        return self.replies.pop(0)
+
+
+def completion(content: str, finish: str = "stop") -> dict[str, Any]:
+    return {"choices": [{"index": 0, "finish_reason": finish,
+                         "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 9}}
+
+
+@pytest.fixture
+def gguf(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.gguf"
+    path.write_bytes(b"GGUF" + bytes(60))
+    return path
+
+
+@pytest.fixture
+def served(monkeypatch: pytest.MonkeyPatch, gguf: Path) -> tuple[LlamaCppBackend, list[Any]]:
+    """A backend on the stand-in file whose server is whatever the test appends."""
+    servers: list[Any] = []
+    monkeypatch.setattr(llamacpp_backend, "_server", lambda path, threads: servers[-1])
+    return LlamaCppBackend(str(gguf), seed=3, threads=2), servers
+
+
+def test_a_gguf_path_is_its_own_model(gguf: Path) -> None:
+    backend = make_backend("llamacpp", model=str(gguf), seed=0, threads=1)
+
+    assert backend.model == str(gguf) and backend.path == gguf  # type: ignore[attr-defined]
+
+
+def test_model_that_is_neither_gguf_nor_known_is_config_error() -> None:
+    with pytest.raises(ConfigError, match=r"must be a \.gguf file or smollm2-135m"):
+        make_backend("llamacpp", model="qwen3:8b")
+
+
+def test_missing_model_file_is_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"no model file at .*absent\.gguf"):
+        make_backend("llamacpp", model=str(tmp_path / "absent.gguf"))
+
+
+def test_file_that_is_not_gguf_fails_the_check(tmp_path: Path) -> None:
+    fake = tmp_path / "weights.gguf"
+    fake.write_bytes(b"PK\x03\x04 not a model")
+    with pytest.raises(ConfigError, match="is not a GGUF model file"):
+        make_backend("llamacpp", model=str(fake)).check()  # type: ignore[attr-defined]
+
+
+def test_base_url_is_refused() -> None:
+    with pytest.raises(ConfigError, match="takes no --base-url"):
+        make_backend("llamacpp", model="x.gguf", base_url="http://127.0.0.1:8080")
+
+
+def test_cache_key_holds_the_file_hash_and_threads(gguf: Path, tmp_path: Path) -> None:
+    same = tmp_path / "copy.gguf"
+    same.write_bytes(gguf.read_bytes())
+    other = tmp_path / "other.gguf"
+    other.write_bytes(b"GGUF" + bytes(59) + b"\x01")
+    first = LlamaCppBackend(str(gguf), threads=2).decoding()
+
+    assert LlamaCppBackend(str(same), threads=2).decoding() == first  # content, not path
+    assert LlamaCppBackend(str(other), threads=2).decoding() != first
+    assert LlamaCppBackend(str(gguf), threads=1).decoding() != first
+
+
+def test_request_is_deterministic_bounded_and_uncached(
+        served: tuple[LlamaCppBackend, list[Any]]) -> None:
+    backend, servers = served
+    servers.append(server := StandInServer(completion(VALID_PLAN)))
+    result = SkillClient(backend)("plan", PLAN)
+
+    assert result.status == "ok"
+    [body] = server.bodies
+    assert (body["temperature"], body["seed"], body["max_tokens"]) == (0.0, 3, 256)
+    assert body["cache_prompt"] is False
+    assert body["chat_template_kwargs"] == {"enable_thinking": False}
+    assert body["response_format"]["json_schema"]["strict"] is True
+
+
+def test_reply_cut_at_the_limit_is_a_parse_failure(
+        served: tuple[LlamaCppBackend, list[Any]]) -> None:
+    backend, servers = served
+    servers.append(StandInServer(completion('{"action": "sea', finish="length")))
+    result = SkillClient(backend)("plan", PLAN)
+
+    assert result.status == "parse_failure" and result.error == "hit max_tokens (256 for plan)"
+
+
+def test_server_error_naming_a_parameter_is_config_error(
+        served: tuple[LlamaCppBackend, list[Any]]) -> None:
+    backend, servers = served
+    servers.append(StandInServer({"error": {"code": 400,
+                                            "message": "Unsupported param: seed"}}))
+    with pytest.raises(ConfigError, match=r"rejects `seed`.*--omit seed"):
+        SkillClient(backend)("plan", PLAN)
+
+
+def test_other_server_error_is_a_backend_error(
+        served: tuple[LlamaCppBackend, list[Any]]) -> None:
+    from cuer_agent.llm.backends import BackendError
+
+    backend, servers = served
+    servers.append(StandInServer({"error": {"code": 400,
+                                            "message": "the request exceeds the context"}}))
+    with pytest.raises(BackendError, match=r"llama\.cpp: the request exceeds the context"):
+        SkillClient(backend)("plan", PLAN)
+
+
+def test_cli_bad_model_exits_2_with_one_line(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, [
+        "run", "--dataset", "synthetic", "--n", "1", "--out", str(tmp_path / "run"),
+        "--backend", "llamacpp", "--model", str(tmp_path / "absent.gguf"), "--no-progress"])
+
+    assert result.exit_code == 2
+    assert [line for line in result.output.splitlines() if line.strip()] == [
+        f"error: backend llamacpp: no model file at {tmp_path / 'absent.gguf'}"]
+    assert not (tmp_path / "run").exists()  # refused before any work
