@@ -204,7 +204,10 @@ class Zygote:
     def kill(self) -> int:
         """SIGKILL the running child (by its pid, which the zygote has not reaped yet)."""
         assert self.pid is not None
-        os.kill(self.pid, signal.SIGKILL)
+        # The child may have ended, and the zygote reaped it, just before the signal: its
+        # exit message is on the way, and the caller judges that exit code.
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
         code = self.exit_code(timeout=30)
         assert code is not None
         return code
@@ -226,7 +229,8 @@ class Zygote:
 
     def __exit__(self, *exc: object) -> None:
         if self.pid is not None:  # a child still running (an exception in the caller)
-            os.kill(self.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
         self.close()
 
 

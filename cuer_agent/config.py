@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from cuer_agent.errors import ConfigError
 from cuer_agent.experiments.cuer import CuerConfig
 from cuer_agent.experiments.propagation import PropagationConfig
-from cuer_agent.llm._remote import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT, OMITTABLE
+from cuer_agent.llm._remote import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT, omitted
 
 
 class _Section(BaseModel):
@@ -72,11 +72,7 @@ class BackendSection(_Section):
     @field_validator("omit")
     @classmethod
     def _omittable(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        unknown = sorted(set(value) - set(OMITTABLE))
-        if unknown:
-            raise ValueError(f"unknown parameter(s) {unknown}; choose from "
-                             f"{', '.join(OMITTABLE)}")
-        return tuple(sorted(set(value)))
+        return omitted(value)
 
     def client_options(self, seed: int) -> dict[str, Any]:
         """Keyword arguments of `make_backend(self.name, ...)`; `seed` is the decoding

@@ -14,6 +14,7 @@ data_sha256, python, platform}.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import platform
 import subprocess
@@ -49,8 +50,16 @@ def git_commit(where: Path = PACKAGE_DIR) -> str | None:
 
 
 def file_sha256(path: str | Path | None) -> str | None:
+    """The file's sha256, or None when there is no file. Computed once per process for
+    an unchanged file (a 5 GB model takes ~10 s to hash)."""
     if path is None or not Path(path).is_file():
         return None
+    stat = Path(path).stat()
+    return _sha256(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.cache
+def _sha256(path: str, size: int, mtime_ns: int) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):

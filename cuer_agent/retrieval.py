@@ -214,6 +214,11 @@ class _RankBm25Engine:
         return self._model.get_scores(terms)
 
 
+def lucene_idf(n: int, df: int) -> float:
+    """bm25s's "lucene" idf of a term in `df` of `n` documents."""
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
 @functools.cache
 def _lucene_okapi() -> type:
     from rank_bm25 import BM25Okapi
@@ -223,7 +228,7 @@ def _lucene_okapi() -> type:
 
         def _calc_idf(self, nd: dict[str, int]) -> None:
             n = self.corpus_size
-            self.idf = {w: math.log(1 + (n - df + 0.5) / (df + 0.5)) for w, df in nd.items()}
+            self.idf = {w: lucene_idf(n, df) for w, df in nd.items()}
 
     return LuceneIdfOkapi
 
@@ -250,7 +255,6 @@ class BM25Retriever:
         self.k1, self.b = k1, b
         self._engine = ENGINES[engine]((tokenize(f"{c.title}\n{c.text}") for c in self.chunks),
                                        k1, b, idf)
-        self._stats: tuple[dict[str, float], float] | None = None
 
     @classmethod
     def from_passages(cls, passages: Iterable[Passage], *, max_words: int = DEFAULT_MAX_WORDS,
@@ -274,7 +278,7 @@ class BM25Retriever:
         """Okapi BM25 of a passage for `query` with this index's statistics: what
         `retrieve` would report for it had it been indexed (query words the index has
         never seen add 0, as they do for indexed chunks)."""
-        idf, avgdl = self._statistics()
+        idf, avgdl = self._statistics
         doc = tokenize(f"{title}\n{text}")
         if not doc or avgdl <= 0:
             return 0.0
@@ -286,23 +290,22 @@ class BM25Retriever:
                           for t in tokenize(query) if t in tf)
         return float(np.float32(total))
 
+    @functools.cached_property
     def _statistics(self) -> tuple[dict[str, float], float]:
         """(idf per indexed term, mean document length), computed once on first use."""
-        if self._stats is None:
-            df: dict[str, int] = {}
-            total = 0
-            for c in self.chunks:
-                tokens = tokenize(f"{c.title}\n{c.text}")
-                total += len(tokens)
-                for t in set(tokens):
-                    df[t] = df.get(t, 0) + 1
-            n = len(self.chunks)
-            if self.idf == "lucene":
-                idf = {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
-            else:
-                idf = {t: max(0.0, math.log((n - d + 0.5) / (d + 0.5))) for t, d in df.items()}
-            self._stats = (idf, total / n if n else 0.0)
-        return self._stats
+        df: dict[str, int] = {}
+        total = 0
+        for c in self.chunks:
+            tokens = tokenize(f"{c.title}\n{c.text}")
+            total += len(tokens)
+            for t in set(tokens):
+                df[t] = df.get(t, 0) + 1
+        n = len(self.chunks)
+        if self.idf == "lucene":
+            idf = {t: lucene_idf(n, d) for t, d in df.items()}
+        else:
+            idf = {t: max(0.0, math.log((n - d + 0.5) / (d + 0.5))) for t, d in df.items()}
+        return idf, total / n if n else 0.0
 
     def retrieve(self, query: str, k: int) -> list[Evidence]:
         if k <= 0 or not self.chunks:

@@ -75,11 +75,11 @@ def validate_diagnoser(diagnoser: Diagnoser, cases: Sequence[Case],
         problems += [f"case {i}: {p}" for p in _check_shape(first, trace)]
         if _comparable(run(gold, gold)) != _comparable(first):
             problems.append(f"case {i}: not deterministic under seed {seed}")
-        if (not getattr(diagnoser, "uses_gold", False)
+        if (not diagnoser.uses_gold
                 and _comparable(run(gold + RELABELLED, gold)) != _comparable(first)):
             problems.append(f"case {i}: result depends on the gold answer in the view, but "
                             "it declares uses_gold = False")
-        if (probe_factory is not None and not getattr(diagnoser, "uses_gold_oracle", False)
+        if (probe_factory is not None and not diagnoser.uses_gold_oracle
                 and _comparable(run(gold, gold + RELABELLED)) != _comparable(first)):
             problems.append(f"case {i}: result depends on the probe's gold oracle, but it "
                             "declares uses_gold_oracle = False")

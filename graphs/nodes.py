@@ -83,16 +83,14 @@ def plan(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     if wants_retry(state):
         hop = state["hop"]
         attempt = int(state["hops"][-1].get("attempt", 1)) + 1
-        request = PlanRequest(question=state["question"], hop=hop,
-                              hop_budget=state["hop_budget"],
-                              history=_history(state, skip_current=True),
-                              retry=_attempts(state["hops"][-1]))
+        history, retry = _history(state, skip_current=True), _attempts(state["hops"][-1])
     else:
         hop, attempt = state["hop"] + 1, 1
         if state["hop"] >= state["hop_budget"]:
             return {"done": True, "trace": [step(Action.PLAN, hop, BUDGET_SPENT)]}
-        request = PlanRequest(question=state["question"], hop=hop,
-                              hop_budget=state["hop_budget"], history=_history(state))
+        history, retry = _history(state), ()
+    request = PlanRequest(question=state["question"], hop=hop, hop_budget=state["hop_budget"],
+                          history=history, retry=retry)
     result = runtime.context.skills("plan", request)
     update = _spend(state, result)
     reply = result.response

@@ -114,7 +114,7 @@ def wants_retry(state: AgentState) -> bool:
 
 
 def initial_state(example_id: str, question: str, *, hop_budget: int, k: int,
-                  retries_per_hop: int = 1) -> AgentState:
+                  retries_per_hop: int) -> AgentState:
     return AgentState(example_id=example_id, question=question, hop_budget=hop_budget,
                       retries_per_hop=retries_per_hop, k=k, hop=0, attempt=0, subquery="",
                       retrieved=[], hops=[], done=False, final={},

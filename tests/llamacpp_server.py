@@ -13,20 +13,12 @@ import sys
 
 import xllamacpp
 
-from cuer_agent.llm.llamacpp_backend import CONTEXT, resolve_model
+from cuer_agent.llm.llamacpp_backend import resolve_model, server_params
 
 
 def main(model: str, threads: int) -> None:
-    params = xllamacpp.CommonParams()
-    params.model.path = str(resolve_model(model))
+    params = server_params(resolve_model(model), threads)  # the in-process backend's
     params.model_alias = {model}  # a set of names in this xllamacpp (a str becomes its chars)
-    params.n_ctx = CONTEXT
-    params.n_parallel = 1
-    params.cache_prompt = False
-    params.cpuparams.n_threads = threads
-    params.cpuparams_batch.n_threads = threads
-    params.verbosity = -1
-    params.warmup = False
     server = xllamacpp.Server(params)
     print(server.listening_address, flush=True)
     sys.stdin.read()  # until the test closes our stdin

@@ -301,7 +301,6 @@ def test_the_data_files_hash_is_recorded() -> None:
 
 
 def test_a_fork_that_ended_in_an_error_is_counted_apart() -> None:
-    from cuer_agent.experiments.propagation import PropagationConfig
     from cuer_agent.experiments.propagation_summary import fault_table
 
     def row(correct: float, status: str = "ok") -> dict:
@@ -309,7 +308,7 @@ def test_a_fork_that_ended_in_an_error_is_counted_apart() -> None:
                 "metrics": {"correct": correct, "effective": 1.0, "retried": 0.0}}
 
     rows = [row(1.0), row(0.0), row(0.0, "error"), row(0.0, "parse_failure")]
-    cell = fault_table(rows, ("empty_retrieval",), PropagationConfig())["empty_retrieval"]["1"]
+    cell = fault_table(rows, ("empty_retrieval",))["empty_retrieval"]["1"]
     assert (cell["injected"], cell["recovered"], cell["failed"], cell["errors"]) == (2, 1, 1, 2)
     assert cell["ci"] == [0.094531, 0.905469]  # Wilson, 1/2
     assert cell["descriptive_only"]  # 2 injections < 10

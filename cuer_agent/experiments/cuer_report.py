@@ -10,14 +10,13 @@ from cuer_agent.experiments.cuer import RECORDS, TRACES, CuerConfig
 from cuer_agent.experiments.cuer_roles import roles_summary
 from cuer_agent.experiments.cuer_summary import summarize_cuer
 from cuer_agent.experiments.run_agent import ledger_from_rows
+from cuer_agent.metrics.stats import MIN_CELL
 from cuer_agent.runs import RunDir
 
 # The paper's qualitative pattern: REMOVE and REPLACE hurt correctness, DUPLICATE does not.
 PAPER_PATTERN = {"remove": "hurts", "replace": "hurts", "duplicate": "preserves"}
 FLOOR = 0.05
 """Below this original correctness, every correctness delta is ~0 by floor effect."""
-MIN_CELL = 10
-"""A condition with fewer examples carries no verdict."""
 
 
 def no_verdict(summary: dict[str, Any]) -> str | None:

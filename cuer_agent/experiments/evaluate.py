@@ -21,6 +21,8 @@ from cuer_agent.data import Dataset
 from cuer_agent.data._select import hop_questions
 from cuer_agent.execution import AgentConfig, Executor
 from cuer_agent.experiments.comparison import compare_analyses
+from cuer_agent.experiments.cuer import RECORDS as CUER_RECORDS
+from cuer_agent.experiments.cuer import TRACES as CUER_TRACES
 from cuer_agent.experiments.cuer import run_cuer
 from cuer_agent.experiments.cuer_report import write_cuer_summary
 from cuer_agent.experiments.diagnose import DiagnoseFailed, build_diagnosers
@@ -68,17 +70,17 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
                     on_failed=DiagnoseFailed(diagnosers, agent, config),
                     parallel=parallel)
     traces = agentic_dir.rows(TRACES)
-    agentic = summarize_propagation(agentic_dir.rows(RECORDS), traces, config.propagation)
+    records = agentic_dir.rows(RECORDS)
+    agentic = summarize_propagation(records, traces, config.propagation)
 
     diagnoses = agentic_dir.rows(DIAGNOSES)
-    ledger = ledger_from_rows(single_dir.rows("traces.jsonl") + traces)
+    ledger = ledger_from_rows(single_dir.rows(CUER_TRACES) + traces)
     ledger["diagnoser_requests"] = sum(r["calls"] for r in diagnoses)
     ledger["diagnoser_errors"] = sum(1 for r in diagnoses if r["error"])
     summary: dict[str, Any] = {
         "single_shot": single_summary,
         "agentic": agentic,
-        "comparison": compare_analyses(single_dir.rows("records.jsonl"),
-                                       agentic_dir.rows(RECORDS)),
+        "comparison": compare_analyses(single_dir.rows(CUER_RECORDS), records),
         "diagnosers": diagnoser_summaries(diagnoses, diagnosers, config),
         "ledger": ledger,
         "config": config.model_dump(mode="json"),

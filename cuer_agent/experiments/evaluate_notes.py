@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from cuer_agent.experiments.cuer_report import FLOOR
+
 
 def honest_notes(summary: dict[str, Any], backend: str,
                  constant: dict[str, int] | None = None) -> list[str]:
@@ -54,7 +56,7 @@ def honest_notes(summary: dict[str, Any], backend: str,
                          f"histogram, blind to the truth) at depth {', '.join(behind)}.")
     original = (summary.get("single_shot", {}).get("conditions", {}).get("original", {})
                 .get("correctness", {}).get("mean"))
-    if original is not None and original < 0.05:
+    if original is not None and original < FLOOR:
         notes.append(f"The single-shot baseline answers {original:.0%} correctly: one BM25 "
                      "retrieval with the whole question rarely reaches the later hops' "
                      "passages (the synthetic world is built that way), so its CUE-R deltas on "

@@ -183,7 +183,7 @@ def inject(executor: Executor, base: RunResult, spec: FaultSpec, inp: FaultInput
             return executor.fork(base, hop, "plan", replace_subquery(outcome.subquery or ""),
                                  condition=None)
         return executor.fork(base, hop - 1, "read", force_answer(), condition=None)
-    condition = fault_condition(spec, inp, persistence)
+    condition = fault_condition(spec, inp, persistence, outcome)
     if spec.boundary == "retrieve":
         return executor.fork(base, hop, "plan", identity, condition=condition)
     return executor.fork(base, hop - 1, "read", identity, condition=condition)
@@ -262,6 +262,7 @@ def _operator_rows(example: Example, executor: Executor, base: RunResult,
     clean = base.trace
     rows = []
     pool = ReplacementPool(retriever, example.supporting_titles)
+    persistence = "once" if config.fault_persistence == "once" else "query"
     for hop in range(1, executor.config.hop_budget + 1):
         for name in HOP_OPERATORS:
             condition = f"hop_{name}"
@@ -278,7 +279,6 @@ def _operator_rows(example: Example, executor: Executor, base: RunResult,
                 used_ids=record.selected, gold_titles={gold} if gold else set(), pool=pool,
                 seed=config.seed, hop=hop)
             edited, rec = get_condition(name)(inp, condition)
-            persistence = "once" if config.fault_persistence == "once" else "query"
             rec = rec.model_copy(update={"record_id": f"{example.id}/{condition}@{hop}",
                                          "params": {**rec.params, "persistence": persistence}})
             if edited is None:

@@ -29,7 +29,8 @@ import networkx as nx
 import numpy as np
 
 from cuer_agent.experiments.propagation import PropagationConfig
-from cuer_agent.metrics.stats import bootstrap_ci, wilson_interval
+from cuer_agent.interventions._fault_types import get_fault
+from cuer_agent.metrics.stats import MIN_CELL, bootstrap_ci, wilson_interval
 
 Rows = list[dict[str, Any]]
 
@@ -55,10 +56,6 @@ def _by(rows: Rows, condition_filter: Any) -> dict[str, dict[int, list[dict[str,
     return out
 
 
-MIN_CELL = 10
-"""A recovery cell with fewer injections is descriptive only."""
-FORCED = frozenset({"early_termination"})
-"""Faults that force the agent's decision: no recovery of its own choosing is possible."""
 
 
 def ran_ok(row: dict[str, Any]) -> bool:
@@ -71,8 +68,7 @@ def _wilson(successes: int, n: int) -> list[float] | None:
     return list(wilson_interval(successes, n)) if n else None
 
 
-def fault_table(rows: Rows, faults: tuple[str, ...],
-                config: PropagationConfig) -> dict[str, Any]:
+def fault_table(rows: Rows, faults: tuple[str, ...]) -> dict[str, Any]:
     grouped = _by(rows, lambda c: c in faults)
     table: dict[str, Any] = {}
     for fault in faults:
@@ -94,7 +90,7 @@ def fault_table(rows: Rows, faults: tuple[str, ...],
                 "recovery_effective": _r(sum(effective) / len(effective)) if effective else None,
                 "errors": errors,
             }
-            if fault in FORCED:
+            if get_fault(fault).boundary == "read":  # it forces the agent's stop
                 cell["forced"] = True
             per_hop[str(hop)] = cell
         table[fault] = per_hop
@@ -225,7 +221,7 @@ def summarize_propagation(record_rows: Rows, trace_rows: Rows,
                   "hops_used": {str(k): v for k, v in sorted(hops_used.items())},
                   "hops": len(clean_hops),
                   "retried_hops": sum(1 for h in clean_hops if h.get("attempts"))},
-        "faults": fault_table(record_rows, config.faults, config),
+        "faults": fault_table(record_rows, config.faults),
         "tampering": tampering[0],
         "tampering_certification": tampering[1],
         "hop_operators": operator_table(record_rows, config) if config.hop_operators else {},

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from cuer_agent.interventions._fault_types import FaultInput, FaultSpec
+from cuer_agent.interventions._fault_types import FaultInput, FaultOutcome, FaultSpec
 from cuer_agent.retrieval import Retriever, tokenize
 
 Persistence = Literal["query", "hop", "once"]
@@ -73,14 +73,20 @@ class FaultCondition:
         return self.drift(planned)
 
     def retrieve(self, retriever: Retriever, hop: int, query: str, k: int) -> list[Evidence]:
-        clean = [ev.model_dump(mode="json") for ev in retriever.retrieve(query, k)]
+        def clean() -> list[Evidence]:
+            return [ev.model_dump(mode="json") for ev in retriever.retrieve(query, k)]
+
         if self.evidence_fault is None or hop in self.repaired_hops or not self._hits(hop, query):
-            return clean
+            return clean()
         key = query_key(query)
+        evidence = None
         if key not in self._memo:  # the same question always gets the same faulty answer
-            self._memo[key] = self.evidence_fault(query, clean)
+            evidence = clean()
+            self._memo[key] = self.evidence_fault(query, evidence)
         faulty = self._memo[key]
-        return clean if faulty is None else [dict(ev) for ev in faulty]
+        if faulty is not None:  # a remembered faulty answer: no clean retrieval needed
+            return [dict(ev) for ev in faulty]
+        return evidence if evidence is not None else clean()
 
     def hop_budget(self, budget: int) -> int:
         if self.budget_cap is None or any(h > self.budget_cap for h in self.repaired_hops):
@@ -89,7 +95,7 @@ class FaultCondition:
 
     def repaired(self, hop: int) -> FaultCondition:
         return dataclasses.replace(self, repaired_hops=self.repaired_hops | {hop},
-                                   _memo=self._memo)
+                                   _memo=self._memo)  # shared: one answer per question
 
     def _hits(self, hop: int, query: str) -> bool:
         if self.persistence == "hop":
@@ -97,8 +103,11 @@ class FaultCondition:
         return query_key(query) == query_key(self.faulted_query)
 
 
-def fault_condition(spec: FaultSpec, inp: FaultInput, persistence: Persistence) -> FaultCondition:
-    """The condition that holds fault `spec` at hop `inp.hop` (not for `once`)."""
+def fault_condition(spec: FaultSpec, inp: FaultInput, persistence: Persistence,
+                    outcome: FaultOutcome | None = None) -> FaultCondition:
+    """The condition that holds fault `spec` at hop `inp.hop` (not for `once`).
+    `outcome`: `spec.apply(inp)`, when the caller has it — the answer to hop h's own
+    sub-query (whose clean evidence is `inp.evidence`), so it is not computed again."""
     if spec.boundary == "read":  # early termination: no hop h
         return FaultCondition(inp.hop, persistence, budget_cap=inp.hop - 1)
     if spec.boundary == "plan":
@@ -110,8 +119,10 @@ def fault_condition(spec: FaultSpec, inp: FaultInput, persistence: Persistence) 
     def evidence_fault(query: str, clean: list[Evidence]) -> list[Evidence] | None:
         out = spec.apply(dataclasses.replace(inp, subquery=query, evidence=clean))
         return out.evidence if out.applied else None
+    memo = ({} if outcome is None else
+            {query_key(inp.subquery): outcome.evidence if outcome.applied else None})
     return FaultCondition(inp.hop, persistence, faulted_query=inp.subquery,
-                          evidence_fault=evidence_fault)
+                          evidence_fault=evidence_fault, _memo=memo)
 
 
 def edit_condition(hop: int, subquery: str, edited: list[Evidence]) -> FaultCondition:

@@ -9,6 +9,9 @@ from cuer_agent.llm import _text as tx
 from cuer_agent.llm._reading import TYPE_NOUNS, stem, stems
 from cuer_agent.llm.skills import HopView
 
+_KINDS = frozenset(stem(w) for w in TYPE_NOUNS | {"many", "much"})
+"""Stems that name a kind of answer, not a relation."""
+
 
 def residual(question: str, history: tuple[HopView, ...]) -> set[str]:
     """Question stems no hop has resolved. Type nouns ("the country that…", "which
@@ -23,11 +26,9 @@ def residual(question: str, history: tuple[HopView, ...]) -> set[str]:
     in a nested English question ("the population of the country that contains the city
     where X was born") each relation attaches to the phrase next to it.
     """
-    kinds = {stem(w) for w in TYPE_NOUNS | {"many", "much"}}
-    wanted = stems(question) - kinds
-    phrases = _relation_phrases(question, kinds)
+    wanted = stems(question) - _KINDS
+    open_phrases = _relation_phrases(question)
     resolved = _name_positions(question)
-    open_phrases = list(phrases)
     for hop in history:
         seen = stems(hop.reason) | stems(hop.finding)
         wanted -= seen
@@ -45,7 +46,7 @@ Phrase = tuple[frozenset[str], tuple[int, ...]]
 """A relation phrase: its stems and its content-word positions in the question."""
 
 
-def _relation_phrases(question: str, kinds: set[str]) -> list[Phrase]:
+def _relation_phrases(question: str) -> list[Phrase]:
     """Runs of adjacent lower-case relation words (content words that are not type
     nouns): any other word between two of them, a stopword included, ends a run."""
     phrases: list[Phrase] = []
@@ -55,7 +56,7 @@ def _relation_phrases(question: str, kinds: set[str]) -> list[Phrase]:
         lower = word.lower()
         content = bool(word) and lower not in tx.STOPWORDS
         position += content
-        if content and word == lower and stem(lower) not in kinds:
+        if content and word == lower and stem(lower) not in _KINDS:
             run.append((stem(lower), position))
             continue
         if run:
@@ -66,12 +67,8 @@ def _relation_phrases(question: str, kinds: set[str]) -> list[Phrase]:
 
 def _name_positions(question: str) -> set[int]:
     """Content-word positions of the question's capitalised words after its first word."""
-    return {i for i, (word, lower) in enumerate(_content_tokens(question))
-            if i > 0 and word != lower}
-
-
-def _content_tokens(text: str) -> list[tuple[str, str]]:
-    return [(w, w.lower()) for w in re.findall(r"\w+", text) if w.lower() not in tx.STOPWORDS]
+    content = [w for w in re.findall(r"\w+", question) if w.lower() not in tx.STOPWORDS]
+    return {i for i, word in enumerate(content) if i > 0 and word != word.lower()}
 
 
 def _distance(spots: tuple[int, ...], resolved: set[int]) -> tuple[int, int]:

@@ -126,15 +126,17 @@ def is_new(span: str, known: set[str]) -> bool:
 
 def extract(query: str, evidence: tuple[EvidenceView, ...], kind: str,
             known_text: str = "", used: frozenset[str] = frozenset(), *,
-            named_first: bool = False) -> tuple[str, Hit | None]:
+            named_first: bool = False, scored: list[Hit] | None = None
+            ) -> tuple[str, Hit | None]:
     """The best new span of `kind` for the query, and the sentence it came from.
 
     Sentences in `used` (quoted by earlier hops) are skipped, so hops do not loop. With
     `named_first`, passages whose title the query names are read before the others —
-    a hop's reader reads the article about the entity it was asked about.
+    a hop's reader reads the article about the entity it was asked about. `scored`:
+    `score_sentences(query, evidence)`, when the caller has it already.
     """
     known = set(tx.words(query)) | set(tx.words(known_text))
-    hits = score_sentences(query, evidence)
+    hits = list(score_sentences(query, evidence) if scored is None else scored)
     if named_first:
         qstems = stems(query)
         hits.sort(key=lambda h: not (stems(h.ev.title) and stems(h.ev.title) <= qstems))
@@ -171,6 +173,3 @@ def confidence(hit: Hit | None, query: str) -> float:
         return 0.05
     share = len(hit.matched) / max(len(stems(query)), 1)
     return round(min(0.95, max(0.05, 0.2 + 0.75 * share)), 4)
-
-
-# --- skills ---------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ import json
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,10 +115,10 @@ class RemoteBackend(ABC):
                  timeout: float = DEFAULT_TIMEOUT, retry: RetryPolicy | None = None,
                  max_tokens: Mapping[str, int] | None = None, think: bool = False,
                  omit: Sequence[str] = ()) -> None:
-        unknown = sorted(set(omit) - set(OMITTABLE))
-        if unknown:
-            raise ConfigError(f"[backend] omit: unknown parameter(s) {unknown}; choose from "
-                              f"{', '.join(OMITTABLE)}")
+        try:
+            self.omit = omitted(omit)
+        except ValueError as exc:
+            raise ConfigError(f"[backend] omit: {exc}") from None
         self.model = model
         self.seed = seed
         self.temperature = temperature
@@ -126,7 +126,6 @@ class RemoteBackend(ABC):
         self.retry = retry or RetryPolicy()
         self.max_tokens = {**DEFAULT_MAX_TOKENS, **(max_tokens or {})}
         self.think = think
-        self.omit = tuple(sorted(set(omit)))
         self._sleep = time.sleep  # replaced in tests
         self._cooldown = Cooldown()
 
@@ -176,7 +175,7 @@ class RemoteBackend(ABC):
         usage = [0, 0]
         retries = 0
         error = ""
-        limit = self.max_tokens.get(skill, max(DEFAULT_MAX_TOKENS.values()))
+        limit = self.max_tokens[skill]
         for turn in range(2):  # the reply, then at most one repair turn
             try:
                 sent, used_retries = self._send_with_retries(messages, schema, limit)
@@ -260,6 +259,14 @@ def _strip_fences(text: str) -> str:
         stripped = stripped.split("\n", 1)[1] if "\n" in stripped else ""
         stripped = stripped.rsplit("```", 1)[0]
     return stripped.strip()
+
+
+def omitted(names: Iterable[str]) -> tuple[str, ...]:
+    """The decoding parameters to leave out, sorted; ValueError naming an unknown one."""
+    unknown = sorted(set(names) - set(OMITTABLE))
+    if unknown:
+        raise ValueError(f"unknown parameter(s) {unknown}; choose from {', '.join(OMITTABLE)}")
+    return tuple(sorted(set(names)))
 
 
 def rejected_parameter(message: str) -> str:

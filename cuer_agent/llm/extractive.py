@@ -204,11 +204,13 @@ def read(req: ReadRequest) -> ReadResponse:
     """
     known = " ".join([req.question if req.hop > 1 else ""] + [h.finding for h in req.history])
     used = frozenset(h.reason.split(": ", 1)[-1] for h in req.history if h.reason)
-    finding, hit = extract(req.subquery, req.evidence, "entity", known, used, named_first=True)
+    scored = score_sentences(req.subquery, req.evidence)  # once: every reading below uses it
+    finding, hit = extract(req.subquery, req.evidence, "entity", known, used, named_first=True,
+                           scored=scored)
     final_kind = tx.question_type(req.question).kind
     if final_kind in {"date", "number"}:
         typed, typed_hit = extract(req.subquery, req.evidence, final_kind, known, used,
-                                   named_first=True)
+                                   named_first=True, scored=scored)
         if typed_hit is not None and (hit is None or _completes(req, typed_hit)):
             finding, hit = typed, typed_hit
     if hit is None:
@@ -219,7 +221,7 @@ def read(req: ReadRequest) -> ReadResponse:
     selected = [hit.ev.id]
     if not _on_chain(hit, req):
         support = "unsupported"  # the evidence is about something the question is not
-    elif (rival := _contradiction(hit, finding, req)) is not None:
+    elif (rival := _contradiction(hit, finding, req, scored)) is not None:
         support = "unsupported"  # the evidence in view disagrees with itself
         selected.append(rival.ev.id)
     return ReadResponse(selected_ids=selected, finding=finding, support=support,
@@ -240,7 +242,8 @@ def _on_chain(hit: Hit, req: ReadRequest) -> bool:
     return not names.isdisjoint(tx.words(f"{hit.ev.title} {hit.sentence}"))
 
 
-def _contradiction(hit: Hit, finding: str, req: ReadRequest) -> Hit | None:
+def _contradiction(hit: Hit, finding: str, req: ReadRequest,
+                   scored: list[Hit]) -> Hit | None:
     """VERIFY, consistency: another passage about the same entity (same title) with a
     sentence that denies what was asked (a negated sentence holding every word of the
     sub-query but the entity's name) or that states the hit's predicate with another
@@ -249,7 +252,7 @@ def _contradiction(hit: Hit, finding: str, req: ReadRequest) -> Hit | None:
     title = stems(hit.ev.title)
     asked = stems(req.subquery) - title
     predicate = stems(hit.sentence) - title - stems(finding)
-    for other in score_sentences(req.subquery, req.evidence):
+    for other in scored:  # best first
         if other.ev.id == hit.ev.id or other.ev.title != hit.ev.title:
             continue
         words = stems(other.sentence)

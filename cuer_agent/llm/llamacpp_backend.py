@@ -26,8 +26,6 @@ A request has no timeout (nothing to wait for but the local CPU); `max_tokens` b
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import importlib.util
 import os
 import threading
@@ -38,6 +36,7 @@ from cuer_agent.errors import ConfigError
 from cuer_agent.llm._remote import Failure, RemoteBackend, Sent, rejected_parameter
 from cuer_agent.llm.backends import register_backend
 from cuer_agent.llm.openai_backend import chat_reply, openai_body
+from cuer_agent.provenance import file_sha256
 
 SMOLLM2 = "smollm2-135m"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -66,22 +65,6 @@ def resolve_model(model: str) -> Path:
     return path
 
 
-def file_sha256(path: Path) -> str:
-    """The file's sha256, computed once per process for an unchanged file (a 5 GB model
-    takes ~10 s to hash)."""
-    stat = path.stat()
-    return _sha256(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-
-
-@functools.cache
-def _sha256(path: str, size: int, mtime_ns: int) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 class LlamaCppBackend(RemoteBackend):
     name = "llamacpp"
 
@@ -91,7 +74,7 @@ class LlamaCppBackend(RemoteBackend):
         if not self.path.is_file():
             raise ConfigError(f"backend llamacpp: no model file at {self.path}")
         self.threads = threads or max(1, min(os.cpu_count() or 1, 4))
-        self.sha256 = file_sha256(self.path)
+        self.sha256 = file_sha256(self.path)  # a file: checked above
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
@@ -102,15 +85,11 @@ class LlamaCppBackend(RemoteBackend):
         return {**super().decoding(), "model_sha256": self.sha256, "threads": self.threads,
                 "context": CONTEXT}
 
-    def server(self) -> Any:
-        """The in-process llama.cpp server of this model, started on first use."""
-        return _server(self.path, self.threads)
-
     def _send(self, messages: list[dict[str, str]], schema: dict[str, Any],
               max_tokens: int) -> Sent:
         body = {**openai_body(self, messages, schema, max_tokens, template_kwargs=True),
                 "cache_prompt": False}
-        reply = self.server().handle_chat_completions(body)
+        reply = _server(self.path, self.threads).handle_chat_completions(body)
         if isinstance(reply, dict) and "error" in reply:
             error = reply["error"]
             message = error.get("message", str(error)) if isinstance(error, dict) else str(error)
@@ -137,6 +116,24 @@ _SERVERS: dict[tuple[str, int], Any] = {}
 _SERVERS_LOCK = threading.Lock()
 
 
+def server_params(path: Path, threads: int) -> Any:
+    """The llama.cpp server settings that make replies deterministic: one slot, no
+    prompt-cache reuse, a fixed thread count (also what `tests/llamacpp_server.py` serves
+    over HTTP)."""
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    params.model.path = str(path)
+    params.n_ctx = CONTEXT
+    params.n_parallel = 1  # one slot: requests are answered one at a time
+    params.cache_prompt = False
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
+    params.verbosity = -1
+    params.warmup = False
+    return params
+
+
 def _server(path: Path, threads: int) -> Any:
     """One server per (file, threads) for the life of the process (see the module notes)."""
     with _SERVERS_LOCK:
@@ -144,17 +141,8 @@ def _server(path: Path, threads: int) -> Any:
         if key not in _SERVERS:
             import xllamacpp
 
-            params = xllamacpp.CommonParams()
-            params.model.path = str(path)
-            params.n_ctx = CONTEXT
-            params.n_parallel = 1  # one slot: requests are answered one at a time
-            params.cache_prompt = False
-            params.cpuparams.n_threads = threads
-            params.cpuparams_batch.n_threads = threads
-            params.verbosity = -1
-            params.warmup = False
             try:
-                _SERVERS[key] = xllamacpp.Server(params)
+                _SERVERS[key] = xllamacpp.Server(server_params(path, threads))
             except RuntimeError as exc:
                 raise ConfigError(f"backend llamacpp: cannot load {path} ({exc})") from None
         return _SERVERS[key]

@@ -41,11 +41,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from cuer_agent.metrics.stats import bootstrap_ci, cluster_bootstrap_ci, wilson_interval
+from cuer_agent.metrics.stats import (
+    MIN_CELL,
+    bootstrap_ci,
+    cluster_bootstrap_ci,
+    wilson_interval,
+)
 
 DEFAULT_RESAMPLES = 1000
 DEFAULT_SEED = 42
-DEFAULT_MIN_CELL = 10
+DEFAULT_MIN_CELL = MIN_CELL
 _DIGITS = 6
 
 __all__ = ["Attribution", "attribution_summary", "blame_histogram", "chance_expected_accuracy",
@@ -126,34 +131,26 @@ def _interval(ci: NDArray[np.float64]) -> list[float | None] | None:
 
 
 def _mean_ci(values: NDArray[np.float64], *, n_resamples: int, seed: int,
-             clusters: Sequence[str] | None = None) -> dict[str, Any]:
+             clusters: Sequence[str] | None = None, wilson: bool = False) -> dict[str, Any]:
+    """Mean with its bootstrap interval — or, for a 0/1 indicator (`wilson`), its Wilson
+    interval — and a clustered bootstrap interval when `clusters` are given."""
     out: dict[str, Any] = {"mean": None, "ci": None}
     if clusters is not None:
         out["ci_clustered"] = None
     if values.size == 0:
         return out
     out["mean"] = _num(values.mean())
-    out["ci"] = _interval(bootstrap_ci(values, n_resamples=n_resamples, seed=seed))
+    out["ci"] = (list(wilson_interval(int(values.sum()), int(values.size))) if wilson
+                 else _interval(bootstrap_ci(values, n_resamples=n_resamples, seed=seed)))
     if clusters is not None:
         out["ci_clustered"] = _interval(
             cluster_bootstrap_ci(values, clusters, n_resamples=n_resamples, seed=seed))
     return out
 
 
-def _proportion(hits: NDArray[np.float64], *, n_resamples: int, seed: int,
-                clusters: Sequence[str] | None = None) -> dict[str, Any]:
+def _proportion(hits: NDArray[np.float64], **kw: Any) -> dict[str, Any]:
     """Mean of a 0/1 indicator with its Wilson interval (and a clustered bootstrap)."""
-    out: dict[str, Any] = {"mean": None, "ci": None}
-    if clusters is not None:
-        out["ci_clustered"] = None
-    if hits.size == 0:
-        return out
-    out["mean"] = _num(hits.mean())
-    out["ci"] = list(wilson_interval(int(hits.sum()), int(hits.size)))
-    if clusters is not None:
-        out["ci_clustered"] = _interval(
-            cluster_bootstrap_ci(hits, clusters, n_resamples=n_resamples, seed=seed))
-    return out
+    return _mean_ci(hits, wilson=True, **kw)
 
 
 def _indicator(items: Sequence[Attribution], attr: str) -> NDArray[np.float64]:

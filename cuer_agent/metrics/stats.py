@@ -61,6 +61,11 @@ def cluster_bootstrap_ci(values: ArrayLike, clusters: Sequence[object], *,
     return np.quantile(means, [tail, 1.0 - tail])
 
 
+MIN_CELL = 10
+"""A cell (condition, fault × hop, diagnoser × depth) with fewer observations is
+descriptive only: its figures are shown, no verdict is drawn from them."""
+
+
 def wilson_interval(successes: int, n: int, *, confidence: float = 0.95) -> tuple[float, float]:
     """Wilson score interval of the proportion successes/n (rounded to 6 decimals)."""
     if n <= 0 or not 0 <= successes <= n:

@@ -173,7 +173,7 @@ def agentic(summary: dict[str, Any]) -> list[Block]:
     blocks += [Heading(3, "Recovery by fault and hop"),
                _table(_tables.recovery(faults), "No fault was injected."),
                *_figure("recovery", _plots.recovery_by_depth(faults),
-                        "Recovery vs fault depth per fault, 95% bootstrap CIs")]
+                        "Recovery vs fault depth per fault, 95% Wilson intervals")]
     tamper = _part(part, "tampering")
     blocks += [Heading(3, "Content tampering"),
                _table(_tables.tampering(tamper), "No tampering was injected.")]
@@ -256,7 +256,7 @@ def diagnosers(summary: dict[str, Any]) -> list[Block]:
     return [*blocks,
             _tables.diagnoser_depths(part),
             *_figure("exact_hop", _plots.exact_hop_by_depth(part),
-                     "Exact-hop accuracy vs fault depth per diagnoser, 95% bootstrap CIs"),
+                     "Exact-hop accuracy vs fault depth per diagnoser, 95% Wilson intervals"),
             _tables.paper_diagnosers(),
             *([] if (cells := _tables.diagnoser_fault_depths(part)) is None else [cells]),
             *([] if (by_fault := _tables.diagnoser_faults(part)) is None else [by_fault]),
