@@ -582,6 +582,91 @@ def score_cmd(
                f"soft {scores['soft']:.4f}  missing {scores['missing']}")
 
 
+@app.command("export")
+@user_errors
+def export_cmd(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory (evaluate, propagate, "
+                                            "cuer or run).")],
+    fmt: Annotated[str, typer.Option("--format", help="openinference (OTLP/JSON lines).")] = (
+        "openinference"),
+    out: Annotated[Path | None, typer.Option(help="Output file (default "
+                                             "<run_dir>/openinference.jsonl).")] = None,
+    endpoint: Annotated[str | None, typer.Option(
+        help="Also POST the spans to this OTLP/HTTP collector (…/v1/traces is added unless "
+             "given), e.g. http://127.0.0.1:4318 or a Langfuse …/api/public/otel.")] = None,
+    protobuf: Annotated[bool, typer.Option(
+        "--protobuf", help="POST application/x-protobuf instead of JSON (Phoenix); needs "
+                           "opentelemetry-proto.")] = False,
+) -> None:
+    """Write every trace of a run as OpenInference spans (and optionally send them)."""
+    from cuer_agent.interchange import export_run, run_requests, send
+
+    if fmt != "openinference":
+        raise CuerError(f"--format must be openinference, got {fmt!r}")
+    path = out or run_dir / "openinference.jsonl"
+    n = export_run(run_dir, path)
+    typer.echo(f"{n} traces → {path}")
+    if endpoint:
+        sent = send(run_requests(run_dir), endpoint, protobuf=protobuf)
+        typer.echo(f"{sent} traces → {endpoint}")
+
+
+@app.command("diagnose")
+@user_errors
+def diagnose_cmd(
+    traces: Annotated[Path, typer.Option(help="Traces file: OpenInference spans (OTLP/JSON "
+                                         "lines, hex or base64 ids) or cuer traces JSONL.")],
+    out: Annotated[Path, typer.Option(help="Output directory.")],
+    fmt: Annotated[str, typer.Option("--format", help="openinference (default) or cuer.")] = (
+        "openinference"),
+    diagnosers: Annotated[str | None, typer.Option(
+        help="Comma-separated diagnosers (default: every trace-only one). Gold-reading ones "
+             "need --gold; probing ones need an agent and are refused.")] = None,
+    gold: Annotated[Path | None, typer.Option(help="Gold file in the dataset's original "
+                                              "format (matched by example id, then "
+                                              "question).")] = None,
+    dataset: Annotated[str | None, typer.Option(help="The gold file's dataset: hotpotqa, "
+                                                "2wiki or musique.")] = None,
+    backend: Annotated[str | None, typer.Option(help="Backend of llm-judge: extractive "
+                                                "(default), llamacpp, ollama, openai.")] = None,
+    model: Model = None,
+    base_url: BaseUrl = None,
+    timeout: Timeout = None,
+    threads: Threads = None,
+    omit: Omit = None,
+    seed: Annotated[int, typer.Option(help="Seed of seeded diagnosers (chance).")] = 0,
+    cache: CachePath = None,
+    no_cache: NoCache = False,
+) -> None:
+    """Diagnose traces from any agent: trace-only diagnosers, gold ones with --gold."""
+    from cuer_agent.config import StudyConfig
+    from cuer_agent.data import load_dataset
+    from cuer_agent.diagnosers import get_diagnoser
+    from cuer_agent.experiments.diagnose_traces import (
+        check_diagnosers,
+        run_diagnose_traces,
+        trace_only_diagnosers,
+    )
+
+    if (gold is None) != (dataset is None):
+        raise CuerError("--gold and --dataset go together")
+    study = StudyConfig()
+    study = study.model_copy(update={
+        "backend": _engine(study, backend, model, base_url, timeout, threads, omit),
+        "diagnose": study.diagnose.model_copy(update={"seed": seed})})
+    names = _names(diagnosers) if diagnosers else tuple(trace_only_diagnosers())
+    # Before the model or the data loads: unknown, probing, or gold without --gold.
+    check_diagnosers([get_diagnoser(name) for name in names], has_gold=gold is not None)
+    skills = _skill_client(study.backend, seed, cache, no_cache)
+    made = [get_diagnoser(name, skills=skills) for name in names]
+    examples = list(load_dataset(dataset, gold).examples) if gold and dataset else None
+    summary = run_diagnose_traces(traces, fmt, made, out, study, skills, examples=examples,
+                                  gold=str(gold) if gold else None)
+    typer.echo(f"{summary['mapped']}/{summary['traces']} traces mapped, "
+               f"{summary['unmapped_spans']['n']} spans left out; "
+               f"{len(made)} diagnosers → {out}")
+
+
 trace_app = typer.Typer(help="Inspect traces.", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
 

@@ -1,0 +1,228 @@
+"""`cuer-agent diagnose --traces`: run diagnosers on traces from any agent.
+
+Inputs: OpenInference spans (OTLP/JSON, `cuer_agent.interchange`) or our own traces
+JSONL (`--format cuer`: Trace lines, or a run directory's rows). No agent runs here, so:
+
+* trace-only diagnosers (view = the observable trace) always run;
+* diagnosers that read the gold answer (`uses_gold`) run when gold is given
+  (`--gold FILE --dataset NAME`; a trace is matched to an example by id, then by question;
+  a trace no example matches gets an error row for them, naming why);
+* probing diagnosers re-execute the agent: they are refused before any work.
+
+Labels (for scoring only, never in a view): a trace exported by cuer-agent carries its
+intervention record and metrics. A fault record (it names a stage) gives `fault`,
+`true_hop`, `true_stage`; a clean record gives fault "none". Scored like the study: a
+faulted trace counts when its run failed, a clean one when it was correct — the run's
+recorded `correct` metric, or, when gold is given, the answer against the gold answer.
+
+Outputs in `--out`: `traces.jsonl` (the imported traces, one Trace per line),
+`unmapped.jsonl` (spans and traces left out, with the reason), `diagnoses.jsonl` (one row
+per trace × diagnoser, appended as it goes: a stopped run keeps its rows), `summary.json`
+and `report.md`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from cuer_agent.config import StudyConfig
+from cuer_agent.data import Example
+from cuer_agent.diagnosers import Diagnoser, diagnoser_names, get_diagnoser
+from cuer_agent.errors import CuerError, DataError
+from cuer_agent.experiments.diagnose import CLEAN
+from cuer_agent.experiments.diagnose_summary import diagnoser_summaries
+from cuer_agent.interchange import ImportedTrace, Unmapped, import_spans, read_spans
+from cuer_agent.metrics import recall_correct
+from cuer_agent.runs import canonical_json, read_rows, write_atomic
+from cuer_agent.testing import make_view
+from cuer_agent.trace import Trace, write_traces
+
+FORMATS = ("openinference", "cuer")
+
+
+def trace_only_diagnosers() -> list[str]:
+    """Registered diagnosers whose view is the observable trace alone: no gold, no probe."""
+    made = [get_diagnoser(name) for name in diagnoser_names()]
+    return [d.name for d in made if not d.uses_gold and not d.probing]
+
+
+def check_diagnosers(diagnosers: list[Diagnoser], *, has_gold: bool) -> None:
+    """Refuse, before any work, what cannot run on traces alone."""
+    for d in diagnosers:
+        if d.probing:
+            raise CuerError(f"diagnoser {d.name!r} re-executes the agent (probing): it needs "
+                            "an executable agent, not traces; run it in `cuer-agent "
+                            "evaluate` or `propagate`")
+        if d.uses_gold and not has_gold:
+            raise CuerError(f"diagnoser {d.name!r} reads the gold answer: pass --gold FILE "
+                            "--dataset NAME")
+
+
+def load_traces(path: Path, fmt: str) -> tuple[list[ImportedTrace], list[Unmapped]]:
+    """The traces of a file, as `ImportedTrace`s, plus what could not be mapped."""
+    if fmt not in FORMATS:
+        raise CuerError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if fmt == "openinference":
+        return import_spans(read_spans(path))
+    if not path.is_file():
+        raise DataError(path, "no such file")
+    metrics = {}
+    beside = path.parent / "records.jsonl"
+    if beside.exists() and beside != path:
+        metrics = {r["record"]["record_id"]: r.get("metrics") or {}
+                   for r in read_rows(beside) if "record_id" in (r.get("record") or {})}
+    out = []
+    for i, row in enumerate(read_rows(path), start=1):
+        try:
+            trace = Trace.model_validate(row.get("trace", row))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "<root>"
+            raise DataError(path, f"not a trace ({where}: {first['msg']})", line=i) from None
+        record = row.get("record") or {}
+        rid = record.get("record_id", "")
+        out.append(ImportedTrace(rid or trace.example_id, trace, "cuer", record,
+                                 metrics.get(rid, {})))
+    return out, []
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\W+", " ", text.lower()).strip()
+
+
+def gold_lookup(examples: list[Example]) -> Callable[[Trace], Example | None]:
+    """Trace → its example: by example id, then by the question's text."""
+    by_id = {ex.id: ex for ex in examples}
+    by_question = {_norm(ex.question): ex for ex in examples}
+
+    def find(trace: Trace) -> Example | None:
+        return by_id.get(trace.example_id) or by_question.get(_norm(trace.question))
+    return find
+
+
+def label(item: ImportedTrace) -> dict[str, Any]:
+    """fault / true_hop / true_stage from a cuer record (None when there is no label)."""
+    rec = item.record
+    stage = (rec.get("params") or {}).get("stage")
+    if stage and int(rec.get("hop", 0)) >= 1:
+        return {"fault": rec.get("condition"), "true_hop": int(rec["hop"]),
+                "true_stage": stage}
+    if rec.get("condition") == "clean":
+        return {"fault": CLEAN, "true_hop": 0, "true_stage": CLEAN}
+    return {"fault": None, "true_hop": None, "true_stage": None}
+
+
+def _correct(item: ImportedTrace, example: Example | None,
+             config: StudyConfig) -> bool | None:
+    if "correct" in item.metrics:
+        return bool(item.metrics["correct"])
+    if example is not None:
+        return bool(recall_correct(item.trace.answer, example.gold_answers,
+                                   threshold=config.propagation.recall_threshold))
+    return None
+
+
+def diagnose_one(item: ImportedTrace, diagnosers: list[Diagnoser], example: Example | None,
+                 config: StudyConfig, skills: Any) -> list[dict[str, Any]]:
+    trace = item.trace
+    labels = label(item)
+    correct = _correct(item, example, config)
+    base = {"trace_id": item.trace_id, "record_id": item.record.get("record_id", ""),
+            "example_id": trace.example_id, "mapping": item.mapping, **labels,
+            "correct": correct, "n_hops": len(trace.hops)}
+    rows = []
+    for d in diagnosers:
+        row = {**base, "diagnoser": d.name}
+        if d.uses_gold and example is None:
+            rows.append({**row, "pred_hop": None, "pred_stage": None, "calls": 0,
+                         "tokens": 0, "error": "no gold example matches this trace "
+                                               "(by example id or question)"})
+            continue
+        keys: list[str] = []
+        try:
+            with skills.collect() as keys:
+                view = make_view(d, trace, example.answer if example else "",
+                                 config.diagnose.seed)
+                diagnosis = d.diagnose(view, None)
+        except Exception as exc:  # one trace's failure must not stop the others
+            rows.append({**row, "pred_hop": None, "pred_stage": None, "calls": len(keys),
+                         "tokens": 0, "error": f"{type(exc).__name__}: {exc}"[:300]})
+            continue
+        rows.append({**row, "pred_hop": diagnosis.hop, "pred_stage": diagnosis.stage,
+                     "propagated": diagnosis.propagated, "cause": diagnosis.cause,
+                     "calls": len(keys), "tokens": diagnosis.cost.tokens, "error": ""})
+    return rows
+
+
+def scorable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows scored as the study scores them: faulted runs that failed, clean runs that
+    were correct (a row whose correctness is unknown is not scored)."""
+    return [r for r in rows if r["fault"] is not None and r["correct"] is not None
+            and (r["correct"] if r["fault"] == CLEAN else not r["correct"])]
+
+
+def summarise(items: list[ImportedTrace], unmapped: list[Unmapped],
+              rows: list[dict[str, Any]], diagnosers: list[Diagnoser],
+              config: StudyConfig, *, source: str, gold: str | None) -> dict[str, Any]:
+    scored = scorable(rows)
+    scored_summaries = diagnoser_summaries(scored, diagnosers, config) if scored else {}
+    per: dict[str, Any] = {}
+    for d in diagnosers:
+        mine = [r for r in rows if r["diagnoser"] == d.name]
+        named = [r for r in mine if r["pred_hop"] is not None]
+        per[d.name] = {
+            "n": len(mine), "errors": len(mine) - len(named),
+            "blame_hist": {str(h): round(c / len(named), 6) for h, c in
+                           sorted(Counter(r["pred_hop"] for r in named).items())},
+            "stage_hist": {s: round(c / len(named), 6) for s, c in
+                           sorted(Counter(r["pred_stage"] for r in named).items())},
+            "uses_gold": d.uses_gold, "probing": d.probing, "stand_in": d.stand_in,
+            **({"scored": scored_summaries[d.name]} if d.name in scored_summaries else {}),
+        }
+    traces_left = [u for u in unmapped if not u.span_id]
+    return {
+        "source": source, "gold": gold,
+        "traces": len(items) + len(traces_left), "mapped": len(items),
+        "not_mapped": [u.row() for u in traces_left],
+        "mapping": dict(sorted(Counter(i.mapping for i in items).items())),
+        "unmapped_spans": {"n": len(unmapped) - len(traces_left),
+                           "by_reason": dict(sorted(Counter(
+                               u.reason for u in unmapped if u.span_id).items()))},
+        "labels": {"labelled": sum(label(i)["fault"] is not None for i in items),
+                   "scored": len({r["trace_id"] for r in scored})},
+        "diagnosers": per,
+    }
+
+
+def run_diagnose_traces(path: Path, fmt: str, diagnosers: list[Diagnoser], out: Path,
+                        config: StudyConfig, skills: Any, *,
+                        examples: list[Example] | None = None,
+                        gold: str | None = None) -> dict[str, Any]:
+    """Import, diagnose, write the outputs; returns the summary."""
+    check_diagnosers(diagnosers, has_gold=examples is not None)
+    items, unmapped = load_traces(path, fmt)
+    out.mkdir(parents=True, exist_ok=True)
+    write_traces(out / "traces.jsonl", (i.trace for i in items))
+    write_atomic(out / "unmapped.jsonl",
+                 "".join(canonical_json(u.row()) + "\n" for u in unmapped))
+    find = gold_lookup(examples) if examples is not None else (lambda _t: None)
+    rows: list[dict[str, Any]] = []
+    with open(out / "diagnoses.jsonl", "w", encoding="utf-8") as fh:
+        for item in items:
+            mine = diagnose_one(item, diagnosers, find(item.trace), config, skills)
+            fh.write("".join(canonical_json(r) + "\n" for r in mine))
+            fh.flush()
+            rows += mine
+    summary = summarise(items, unmapped, rows, diagnosers, config, source=str(path), gold=gold)
+    write_atomic(out / "summary.json", canonical_json(summary, indent=2) + "\n")
+    from cuer_agent.experiments.diagnose_traces_report import report_markdown
+
+    write_atomic(out / "report.md", report_markdown(summary))
+    return summary
+

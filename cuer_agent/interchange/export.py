@@ -1,0 +1,300 @@
+"""Export a run directory's traces as OpenInference spans in OTLP/JSON.
+
+One `ExportTraceServiceRequest` per trace, one per line (the OTel file exporter's JSON
+Lines). For each stored trace (clean runs and forks; probe re-executions are not stored
+in a run directory, so they are not exported):
+
+* an **AGENT** root span: `input.value` = the question, `output.value` = the answer; the
+  run's token totals as `llm.token_count.{prompt,completion,total}` (a trace records
+  totals, not per call); `metadata` = {"cuer.trace": the trace's other top-level fields,
+  "cuer.study": which study wrote it, "cuer.record": its intervention record,
+  "cuer.metrics": its metrics}; the study's diagnoses of this run as
+  `evaluations.<i>.evaluation.{name, score, label, explanation}` (score = the hop named);
+* a **CHAIN** span per node visit, consecutive steps grouped by the node that emits
+  them (PLAN → plan, RETRIEVE → retrieve, SELECT/INFER/VERIFY → read, ANSWER → answer),
+  with the steps in `metadata` ("cuer.steps");
+* under each retrieve visit, a **RETRIEVER** span: `input.value` = the sub-query,
+  `retrieval.documents.<i>.document.{id, content, score, metadata}` (metadata: title,
+  rank), and the rest of the hop attempt in `metadata` ("cuer.attempt");
+* under each read and answer visit, an **LLM** span: `llm.model_name`, the sub-query (or
+  question) as the user message and the finding (or answer) as the assistant message.
+
+The `cuer.*` metadata lets `cuer-agent diagnose` rebuild the exact trace; other tools read
+the standard attributes. The record and metrics are labels: the importer reads them only
+to score diagnosers, never into a diagnoser's view.
+
+Determinism: trace ids hash (the run's config, study, record id); span ids hash (trace id,
+span index); span times are logical — 1 µs per span boundary from 2026-01-01T00:00Z —
+because traces keep no timings. A re-export gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cuer_agent.errors import CuerError
+from cuer_agent.interchange._otlp import (
+    SPAN_KIND_INTERNAL,
+    STATUS_ERROR,
+    STATUS_OK,
+    attribute,
+)
+from cuer_agent.runs import read_rows
+from cuer_agent.trace import Action, HopAttempt, Step, Trace
+
+SERVICE_NAME = "cuer-agent"
+SCOPE = "cuer_agent.interchange"
+EPOCH_NS = 1_767_225_600_000_000_000
+"""2026-01-01T00:00:00Z: where the logical span clock starts."""
+NODE_OF = {Action.PLAN: "plan", Action.RETRIEVE: "retrieve", Action.SELECT: "read",
+           Action.VERIFY: "read", Action.INFER: "read", Action.ANSWER: "answer"}
+
+
+def _digest(*parts: object) -> str:
+    return hashlib.sha256("\x1f".join(map(str, parts)).encode("utf-8")).hexdigest()
+
+
+def _compact(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass
+class _Builder:
+    """Spans of one trace, in creation order, on a logical clock."""
+
+    trace_id: str
+    spans: list[dict[str, Any]] = field(default_factory=list)
+    clock: int = 0
+
+    def tick(self) -> str:
+        self.clock += 1
+        return str(EPOCH_NS + 1000 * self.clock)
+
+    def open(self, name: str, kind: str, parent: str,
+             attrs: list[dict[str, Any]]) -> dict[str, Any]:
+        span = {"traceId": self.trace_id, "spanId": _digest(self.trace_id, len(self.spans))[:16],
+                "name": name, "kind": SPAN_KIND_INTERNAL, "startTimeUnixNano": self.tick(),
+                "attributes": [attribute("openinference.span.kind", kind), *attrs],
+                "status": {"code": STATUS_OK}}
+        if parent:
+            span["parentSpanId"] = parent
+        self.spans.append(span)
+        return span
+
+    def close(self, span: dict[str, Any]) -> None:
+        span["endTimeUnixNano"] = self.tick()
+
+
+def _retriever_attrs(attempt: HopAttempt) -> list[dict[str, Any]]:
+    attrs = [attribute("input.value", attempt.subquery)]
+    for i, ev in enumerate(attempt.retrieved):
+        prefix = f"retrieval.documents.{i}.document"
+        attrs += [attribute(f"{prefix}.id", ev.id), attribute(f"{prefix}.content", ev.text),
+                  attribute(f"{prefix}.score", float(ev.score)),
+                  attribute(f"{prefix}.metadata", _compact({"rank": ev.rank,
+                                                             "title": ev.title}))]
+    rest = attempt.model_dump(mode="json", exclude={"subquery", "retrieved", "attempts"})
+    return [*attrs, attribute("metadata", _compact({"cuer.attempt": rest}))]
+
+
+def _llm_attrs(model: str, prompt: str, reply: str) -> list[dict[str, Any]]:
+    return [attribute("llm.model_name", model), attribute("input.value", prompt),
+            attribute("output.value", reply),
+            attribute("llm.input_messages.0.message.role", "user"),
+            attribute("llm.input_messages.0.message.content", prompt),
+            attribute("llm.output_messages.0.message.role", "assistant"),
+            attribute("llm.output_messages.0.message.content", reply)]
+
+
+def _groups(steps: tuple[Step, ...]) -> Iterator[list[Step]]:
+    """Consecutive steps of one node visit (same node, hop and attempt)."""
+    group: list[Step] = []
+    for step in steps:
+        if group and (NODE_OF[step.action], step.hop, step.attempt) != (
+                NODE_OF[group[0].action], group[0].hop, group[0].attempt):
+            yield group
+            group = []
+        group.append(step)
+    if group:
+        yield group
+
+
+def _evaluations(diagnoses: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    attrs = []
+    for i, d in enumerate(diagnoses):
+        prefix = f"evaluations.{i}.evaluation"
+        if d.get("pred_hop") is None:
+            attrs += [attribute(f"{prefix}.name", d["diagnoser"]),
+                      attribute(f"{prefix}.label", "error"),
+                      attribute(f"{prefix}.explanation", d.get("error", ""))]
+            continue
+        attrs += [attribute(f"{prefix}.name", d["diagnoser"]),
+                  attribute(f"{prefix}.score", float(d["pred_hop"])),
+                  attribute(f"{prefix}.label", f"hop {d['pred_hop']} {d['pred_stage']}"),
+                  attribute(f"{prefix}.explanation", d.get("cause", ""))]
+    return attrs
+
+
+def trace_request(trace: Trace, trace_id: str, *, study: str = "",
+                  record: dict[str, Any] | None = None, metrics: dict[str, Any] | None = None,
+                  diagnoses: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """One trace as an ExportTraceServiceRequest (OTLP/JSON, hex ids)."""
+    b = _Builder(trace_id)
+    top = trace.model_dump(mode="json", exclude={"question", "answer", "steps", "hops"})
+    metadata = {"cuer.trace": top, "cuer.study": study,
+                **({"cuer.record": record} if record else {}),
+                **({"cuer.metrics": metrics} if metrics else {})}
+    cost = trace.cost
+    root = b.open(f"cuer-agent {trace.mode}", "AGENT", "", [
+        attribute("agent.name", SERVICE_NAME),
+        attribute("input.value", trace.question), attribute("output.value", trace.answer),
+        attribute("llm.token_count.prompt", cost.prompt_tokens),
+        attribute("llm.token_count.completion", cost.completion_tokens),
+        attribute("llm.token_count.total", cost.prompt_tokens + cost.completion_tokens),
+        attribute("metadata", _compact(metadata)), *_evaluations(diagnoses or [])])
+    if trace.status == "error":
+        root["status"] = {"code": STATUS_ERROR, "message": trace.error}
+    attempts = {(a.hop, a.attempt): a for h in trace.hops for a in (*h.attempts, h)}
+    model = str(trace.meta.get("model", ""))
+    for group in _groups(trace.steps):
+        first = group[0]
+        node = NODE_OF[first.action]
+        chain = b.open(node, "CHAIN", root["spanId"], [
+            attribute("graph.node.id", node),
+            attribute("metadata", _compact({"cuer.steps": [s.model_dump(mode="json")
+                                                           for s in group]}))])
+        attempt = attempts.get((first.hop, first.attempt))
+        if node == "retrieve" and attempt is not None:
+            b.close(b.open("retrieve", "RETRIEVER", chain["spanId"], _retriever_attrs(attempt)))
+            del attempts[(first.hop, first.attempt)]
+        elif node == "read" and attempt is not None:
+            b.close(b.open("read", "LLM", chain["spanId"],
+                           _llm_attrs(model, attempt.subquery, attempt.finding)))
+        elif node == "answer":
+            b.close(b.open("answer", "LLM", chain["spanId"],
+                           _llm_attrs(model, trace.question, trace.answer)))
+        b.close(chain)
+    for attempt in attempts.values():  # an attempt no RETRIEVE step announced
+        b.close(b.open("retrieve", "RETRIEVER", root["spanId"], _retriever_attrs(attempt)))
+    b.close(root)
+    return {"resourceSpans": [{
+        "resource": {"attributes": [attribute("service.name", SERVICE_NAME),
+                                    attribute("openinference.project.name", SERVICE_NAME)]},
+        "scopeSpans": [{"scope": {"name": SCOPE}, "spans": b.spans}]}]}
+
+
+# ---------------------------------------------------------------------------- run dirs
+
+def trace_files(run_dir: Path) -> list[Path]:
+    """Every traces.jsonl of a run directory (a study's own, or an evaluate run's parts)."""
+    if not run_dir.is_dir():
+        raise CuerError(f"{run_dir}: not a directory")
+    files = sorted(run_dir.rglob("traces.jsonl"))
+    if not files:
+        raise CuerError(f"{run_dir}: no traces.jsonl in this run directory")
+    return files
+
+
+def _by_record(path: Path, key: str = "record_id") -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    if path.exists():
+        for row in read_rows(path):
+            rid = row.get(key) or (row.get("record") or {}).get("record_id")
+            if rid:
+                out.setdefault(rid, []).append(row)
+    return out
+
+
+def run_requests(run_dir: Path) -> Iterator[dict[str, Any]]:
+    """Every stored trace of a run directory as an export request, in file order."""
+    config = run_dir / "config.json"
+    run_key = _digest(config.read_text(encoding="utf-8")) if config.exists() else ""
+    for path in trace_files(run_dir):
+        study = str(path.parent.relative_to(run_dir))
+        diagnoses = _by_record(path.parent / "diagnoses.jsonl")
+        metrics = {rid: rows[0].get("metrics")
+                   for rid, rows in _by_record(path.parent / "records.jsonl").items()}
+        for row in read_rows(path):
+            trace = Trace.model_validate(row["trace"])
+            record = row.get("record") or {}
+            rid = record.get("record_id", trace.example_id)
+            yield trace_request(trace, _digest(run_key, study, rid)[:32], study=study,
+                                record=record, metrics=metrics.get(rid),
+                                diagnoses=diagnoses.get(rid, []))
+
+
+def export_run(run_dir: Path, out: Path) -> int:
+    """Write every trace of `run_dir` to `out` (OTLP/JSON lines); returns the count."""
+    n = 0
+    tmp = out.with_name(out.name + ".part")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        for request in run_requests(run_dir):
+            fh.write(_compact(request) + "\n")
+            n += 1
+    tmp.replace(out)
+    return n
+
+
+# ---------------------------------------------------------------------------- sending
+
+def _batches(requests: Iterator[dict[str, Any]], size: int) -> Iterator[dict[str, Any]]:
+    """Requests merged `size` at a time (one POST carries many traces)."""
+    batch: list[dict[str, Any]] = []
+    for request in requests:
+        batch += request["resourceSpans"]
+        if len(batch) >= size:
+            yield {"resourceSpans": batch}
+            batch = []
+    if batch:
+        yield {"resourceSpans": batch}
+
+
+def traces_url(endpoint: str) -> str:
+    """The collector's traces URL: `<endpoint>/v1/traces` unless the endpoint names it."""
+    url = endpoint.rstrip("/")
+    return url if url.endswith("/v1/traces") else url + "/v1/traces"
+
+
+def _body(request: dict[str, Any], protobuf: bool) -> tuple[bytes, str]:
+    if not protobuf:
+        return _compact(request).encode("utf-8"), "application/json"
+    try:
+        from google.protobuf import json_format
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceRequest,
+        )
+    except ImportError:
+        raise CuerError("--protobuf needs opentelemetry-proto: pip install opentelemetry-proto"
+                        ) from None
+    from cuer_agent.interchange._otlp import to_protobuf_json
+
+    message = json_format.ParseDict(to_protobuf_json(request), ExportTraceServiceRequest())
+    return message.SerializeToString(), "application/x-protobuf"
+
+
+def send(requests: Iterator[dict[str, Any]], endpoint: str, *, protobuf: bool = False,
+         batch: int = 64, timeout: float = 30.0) -> int:
+    """POST the requests to an OTLP/HTTP collector, `batch` traces per POST; returns the
+    traces sent. A refused connection or a non-2xx reply raises `CuerError` (one line)."""
+    import httpx
+
+    url = traces_url(endpoint)
+    sent = 0
+    with httpx.Client(timeout=timeout) as client:
+        for request in _batches(requests, batch):
+            body, content_type = _body(request, protobuf)
+            try:
+                reply = client.post(url, content=body, headers={"Content-Type": content_type})
+            except httpx.HTTPError as exc:
+                raise CuerError(f"{url}: {type(exc).__name__}: {exc} ({sent} traces sent "
+                                "before)") from None
+            if reply.status_code // 100 != 2:
+                raise CuerError(f"{url}: HTTP {reply.status_code}: {reply.text[:200]!r} "
+                                f"({sent} traces sent before)")
+            sent += len(request["resourceSpans"])
+    return sent
