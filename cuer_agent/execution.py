@@ -54,7 +54,7 @@ from cuer_agent.graphs.state import (
 )
 from cuer_agent.llm.backends import BackendError, SkillClient
 from cuer_agent.retrieval import Retriever
-from cuer_agent.trace import Action, Cost, HopRecord, Step, Trace
+from cuer_agent.trace import Action, Trace, build_trace
 
 Boundary = Literal["plan", "retrieve", "read"]
 Mode = Literal["agentic", "single_shot"]
@@ -306,26 +306,6 @@ def _repaired(condition: Condition | None, hop: int) -> Condition | None:
 
 def _resume(state: dict[str, Any]) -> dict[str, Any]:
     return {**state, "done": False}
-
-
-def build_trace(state: dict[str, Any], mode: Mode, meta: dict[str, Any], *,
-                error: str = "") -> Trace:
-    """The observable trace of a (possibly partial) final state."""
-    final = state.get("final") or {}
-    if error:
-        status = "error"
-    elif state.get("parse_failures"):
-        status = "parse_failure"
-    else:
-        status = "ok"
-    return Trace(
-        example_id=state["example_id"], question=state["question"], mode=mode,
-        steps=tuple(Step.model_validate(s) for s in state.get("trace", [])),
-        hops=tuple(HopRecord.model_validate(h) for h in state.get("hops", [])),
-        answer=final.get("answer", ""), confidence=final.get("confidence"),
-        used_ids=tuple(final.get("used_ids", [])), rationale=final.get("rationale", ""),
-        cost=Cost(**state.get("cost", {})), status=status, error=error, meta=meta,
-    )
 
 
 # --- edits: each returns a new state, with the trace tail rewritten consistently -----------

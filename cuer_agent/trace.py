@@ -216,6 +216,27 @@ class Trace(_Frozen):
         return cls.model_validate_json(line)
 
 
+def build_trace(state: dict[str, Any], mode: Literal["agentic", "single_shot"],
+                meta: dict[str, Any], *, error: str = "") -> Trace:
+    """The observable trace of an agent's (possibly partial) final state: the graphs'
+    state dict (`cuer_agent.graphs.state.AgentState`), read as plain data."""
+    final = state.get("final") or {}
+    if error:
+        status = "error"
+    elif state.get("parse_failures"):
+        status = "parse_failure"
+    else:
+        status = "ok"
+    return Trace(
+        example_id=state["example_id"], question=state["question"], mode=mode,
+        steps=tuple(Step.model_validate(s) for s in state.get("trace", [])),
+        hops=tuple(HopRecord.model_validate(h) for h in state.get("hops", [])),
+        answer=final.get("answer", ""), confidence=final.get("confidence"),
+        used_ids=tuple(final.get("used_ids", [])), rationale=final.get("rationale", ""),
+        cost=Cost(**state.get("cost", {})), status=status, error=error, meta=meta,
+    )
+
+
 def write_traces(path: str | Path, traces: Iterable[Trace], *, append: bool = False) -> int:
     """Write traces as JSONL (one per line, flushed per line). Returns the count."""
     n = 0

@@ -44,6 +44,3 @@ def build_agent_graph() -> CompiledStateGraph:
     builder.add_edge("answer", END)
     return builder.compile(checkpointer=InMemorySaver())
 
-
-graph = build_agent_graph()
-"""Module-level graph for `langgraph dev` (see langgraph.json)."""

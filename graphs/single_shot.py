@@ -23,6 +23,3 @@ def build_single_shot_graph() -> CompiledStateGraph:
     builder.add_edge("answer", END)
     return builder.compile(checkpointer=InMemorySaver())
 
-
-graph = build_single_shot_graph()
-"""Module-level graph for `langgraph dev` (see langgraph.json)."""

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import Annotated, Any, Protocol, TypedDict
+from typing import Annotated, Any, Protocol
+
+from typing_extensions import TypedDict  # typing's TypedDict has no JSON schema on 3.11
 
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.retrieval import Retriever
