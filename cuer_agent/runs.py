@@ -120,6 +120,27 @@ def write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def scan_rows(path: Path, *, torn_tail_ok: bool = False) -> Iterator[dict[str, Any]]:
+    """JSONL rows, read only (`read_rows` repairs a run directory it resumes; this never
+    writes). A bad line raises `DataError` naming the file and line — except an unfinished
+    last line (no newline) when `torn_tail_ok`, as a run still being written has."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    lines = data.split(b"\n")
+    for lineno, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            row = json.loads(raw)
+            if not isinstance(row, dict):
+                raise ValueError("not a JSON object")
+        except ValueError as exc:
+            if torn_tail_ok and lineno == len(lines):
+                return
+            raise DataError(path, f"not a JSON object ({exc})", line=lineno) from None
+        yield row
+
+
 def read_rows(path: Path) -> Iterator[dict[str, Any]]:
     """JSONL rows; a torn last line is repaired (truncated off), other bad lines raise."""
     if not path.exists():

@@ -35,6 +35,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict
 
+from cuer_agent.errors import CuerError
 from cuer_agent.graphs import nodes
 from cuer_agent.graphs.state import AgentContext, AgentState
 from cuer_agent.trace import build_trace
@@ -112,7 +113,12 @@ def live_context(ctx: ServerContext) -> AgentContext:
     (a model load or a BM25 index is not rebuilt per run)."""
     with _LOCK:
         if ctx not in _LIVE:
-            _LIVE[ctx] = _build(ctx)
+            try:
+                _LIVE[ctx] = _build(ctx)
+            except CuerError as exc:
+                # LangGraph Server shows a run's client only the message of built-in
+                # exceptions ("An internal error occurred" for ours): say why as a ValueError.
+                raise ValueError(f"context: {exc}") from exc
         return _LIVE[ctx]
 
 

@@ -146,7 +146,8 @@ def test_cuer_format_reads_a_run_directorys_traces(run: Path, tmp_path: Path) ->
                      "--format", "cuer", "--out", str(tmp_path / "d"), "--no-cache")
     assert code == 0, text
     summary = json.loads((tmp_path / "d" / "summary.json").read_text())
-    assert summary["mapping"] == {"cuer": summary["mapped"]} and summary["labels"]["scored"] > 0
+    assert summary["mapping"] == {"cuer": summary["mapped"]}
+    assert summary["labels"]["scored_failed"] > 0
 
 
 # ---------------------------------------------------------------------------- foreign spans
@@ -440,6 +441,24 @@ def test_a_bad_id_names_the_file_and_line(tmp_path: Path) -> None:
     path = _write(tmp_path, [span])
     code, text = cli("diagnose", "--traces", str(path), "--out", str(tmp_path / "d"))
     assert code == 2 and f"{path}, line 1" in text
+
+
+@pytest.mark.parametrize(("content", "says"), [
+    (b"\x89PNG\r\n\x1a\n\x00\xff", "not UTF-8 text"),
+    (b"", "empty file"),
+    (b'{"resourceSpans": []}\n', "no spans in this file"),
+])
+def test_a_file_that_holds_no_spans_is_one_line(tmp_path: Path, content: bytes,
+                                                says: str) -> None:
+    path = tmp_path / "spans.jsonl"
+    path.write_bytes(content)
+    code, text = cli("diagnose", "--traces", str(path), "--out", str(tmp_path / "d"))
+    assert code == 2 and says in text and len(text.strip().splitlines()) == 1
+
+
+def test_a_directory_as_traces_is_named_as_such(tmp_path: Path) -> None:
+    code, text = cli("diagnose", "--traces", str(tmp_path), "--out", str(tmp_path / "d"))
+    assert code == 2 and "a directory, not a spans file" in text
 
 
 def test_export_of_a_directory_without_traces_is_one_line(tmp_path: Path) -> None:

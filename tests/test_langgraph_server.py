@@ -67,6 +67,11 @@ def test_an_unknown_context_key_fails_naming_it(example: Example) -> None:
         agent().invoke({"question": example.question}, context={"bogus": 1})
 
 
+def test_a_bad_context_value_fails_with_the_reason(example: Example) -> None:
+    with pytest.raises(ValueError, match="unknown backend 'nope'"):
+        agent().invoke({"question": example.question}, context={"backend": "nope"})
+
+
 def test_an_empty_question_fails_saying_what_is_needed() -> None:
     with pytest.raises(ValueError, match="needs a question"):
         agent().invoke({"question": " "})
@@ -184,3 +189,11 @@ def test_langgraph_dev_shows_the_context_form(langgraph_dev: str) -> None:
     schemas = client.assistants.get_schemas(assistants["agent"]["assistant_id"])
     assert {"backend", "k", "hop_budget"} <= set(schemas["context_schema"]["properties"])
     assert set(schemas["input_schema"]["properties"]) == {"question", "example_id"}
+
+
+def test_langgraph_dev_tells_the_client_why_a_context_fails(langgraph_dev: str,
+                                                           example: Example) -> None:
+    client, assistants = _assistants(langgraph_dev)
+    with pytest.raises(Exception, match="unknown backend 'nope'"):  # the run's own error
+        client.runs.wait(None, assistants["agent"]["assistant_id"],
+                         input={"question": example.question}, context={"backend": "nope"})

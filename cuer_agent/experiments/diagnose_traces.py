@@ -39,7 +39,7 @@ from cuer_agent.experiments.diagnose import CLEAN
 from cuer_agent.experiments.diagnose_summary import diagnoser_summaries
 from cuer_agent.interchange import ImportedTrace, Unmapped, import_spans, read_spans
 from cuer_agent.metrics import recall_correct
-from cuer_agent.runs import canonical_json, read_rows, write_atomic
+from cuer_agent.runs import canonical_json, scan_rows, write_atomic
 from cuer_agent.testing import make_view
 from cuer_agent.trace import Trace, write_traces
 
@@ -70,21 +70,24 @@ def load_traces(path: Path, fmt: str) -> tuple[list[ImportedTrace], list[Unmappe
         raise CuerError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if fmt == "openinference":
         return import_spans(read_spans(path))
+    if path.is_dir():
+        raise DataError(path, "a directory, not a traces file")
     if not path.is_file():
         raise DataError(path, "no such file")
     metrics = {}
     beside = path.parent / "records.jsonl"
     if beside.exists() and beside != path:
         metrics = {r["record"]["record_id"]: r.get("metrics") or {}
-                   for r in read_rows(beside) if "record_id" in (r.get("record") or {})}
+                   for r in scan_rows(beside, torn_tail_ok=True)
+                   if "record_id" in (r.get("record") or {})}
     out = []
-    for i, row in enumerate(read_rows(path), start=1):
+    for i, row in enumerate(scan_rows(path), start=1):
         try:
             trace = Trace.model_validate(row.get("trace", row))
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "<root>"
-            raise DataError(path, f"not a trace ({where}: {first['msg']})", line=i) from None
+            raise DataError(path, f"not a trace ({where}: {first['msg']})", record=i) from None
         record = row.get("record") or {}
         rid = record.get("record_id", "")
         out.append(ImportedTrace(rid or trace.example_id, trace, "cuer", record,
@@ -134,7 +137,8 @@ def diagnose_one(item: ImportedTrace, diagnosers: list[Diagnoser], example: Exam
     labels = label(item)
     correct = _correct(item, example, config)
     base = {"trace_id": item.trace_id, "record_id": item.record.get("record_id", ""),
-            "example_id": trace.example_id, "mapping": item.mapping, **labels,
+            "example_id": trace.example_id, "mode": trace.mode, "mapping": item.mapping,
+            **labels,
             "correct": correct, "n_hops": len(trace.hops)}
     rows = []
     for d in diagnosers:
@@ -167,6 +171,16 @@ def scorable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             and (r["correct"] if r["fault"] == CLEAN else not r["correct"])]
 
 
+def _histograms(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """{n, errors, blame_hist, stage_hist}: the share of named hops and stages."""
+    named = [r for r in rows if r["pred_hop"] is not None]
+    return {"n": len(rows), "errors": len(rows) - len(named),
+            "blame_hist": {str(h): round(c / len(named), 6) for h, c in
+                           sorted(Counter(r["pred_hop"] for r in named).items())},
+            "stage_hist": {s: round(c / len(named), 6) for s, c in
+                           sorted(Counter(r["pred_stage"] for r in named).items())}}
+
+
 def summarise(items: list[ImportedTrace], unmapped: list[Unmapped],
               rows: list[dict[str, Any]], diagnosers: list[Diagnoser],
               config: StudyConfig, *, source: str, gold: str | None) -> dict[str, Any]:
@@ -175,13 +189,10 @@ def summarise(items: list[ImportedTrace], unmapped: list[Unmapped],
     per: dict[str, Any] = {}
     for d in diagnosers:
         mine = [r for r in rows if r["diagnoser"] == d.name]
-        named = [r for r in mine if r["pred_hop"] is not None]
         per[d.name] = {
-            "n": len(mine), "errors": len(mine) - len(named),
-            "blame_hist": {str(h): round(c / len(named), 6) for h, c in
-                           sorted(Counter(r["pred_hop"] for r in named).items())},
-            "stage_hist": {s: round(c / len(named), 6) for s, c in
-                           sorted(Counter(r["pred_stage"] for r in named).items())},
+            **_histograms(mine),
+            "by_mode": {mode: _histograms([r for r in mine if r["mode"] == mode])
+                        for mode in sorted({r["mode"] for r in mine})},
             "uses_gold": d.uses_gold, "probing": d.probing, "stand_in": d.stand_in,
             **({"scored": scored_summaries[d.name]} if d.name in scored_summaries else {}),
         }
@@ -194,8 +205,10 @@ def summarise(items: list[ImportedTrace], unmapped: list[Unmapped],
         "unmapped_spans": {"n": len(unmapped) - len(traces_left),
                            "by_reason": dict(sorted(Counter(
                                u.reason for u in unmapped if u.span_id).items()))},
+        "modes": dict(sorted(Counter(i.trace.mode for i in items).items())),
         "labels": {"labelled": sum(label(i)["fault"] is not None for i in items),
-                   "scored": len({r["trace_id"] for r in scored})},
+                   "scored_failed": len({r["trace_id"] for r in scored if r["fault"] != CLEAN}),
+                   "scored_clean": len({r["trace_id"] for r in scored if r["fault"] == CLEAN})},
         "diagnosers": per,
     }
 

@@ -29,24 +29,35 @@ def report_markdown(summary: dict[str, Any]) -> str:
         lines.append(f"  - {n} × {reason}")
     for row in summary["not_mapped"]:
         lines.append(f"- trace {row['trace_id']} not mapped: {row['reason']}")
+    modes = summary.get("modes", {})
     lines += ["", "## Where each diagnoser puts the blame", "",
               "Share of a diagnoser's diagnoses naming each hop (0 = the answer step, "
               "n+1 = the agent stopped too early). Without labels this says what a "
-              "diagnoser blames, not whether it is right.", "",
-              "| diagnoser | reads | n | errors | blame by hop | stage |",
-              "|---|---|---|---|---|---|"]
+              "diagnoser blames, not whether it is right.", ""]
+    if len(modes) > 1:
+        lines += ["The traces come from more than one system ("
+                  + ", ".join(f"{m}: {n}" for m, n in modes.items())
+                  + "), so each is shown apart: a single-shot trace has one hop, so its "
+                    "blame can only fall on hop 0, 1 or 2.", ""]
+    lines += ["| diagnoser | reads | traces | n | errors | blame by hop | stage |",
+              "|---|---|---|---|---|---|---|"]
     for name, entry in summary["diagnosers"].items():
-        hist = ", ".join(f"{h}: {v:.2f}" for h, v in entry["blame_hist"].items()) or "—"
-        stages = ", ".join(f"{s}: {v:.2f}" for s, v in entry["stage_hist"].items()) or "—"
-        lines.append(f"| {name} | {_reads(entry)} | {entry['n']} | {entry['errors']} | "
-                     f"{hist} | {stages} |")
+        parts = entry["by_mode"].items() if len(modes) > 1 else [("all", entry)]
+        for mode, part in parts:
+            hist = ", ".join(f"{h}: {v:.2f}" for h, v in part["blame_hist"].items()) or "—"
+            stages = ", ".join(f"{s}: {v:.2f}" for s, v in part["stage_hist"].items()) or "—"
+            lines.append(f"| {name} | {_reads(entry)} | {mode} | {part['n']} | "
+                         f"{part['errors']} | {hist} | {stages} |")
     scored = {k: v["scored"] for k, v in summary["diagnosers"].items() if "scored" in v}
     if scored:
+        labels = summary["labels"]
         lines += ["", "## Accuracy against the certified fault hop", "",
-                  f"{summary['labels']['scored']} traces carry a label and are scored as the "
-                  "study scores them (faulted runs that failed; clean runs that were "
-                  "correct). Labels come from the exported intervention records, never "
-                  "from a diagnoser's view.", "",
+                  f"{labels['labelled']} traces carry a label (a certified fault or a clean "
+                  "run). Scored as the study scores them: exact-hop accuracy over the "
+                  f"{labels['scored_failed']} faulted runs that failed (n), the clean blame "
+                  f"rate over the {labels['scored_clean']} clean runs that were correct. "
+                  "Labels come from the exported intervention records, never from a "
+                  "diagnoser's view.", "",
                   "| diagnoser | n | exact-hop acc | 95% Wilson | independence baseline | "
                   "clean blame rate |", "|---|---|---|---|---|---|"]
         for name, s in scored.items():

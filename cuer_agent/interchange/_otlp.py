@@ -155,7 +155,13 @@ def _status(span: dict[str, Any]) -> tuple[int, str]:
 def _requests(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, request) per line; a file holding one pretty-printed request is read
     whole."""
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(path, f"not UTF-8 text (byte {exc.start}): not an OTLP/JSON file"
+                        ) from None
+    if not text.strip():
+        raise DataError(path, "empty file: no spans")
     lines = text.splitlines()
     first = next((ln for ln in lines if ln.strip()), "")
     try:
@@ -184,6 +190,8 @@ def read_spans(path: str | Path) -> list[Span]:
     """Every span of an OTLP/JSON file (one ExportTraceServiceRequest per line), hex or
     base64 ids. A malformed line or span raises `DataError` naming the file and line."""
     path = Path(path)
+    if path.is_dir():
+        raise DataError(path, "a directory, not a spans file")
     if not path.is_file():
         raise DataError(path, "no such file")
     spans: list[Span] = []
@@ -206,6 +214,8 @@ def read_spans(path: str | Path) -> list[Span]:
                             order=len(spans)))
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise DataError(path, f"malformed span ({exc})", line=lineno) from None
+    if not spans:
+        raise DataError(path, "no spans in this file (resourceSpans hold none)")
     for span in spans:
         if not span.trace_id or not span.span_id:
             raise DataError(path, f"span {span.name!r} has no traceId or spanId")

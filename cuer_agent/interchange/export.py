@@ -44,7 +44,7 @@ from cuer_agent.interchange._otlp import (
     STATUS_OK,
     attribute,
 )
-from cuer_agent.runs import read_rows
+from cuer_agent.runs import scan_rows
 from cuer_agent.trace import Action, HopAttempt, Step, Trace
 
 SERVICE_NAME = "cuer-agent"
@@ -203,7 +203,7 @@ def trace_files(run_dir: Path) -> list[Path]:
 def _by_record(path: Path, key: str = "record_id") -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
     if path.exists():
-        for row in read_rows(path):
+        for row in scan_rows(path, torn_tail_ok=True):
             rid = row.get(key) or (row.get("record") or {}).get("record_id")
             if rid:
                 out.setdefault(rid, []).append(row)
@@ -219,7 +219,7 @@ def run_requests(run_dir: Path) -> Iterator[dict[str, Any]]:
         diagnoses = _by_record(path.parent / "diagnoses.jsonl")
         metrics = {rid: rows[0].get("metrics")
                    for rid, rows in _by_record(path.parent / "records.jsonl").items()}
-        for row in read_rows(path):
+        for row in scan_rows(path, torn_tail_ok=True):  # a run still being written
             trace = Trace.model_validate(row["trace"])
             record = row.get("record") or {}
             rid = record.get("record_id", trace.example_id)
