@@ -627,6 +627,9 @@ def diagnose_cmd(
                                               "question).")] = None,
     dataset: Annotated[str | None, typer.Option(help="The gold file's dataset: hotpotqa, "
                                                 "2wiki or musique.")] = None,
+    retrieval_tools: Annotated[str | None, typer.Option(
+        help="Comma-separated names of TOOL spans that are searches (a ReAct agent's search "
+             "tool): each call is a hop, its output text the evidence.")] = None,
     backend: Annotated[str | None, typer.Option(help="Backend of llm-judge: extractive "
                                                 "(default), llamacpp, ollama, openai.")] = None,
     model: Model = None,
@@ -661,7 +664,8 @@ def diagnose_cmd(
     made = [get_diagnoser(name, skills=skills) for name in names]
     examples = list(load_dataset(dataset, gold).examples) if gold and dataset else None
     summary = run_diagnose_traces(traces, fmt, made, out, study, skills, examples=examples,
-                                  gold=str(gold) if gold else None)
+                                  gold=str(gold) if gold else None,
+                                  retrieval_tools=_names(retrieval_tools or ""))
     typer.echo(f"{summary['mapped']}/{summary['traces']} traces mapped, "
                f"{summary['unmapped_spans']['n']} spans left out; "
                f"{len(made)} diagnosers → {out}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
@@ -152,26 +152,43 @@ def test_cuer_format_reads_a_run_directorys_traces(run: Path, tmp_path: Path) ->
 
 # ---------------------------------------------------------------------------- foreign spans
 
-def _foreign_spans(tmp_path: Path) -> Path:
-    """A LangGraph agent we did not write (BM25 retriever, scripted fake chat model) under
-    openinference-instrumentation-langchain; spans serialised by the OTel SDK's OTLP
-    encoder and protobuf's JSON printer (base64 ids, enum names)."""
+def _instrumented(path: Path, run: Callable[[], None]) -> Path:
+    """The spans of `run()` under openinference-instrumentation-langchain, serialised by
+    the OTel SDK's OTLP encoder and protobuf's JSON printer (base64 ids, enum names)."""
     pytest.importorskip("openinference.instrumentation.langchain",
                         reason="openinference-instrumentation-langchain is in the test extra")
     encoder = pytest.importorskip("opentelemetry.exporter.otlp.proto.common.trace_encoder",
                                   reason="opentelemetry-exporter-otlp-proto-common is in the "
                                          "test extra")
-    from typing import TypedDict
-
     from google.protobuf.json_format import MessageToJson
-    from langchain_community.retrievers import BM25Retriever
-    from langchain_core.documents import Document
-    from langchain_core.language_models.fake_chat_models import FakeListChatModel
-    from langgraph.graph import END, START, StateGraph
     from openinference.instrumentation.langchain import LangChainInstrumentor
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentor = LangChainInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        run()
+    finally:
+        instrumentor.uninstrument()
+    message = encoder.encode_spans(exporter.get_finished_spans())
+    path.write_text(MessageToJson(message, indent=None) + "\n")
+    return path
+
+
+def _foreign_spans(tmp_path: Path) -> Path:
+    """A LangGraph agent we did not write: two nodes, each a BM25 retriever call and a
+    scripted fake chat model call, over its own state keys."""
+    from typing import TypedDict
+
+    from langchain_community.retrievers import BM25Retriever
+    from langchain_core.documents import Document
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    from langgraph.graph import END, START, StateGraph
 
     class State(TypedDict):
         question: str
@@ -202,21 +219,47 @@ def _foreign_spans(tmp_path: Path) -> Path:
     builder.add_edge("answer", END)
     graph = builder.compile()
 
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    instrumentor = LangChainInstrumentor()
-    instrumentor.instrument(tracer_provider=provider)
-    try:
+    def run() -> None:
         for question in ("Which continent is the capital of France in?",
                          "Which continent is Lima's country in?"):
             graph.invoke({"question": question, "notes": [], "answer": ""})
-    finally:
-        instrumentor.uninstrument()
-    path = tmp_path / "foreign.jsonl"
-    message = encoder.encode_spans(exporter.get_finished_spans())
-    path.write_text(MessageToJson(message, indent=None) + "\n")
-    return path
+    return _instrumented(tmp_path / "foreign.jsonl", run)
+
+
+def _react_spans(tmp_path: Path) -> Path:
+    """A ReAct-shaped LangGraph agent we did not write: MessagesState, a prebuilt ToolNode
+    with a `search` tool that returns text, a scripted chat model (search, then answer)."""
+    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.tools import tool
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    @tool
+    def search(query: str) -> str:
+        """Search the corpus."""
+        return "Paris is the capital of France.\n\nFrance is a country in Europe."
+
+    class Scripted(FakeMessagesListChatModel):
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Scripted:
+            return self
+
+    llm = Scripted(responses=[
+        AIMessage(content="", tool_calls=[{"name": "search", "id": "c1",
+                                           "args": {"query": "capital of France"}}]),
+        AIMessage(content="Europe")])
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", lambda s: {"messages": [llm.invoke(s["messages"])]})
+    builder.add_node("tools", ToolNode([search]))
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", tools_condition, ["tools", END])
+    builder.add_edge("tools", "agent")
+    graph = builder.compile()
+
+    def run() -> None:
+        graph.invoke({"messages": [HumanMessage(
+            content="Which continent is the capital of France in?")]})
+    return _instrumented(tmp_path / "react.jsonl", run)
 
 
 def test_foreign_langgraph_spans_map_and_every_trace_only_diagnoser_gives_a_row(
@@ -241,6 +284,26 @@ def test_foreign_langgraph_spans_map_and_every_trace_only_diagnoser_gives_a_row(
     listed = list(read_rows(tmp_path / "d" / "unmapped.jsonl"))
     assert summary["unmapped_spans"]["n"] == len(listed) > 0
     assert all(r["reason"] for r in listed)
+
+
+def test_a_react_agents_search_tool_is_a_hop_when_named(tmp_path: Path) -> None:
+    spans = _react_spans(tmp_path)
+    code, text = cli("diagnose", "--traces", str(spans), "--out", str(tmp_path / "d"),
+                     "--retrieval-tools", "search", "--no-cache")
+    assert code == 0, text
+    trace = Trace.from_json((tmp_path / "d" / "traces.jsonl").read_text().splitlines()[0])
+    assert trace.question == "Which continent is the capital of France in?"
+    assert trace.answer == "Europe"  # the last AI message of MessagesState's output
+    assert [(h.subquery, h.finding, len(h.retrieved)) for h in trace.hops] == [
+        ("capital of France", "Europe", 2)]
+    assert len(list(read_rows(tmp_path / "d" / "diagnoses.jsonl"))) == len(TRACE_ONLY_NAMES)
+
+
+def test_an_unnamed_tool_span_is_listed_with_the_hint(tmp_path: Path) -> None:
+    traces, unmapped = import_spans(read_spans(_react_spans(tmp_path)))
+    assert traces[0].trace.hops == ()
+    assert any("name it in --retrieval-tools" in u.reason and u.kind == "TOOL"
+               for u in unmapped)
 
 
 def test_hex_and_base64_ids_import_the_same(tmp_path: Path) -> None:

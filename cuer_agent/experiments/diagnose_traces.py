@@ -64,12 +64,14 @@ def check_diagnosers(diagnosers: list[Diagnoser], *, has_gold: bool) -> None:
                             "--dataset NAME")
 
 
-def load_traces(path: Path, fmt: str) -> tuple[list[ImportedTrace], list[Unmapped]]:
-    """The traces of a file, as `ImportedTrace`s, plus what could not be mapped."""
+def load_traces(path: Path, fmt: str, retrieval_tools: tuple[str, ...] = ()
+                ) -> tuple[list[ImportedTrace], list[Unmapped]]:
+    """The traces of a file, as `ImportedTrace`s, plus what could not be mapped
+    (`retrieval_tools`: TOOL spans that are searches, for OpenInference input)."""
     if fmt not in FORMATS:
         raise CuerError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if fmt == "openinference":
-        return import_spans(read_spans(path))
+        return import_spans(read_spans(path), retrieval_tools)
     if path.is_dir():
         raise DataError(path, "a directory, not a traces file")
     if not path.is_file():
@@ -215,11 +217,11 @@ def summarise(items: list[ImportedTrace], unmapped: list[Unmapped],
 
 def run_diagnose_traces(path: Path, fmt: str, diagnosers: list[Diagnoser], out: Path,
                         config: StudyConfig, skills: Any, *,
-                        examples: list[Example] | None = None,
-                        gold: str | None = None) -> dict[str, Any]:
+                        examples: list[Example] | None = None, gold: str | None = None,
+                        retrieval_tools: tuple[str, ...] = ()) -> dict[str, Any]:
     """Import, diagnose, write the outputs; returns the summary."""
     check_diagnosers(diagnosers, has_gold=examples is not None)
-    items, unmapped = load_traces(path, fmt)
+    items, unmapped = load_traces(path, fmt, retrieval_tools)
     out.mkdir(parents=True, exist_ok=True)
     write_traces(out / "traces.jsonl", (i.trace for i in items))
     write_atomic(out / "unmapped.jsonl",

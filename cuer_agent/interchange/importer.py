@@ -19,6 +19,8 @@ the file (the earliest, if several). Two mappings:
   with retrieval.documents)        documents = evidence (id: `document.id`, else the
                                    document metadata's "id", else a hash of the content;
                                    title: metadata "title"/"source"/"name")
+  TOOL span named in               one hop: `input.value` = sub-query; its output text,
+  `retrieval_tools`                one evidence item per blank-line-separated block
   first LLM span after a hop's     the hop's finding: its last output message (or
   retrieval, before the next one   `output.value` when it is text)
   root `metadata` "example_id"     example id (else the trace id)
@@ -41,6 +43,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,7 +96,10 @@ def _message_text(message: Any) -> tuple[str, str]:
     """(role, content) of a message in the shapes LangChain serialises."""
     if not isinstance(message, dict):
         return "", str(message) if message is not None else ""
-    kwargs = message.get("kwargs") if isinstance(message.get("kwargs"), dict) else message
+    # LangChain serialises a message as {"lc": 1, "kwargs": {...}} (dumpd) or
+    # {"type": ..., "data": {...}} (message_to_dict, LangGraph's state output).
+    kwargs = next((message[k] for k in ("kwargs", "data") if isinstance(message.get(k), dict)),
+                  message)
     role = str(kwargs.get("role") or kwargs.get("type") or message.get("type") or "")
     if not role and isinstance(message.get("id"), list):  # {"lc": 1, "id": [..., "AIMessage"]}
         role = str(message["id"][-1]).removesuffix("Message").lower()
@@ -137,7 +143,10 @@ def _doc_id(span: Span, i: int, content: str, meta: dict[str, Any]) -> str:
 
 
 def documents(span: Span) -> list[Evidence]:
-    """A RETRIEVER span's documents, in index order."""
+    """A RETRIEVER span's documents, in index order; for a TOOL span without
+    `retrieval.documents`, the blocks of its output text (`tool_documents`)."""
+    if span.kind == "TOOL" and "retrieval.documents.0.document.content" not in span.attributes:
+        return tool_documents(span)
     out = []
     i = 0
     while f"retrieval.documents.{i}.document.content" in span.attributes or \
@@ -155,9 +164,26 @@ def documents(span: Span) -> list[Evidence]:
     return out
 
 
-def _is_retrieval(span: Span) -> bool:
-    return span.kind == "RETRIEVER" or (
-        span.kind == "TOOL" and "retrieval.documents.0.document.content" in span.attributes)
+def tool_documents(span: Span) -> list[Evidence]:
+    """A search tool's output text as evidence: one item per blank-line-separated block
+    (a tool returns its passages as one string), id = a hash of the block."""
+    value = _parse(span.attributes.get("output.value", ""))
+    if isinstance(value, dict):  # a ToolMessage: {"type": "tool", "data": {"content": ...}}
+        value = _message_text(value)[1]
+    text = value if isinstance(value, str) else json.dumps(value)
+    blocks = [b.strip() for b in text.split("\n\n") if b.strip()]
+    return [Evidence(id="doc-" + hashlib.sha1(b.encode("utf-8")).hexdigest()[:12], title="",
+                     text=b, rank=i) for i, b in enumerate(blocks, start=1)]
+
+
+def _tool_name(span: Span) -> str:
+    return str(span.attributes.get("tool.name") or span.name)
+
+
+def _is_retrieval(span: Span, retrieval_tools: frozenset[str]) -> bool:
+    return span.kind == "RETRIEVER" or (span.kind == "TOOL" and (
+        "retrieval.documents.0.document.content" in span.attributes
+        or _tool_name(span) in retrieval_tools))
 
 
 def _root(spans: list[Span]) -> Span:
@@ -203,7 +229,7 @@ def _finding(span: Span) -> str:
 
 
 def _generic(trace_id: str, root: Span, spans: list[Span], question: str,
-             unmapped: list[Unmapped]) -> Trace:
+             unmapped: list[Unmapped], retrieval_tools: frozenset[str]) -> Trace:
     hops: list[HopRecord] = []
     steps: list[Step] = []
     waiting: HopRecord | None = None  # the hop whose finding the next LLM span gives
@@ -211,7 +237,7 @@ def _generic(trace_id: str, root: Span, spans: list[Span], question: str,
     for span in spans:
         if span is root:
             continue
-        if _is_retrieval(span):
+        if _is_retrieval(span, retrieval_tools):
             if waiting is not None:
                 hops.append(waiting)
             docs = tuple(documents(span))
@@ -259,15 +285,17 @@ def _reason(span: Span, waiting: HopRecord | None) -> str:
         return ("LLM span before any retrieval: no hop to give a finding to"
                 if waiting is None else "LLM span after the hop's finding was read")
     if kind == "TOOL":
-        return "TOOL span without retrieval.documents"
+        return (f"TOOL span ({_tool_name(span)}) without retrieval.documents: if it "
+                "searches, name it in --retrieval-tools")
     if kind in ("CHAIN", "AGENT"):
         return f"{kind} span: a wrapper; its retrievals and model calls are mapped instead"
     return f"{kind} span: not part of the observable trace"
 
 
-def map_trace(trace_id: str, spans: list[Span]
+def map_trace(trace_id: str, spans: list[Span], retrieval_tools: frozenset[str] = frozenset()
               ) -> tuple[ImportedTrace | None, list[Unmapped]]:
-    """One trace's spans → the observable trace (or None), plus the unmapped spans."""
+    """One trace's spans → the observable trace (or None), plus the unmapped spans.
+    `retrieval_tools`: names of TOOL spans that are searches (each call a hop)."""
     spans = sorted(spans, key=lambda s: (s.start, s.order))
     root = _root(spans)
     meta = root.json_attribute("metadata")
@@ -287,19 +315,23 @@ def map_trace(trace_id: str, spans: list[Span]
                                "the root span's input.value holds no question (looked for "
                                f"text, {', '.join(QUESTION_KEYS)} or a user message)")]
     unmapped: list[Unmapped] = []
-    trace = _generic(trace_id, root, spans, question, unmapped)
+    trace = _generic(trace_id, root, spans, question, unmapped, retrieval_tools)
     return ImportedTrace(trace_id, trace, "generic"), unmapped
 
 
-def import_spans(spans: list[Span]) -> tuple[list[ImportedTrace], list[Unmapped]]:
-    """Every trace of `spans` (in order of first appearance) and everything left out."""
+def import_spans(spans: list[Span], retrieval_tools: Sequence[str] = ()
+                 ) -> tuple[list[ImportedTrace], list[Unmapped]]:
+    """Every trace of `spans` (in order of first appearance) and everything left out.
+    `retrieval_tools`: names of TOOL spans that are searches (a ReAct agent's `search`
+    tool returns text, not retrieval.documents)."""
+    tools = frozenset(retrieval_tools)
     by_trace: dict[str, list[Span]] = {}
     for span in spans:
         by_trace.setdefault(span.trace_id, []).append(span)
     traces: list[ImportedTrace] = []
     unmapped: list[Unmapped] = []
     for trace_id, members in by_trace.items():
-        imported, left = map_trace(trace_id, members)
+        imported, left = map_trace(trace_id, members, tools)
         unmapped += left
         if imported is not None:
             traces.append(imported)
