@@ -120,6 +120,14 @@ def write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def _row(raw: bytes) -> dict[str, Any]:
+    """One JSONL line as a JSON object; ValueError if it is not one."""
+    row = json.loads(raw)
+    if not isinstance(row, dict):
+        raise ValueError("not a JSON object")
+    return row
+
+
 def scan_rows(path: Path, *, torn_tail_ok: bool = False) -> Iterator[dict[str, Any]]:
     """JSONL rows, read only (`read_rows` repairs a run directory it resumes; this never
     writes). A bad line raises `DataError` naming the file and line — except an unfinished
@@ -131,9 +139,7 @@ def scan_rows(path: Path, *, torn_tail_ok: bool = False) -> Iterator[dict[str, A
         if not raw.strip():
             continue
         try:
-            row = json.loads(raw)
-            if not isinstance(row, dict):
-                raise ValueError("not a JSON object")
+            row = _row(raw)
         except ValueError as exc:
             if torn_tail_ok and lineno == len(lines):
                 return
@@ -154,9 +160,7 @@ def read_rows(path: Path) -> Iterator[dict[str, Any]]:
             continue
         is_last = lineno == len(lines) or (lineno == len(lines) - 1 and complete)
         try:
-            row = json.loads(raw)
-            if not isinstance(row, dict):
-                raise ValueError("not a JSON object")
+            row = _row(raw)
         except ValueError as exc:
             if is_last and not complete:
                 _truncate_torn_tail(path, len(data) - len(raw))

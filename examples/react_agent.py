@@ -38,11 +38,11 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from pydantic import ConfigDict
 
+from cuer_agent.graphs.nodes import evidence_view, hop_view
 from cuer_agent.graphs.state import AgentContext
 from cuer_agent.llm.skills import (
     AnswerRequest,
     AnswerResponse,
-    EvidenceView,
     HopView,
     PlanRequest,
     PlanResponse,
@@ -82,14 +82,18 @@ def searches(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
     return hops
 
 
-def _hop_view(hop: dict[str, Any], with_evidence: bool) -> HopView:
+def record_of(hop: dict[str, Any]) -> dict[str, Any]:
+    """A search of `searches` as a `HopRecord` dict (what the agent's nodes and the trace
+    read)."""
     read = hop["read"]
-    chosen = set(read.get("selected", []))
-    evidence = tuple(EvidenceView(id=e["id"], title=e["title"], text=e["text"])
-                     for e in hop["evidence"] if e["id"] in chosen)
-    return HopView(hop=hop["hop"], subquery=hop["subquery"], finding=read.get("finding", ""),
-                   support=read.get("support", "unknown"), reason=read.get("reason", ""),
-                   evidence=evidence if with_evidence else ())
+    return {"hop": hop["hop"], "subquery": hop["subquery"], "retrieved": hop["evidence"],
+            "selected": read.get("selected", []), "finding": read.get("finding", ""),
+            "support": read.get("support", "unknown"), "confidence": read.get("confidence"),
+            "reason": read.get("reason", "")}
+
+
+def _hop_view(hop: dict[str, Any], with_evidence: bool) -> HopView:
+    return hop_view(record_of(hop), with_evidence)
 
 
 # ---------------------------------------------------------------------------- the model
@@ -140,8 +144,7 @@ class ExtractiveChatModel(BaseChatModel):
 
     def _read(self, question: str, hops: list[dict[str, Any]]) -> dict[str, Any]:
         hop = hops[-1]
-        evidence = tuple(EvidenceView(id=e["id"], title=e["title"], text=e["text"])
-                         for e in hop["evidence"])
+        evidence = tuple(evidence_view(e) for e in hop["evidence"])
         result = self.skills("read", ReadRequest(
             question=question, hop=hop["hop"], subquery=hop["subquery"], evidence=evidence,
             history=tuple(_hop_view(h, False) for h in hops[:-1])))
@@ -221,11 +224,7 @@ def trace_of(state: dict[str, Any], example_id: str = "") -> Trace:
                 Step(action=Action.VERIFY, hop=hop["hop"], state=StepState(
                     **common, selected=selected, candidate=read["finding"],
                     support=read["support"], confidence=read["confidence"]))]
-        hops.append(HopRecord(hop=hop["hop"], subquery=hop["subquery"],
-                              retrieved=hop["evidence"], selected=selected,
-                              finding=read.get("finding", ""),
-                              support=read.get("support", "unknown"),
-                              confidence=read.get("confidence"), reason=read.get("reason", "")))
+        hops.append(HopRecord.model_validate(record_of(hop)))
     last = messages[-1]
     final = last.additional_kwargs.get("answer", {}) if isinstance(last, AIMessage) else {}
     answer = str(last.content) if final else ""

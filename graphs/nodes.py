@@ -52,13 +52,15 @@ def _spend(state: AgentState, result: SkillResult) -> dict[str, Any]:
     }
 
 
-def _view(ev: dict[str, Any]) -> EvidenceView:
+def evidence_view(ev: dict[str, Any]) -> EvidenceView:
+    """An `Evidence` dict as a skill request shows it."""
     return EvidenceView(id=ev["id"], title=ev["title"], text=ev["text"])
 
 
-def _hop_view(rec: dict[str, Any], with_evidence: bool) -> HopView:
+def hop_view(rec: dict[str, Any], with_evidence: bool) -> HopView:
+    """A `HopRecord` dict as a skill request shows it (evidence: the selected items)."""
     chosen = set(rec["selected"])
-    evidence = tuple(_view(ev) for ev in rec["retrieved"] if ev["id"] in chosen)
+    evidence = tuple(evidence_view(ev) for ev in rec["retrieved"] if ev["id"] in chosen)
     return HopView(hop=rec["hop"], subquery=rec["subquery"], finding=rec["finding"],
                    support=rec["support"], reason=rec.get("reason", ""),
                    evidence=evidence if with_evidence else ())
@@ -68,12 +70,12 @@ def _history(state: AgentState, *, with_evidence: bool = False,
              skip_current: bool = False) -> tuple[HopView, ...]:
     """The finished hops as the planner, reader or answerer sees them (last attempts)."""
     hops = state["hops"][:-1] if skip_current else state["hops"]
-    return tuple(_hop_view(rec, with_evidence) for rec in hops)
+    return tuple(hop_view(rec, with_evidence) for rec in hops)
 
 
 def _attempts(rec: dict[str, Any]) -> tuple[HopView, ...]:
     """Every attempt of a hop so far, oldest first (what a retry request shows)."""
-    return tuple(_hop_view(a, False) for a in [*rec.get("attempts", []), rec])
+    return tuple(hop_view(a, False) for a in [*rec.get("attempts", []), rec])
 
 
 # --- agent nodes ------------------------------------------------------------------------------
@@ -122,7 +124,7 @@ def read(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     attempt = int(state.get("attempt", 1))
     retrying = attempt > 1 and bool(state["hops"]) and state["hops"][-1]["hop"] == hop
     request = ReadRequest(question=state["question"], hop=hop, subquery=query,
-                          evidence=tuple(_view(ev) for ev in evidence),
+                          evidence=tuple(evidence_view(ev) for ev in evidence),
                           history=_history(state, skip_current=retrying))
     result = runtime.context.skills("read", request)
     update = _spend(state, result)
@@ -190,7 +192,7 @@ def answer_from_context(state: AgentState, runtime: Runtime[AgentContext]) -> di
     """Single-shot SELECT + ANSWER: the answer's used ids are the selection."""
     evidence = state["retrieved"]
     hop_view = HopView(hop=1, subquery=state["question"],
-                       evidence=tuple(_view(ev) for ev in evidence))
+                       evidence=tuple(evidence_view(ev) for ev in evidence))
     update = _answer(state, runtime, AnswerRequest(question=state["question"],
                                                    hops=(hop_view,)))
     used = update["final"]["used_ids"]

@@ -37,7 +37,7 @@ from typing_extensions import TypedDict
 
 from cuer_agent.errors import CuerError
 from cuer_agent.graphs import nodes
-from cuer_agent.graphs.state import AgentContext, AgentState
+from cuer_agent.graphs.state import AgentContext, AgentState, initial_state
 from cuer_agent.trace import build_trace
 
 Node = Callable[[AgentState, Runtime[AgentContext]], dict[str, Any]]
@@ -163,21 +163,16 @@ def prepare(state: ServerState, runtime: Runtime[Any]) -> dict[str, Any]:
                          else runtime.context)
     example_id = state.get("example_id") or (
         "q-" + hashlib.sha256(question.encode("utf-8")).hexdigest()[:12])
-    return {"example_id": example_id, "question": question, "hop_budget": ctx.hop_budget,
-            "retries_per_hop": ctx.retries_per_hop, "k": ctx.k, "hop": 0, "attempt": 0,
-            "subquery": "", "retrieved": [], "hops": [], "done": False, "final": {},
-            "cost": {"llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0},
-            "parse_failures": 0}
+    return dict(initial_state(example_id, question, hop_budget=ctx.hop_budget, k=ctx.k,
+                              retries_per_hop=ctx.retries_per_hop))
 
 
 def _finish(mode: Literal["agentic", "single_shot"]) -> Node:
-    def finish(state: AgentState, runtime: Runtime[Any]) -> dict[str, Any]:
+    def finish(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         """The answer, its confidence and the observable trace, as the run's output."""
-        context = runtime.context
-        if not isinstance(context, AgentContext):
-            context = live_context(server_context(context))
-        meta = {"mode": mode, "k": state["k"], "backend": context.skills.backend.name,
-                "model": context.skills.backend.model}
+        backend = runtime.context.skills.backend
+        meta = {"mode": mode, "k": state["k"], "backend": backend.name,
+                "model": backend.model}
         trace = build_trace(dict(state), mode, meta)
         return {"final_answer": trace.answer, "confidence": trace.confidence,
                 "observable_trace": trace.model_dump(mode="json")}
@@ -199,7 +194,7 @@ def agent() -> CompiledStateGraph:
     builder = _builder()
     for name in ("plan", "retrieve", "read", "answer"):
         builder.add_node(name, _live(getattr(nodes, name)))
-    builder.add_node("finish", _finish("agentic"))
+    builder.add_node("finish", _live(_finish("agentic")))
     builder.add_edge("prepare", "plan")
     builder.add_conditional_edges("plan", after_plan, ["retrieve", "answer"])
     builder.add_edge("retrieve", "read")
@@ -214,7 +209,7 @@ def single_shot() -> CompiledStateGraph:
     builder = _builder()
     builder.add_node("retrieve", _live(nodes.retrieve_question))
     builder.add_node("answer", _live(nodes.answer_from_context))
-    builder.add_node("finish", _finish("single_shot"))
+    builder.add_node("finish", _live(_finish("single_shot")))
     builder.add_edge("prepare", "retrieve")
     builder.add_edge("retrieve", "answer")
     builder.add_edge("answer", "finish")

@@ -17,7 +17,7 @@ from typing import Any
 
 from cuer_agent.config import StudyConfig
 from cuer_agent.data import Example
-from cuer_agent.diagnosers import Diagnoser, get_diagnoser
+from cuer_agent.diagnosers import Diagnoser, DiagnosisView, get_diagnoser
 from cuer_agent.diagnosers._probe import ExecutionProbe
 from cuer_agent.execution import Executor, RunResult
 from cuer_agent.llm.backends import SkillClient
@@ -62,19 +62,24 @@ class DiagnoseFailed:
             probe = (ExecutionProbe(self.executor, run, oracle,
                                     budget=2 * self.config.diagnose.probe_budget + 2)
                      if d.probing else None)
-            keys: list[str] = []
-            try:
-                with self.executor.skills.collect() as keys:
-                    view = make_view(d, run.trace, example.answer, self.config.diagnose.seed)
-                    diagnosis = d.diagnose(view, probe)
-            except Exception as exc:  # one trace's failure must not stop the study
-                # The requests it made before failing were spent all the same.
-                rows.append({**base, "pred_hop": None, "pred_stage": None,
-                             "calls": len(keys), "tokens": 0,
-                             "error": f"{type(exc).__name__}: {exc}"[:300]})
-                continue
-            tokens = diagnosis.cost.tokens + (probe.tokens if probe else 0)
-            rows.append({**base, "pred_hop": diagnosis.hop, "pred_stage": diagnosis.stage,
-                         "propagated": diagnosis.propagated, "cause": diagnosis.cause,
-                         "calls": len(keys), "tokens": tokens, "error": ""})
+            view = make_view(d, run.trace, example.answer, self.config.diagnose.seed)
+            rows.append({**base, **diagnosis_fields(d, view, probe, self.executor.skills)})
         return rows
+
+
+def diagnosis_fields(d: Diagnoser, view: DiagnosisView, probe: ExecutionProbe | None,
+                     skills: SkillClient) -> dict[str, Any]:
+    """One diagnosis as row fields: {pred_hop, pred_stage, propagated, cause, calls,
+    tokens, error}. A diagnoser that raises gives an error row (pred_hop None) with the
+    requests it made before failing, which were spent all the same."""
+    keys: list[str] = []
+    try:
+        with skills.collect() as keys:
+            diagnosis = d.diagnose(view, probe)
+    except Exception as exc:  # one trace's failure must not stop the study
+        return {"pred_hop": None, "pred_stage": None, "calls": len(keys), "tokens": 0,
+                "error": f"{type(exc).__name__}: {exc}"[:300]}
+    tokens = diagnosis.cost.tokens + (probe.tokens if probe else 0)
+    return {"pred_hop": diagnosis.hop, "pred_stage": diagnosis.stage,
+            "propagated": diagnosis.propagated, "cause": diagnosis.cause,
+            "calls": len(keys), "tokens": tokens, "error": ""}

@@ -35,9 +35,10 @@ from cuer_agent.config import StudyConfig
 from cuer_agent.data import Example
 from cuer_agent.diagnosers import Diagnoser, diagnoser_names, get_diagnoser
 from cuer_agent.errors import CuerError, DataError
-from cuer_agent.experiments.diagnose import CLEAN
+from cuer_agent.experiments.diagnose import CLEAN, diagnosis_fields
 from cuer_agent.experiments.diagnose_summary import diagnoser_summaries
 from cuer_agent.interchange import ImportedTrace, Unmapped, import_spans, read_spans
+from cuer_agent.interchange.export import record_metrics
 from cuer_agent.metrics import recall_correct
 from cuer_agent.runs import canonical_json, scan_rows, write_atomic
 from cuer_agent.testing import make_view
@@ -76,12 +77,8 @@ def load_traces(path: Path, fmt: str, retrieval_tools: tuple[str, ...] = ()
         raise DataError(path, "a directory, not a traces file")
     if not path.is_file():
         raise DataError(path, "no such file")
-    metrics = {}
     beside = path.parent / "records.jsonl"
-    if beside.exists() and beside != path:
-        metrics = {r["record"]["record_id"]: r.get("metrics") or {}
-                   for r in scan_rows(beside, torn_tail_ok=True)
-                   if "record_id" in (r.get("record") or {})}
+    metrics = record_metrics(beside) if beside != path else {}
     out = []
     for i, row in enumerate(scan_rows(path), start=1):
         try:
@@ -150,19 +147,8 @@ def diagnose_one(item: ImportedTrace, diagnosers: list[Diagnoser], example: Exam
                          "tokens": 0, "error": "no gold example matches this trace "
                                                "(by example id or question)"})
             continue
-        keys: list[str] = []
-        try:
-            with skills.collect() as keys:
-                view = make_view(d, trace, example.answer if example else "",
-                                 config.diagnose.seed)
-                diagnosis = d.diagnose(view, None)
-        except Exception as exc:  # one trace's failure must not stop the others
-            rows.append({**row, "pred_hop": None, "pred_stage": None, "calls": len(keys),
-                         "tokens": 0, "error": f"{type(exc).__name__}: {exc}"[:300]})
-            continue
-        rows.append({**row, "pred_hop": diagnosis.hop, "pred_stage": diagnosis.stage,
-                     "propagated": diagnosis.propagated, "cause": diagnosis.cause,
-                     "calls": len(keys), "tokens": diagnosis.cost.tokens, "error": ""})
+        view = make_view(d, trace, example.answer if example else "", config.diagnose.seed)
+        rows.append({**row, **diagnosis_fields(d, view, None, skills)})
     return rows
 
 

@@ -31,7 +31,6 @@ because traces keep no timings. A re-export gives the same bytes.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,7 +43,7 @@ from cuer_agent.interchange._otlp import (
     STATUS_OK,
     attribute,
 )
-from cuer_agent.runs import scan_rows
+from cuer_agent.runs import canonical_json, scan_rows
 from cuer_agent.trace import Action, HopAttempt, Step, Trace
 
 SERVICE_NAME = "cuer-agent"
@@ -57,10 +56,6 @@ NODE_OF = {Action.PLAN: "plan", Action.RETRIEVE: "retrieve", Action.SELECT: "rea
 
 def _digest(*parts: object) -> str:
     return hashlib.sha256("\x1f".join(map(str, parts)).encode("utf-8")).hexdigest()
-
-
-def _compact(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 @dataclass
@@ -96,10 +91,10 @@ def _retriever_attrs(attempt: HopAttempt) -> list[dict[str, Any]]:
         prefix = f"retrieval.documents.{i}.document"
         attrs += [attribute(f"{prefix}.id", ev.id), attribute(f"{prefix}.content", ev.text),
                   attribute(f"{prefix}.score", float(ev.score)),
-                  attribute(f"{prefix}.metadata", _compact({"rank": ev.rank,
+                  attribute(f"{prefix}.metadata", canonical_json({"rank": ev.rank,
                                                              "title": ev.title}))]
     rest = attempt.model_dump(mode="json", exclude={"subquery", "retrieved", "attempts"})
-    return [*attrs, attribute("metadata", _compact({"cuer.attempt": rest}))]
+    return [*attrs, attribute("metadata", canonical_json({"cuer.attempt": rest}))]
 
 
 def _llm_attrs(model: str, prompt: str, reply: str) -> list[dict[str, Any]]:
@@ -156,7 +151,7 @@ def trace_request(trace: Trace, trace_id: str, *, study: str = "",
         attribute("llm.token_count.prompt", cost.prompt_tokens),
         attribute("llm.token_count.completion", cost.completion_tokens),
         attribute("llm.token_count.total", cost.prompt_tokens + cost.completion_tokens),
-        attribute("metadata", _compact(metadata)), *_evaluations(diagnoses or [])])
+        attribute("metadata", canonical_json(metadata)), *_evaluations(diagnoses or [])])
     if trace.status == "error":
         root["status"] = {"code": STATUS_ERROR, "message": trace.error}
     attempts = {(a.hop, a.attempt): a for h in trace.hops for a in (*h.attempts, h)}
@@ -166,7 +161,7 @@ def trace_request(trace: Trace, trace_id: str, *, study: str = "",
         node = NODE_OF[first.action]
         chain = b.open(node, "CHAIN", root["spanId"], [
             attribute("graph.node.id", node),
-            attribute("metadata", _compact({"cuer.steps": [s.model_dump(mode="json")
+            attribute("metadata", canonical_json({"cuer.steps": [s.model_dump(mode="json")
                                                            for s in group]}))])
         attempt = attempts.get((first.hop, first.attempt))
         if node == "retrieve" and attempt is not None:
@@ -200,14 +195,20 @@ def trace_files(run_dir: Path) -> list[Path]:
     return files
 
 
-def _by_record(path: Path, key: str = "record_id") -> dict[str, list[dict[str, Any]]]:
+def _by_record(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """A study file's rows by record id (none when the file is absent)."""
     out: dict[str, list[dict[str, Any]]] = {}
     if path.exists():
         for row in scan_rows(path, torn_tail_ok=True):
-            rid = row.get(key) or (row.get("record") or {}).get("record_id")
+            rid = row.get("record_id") or (row.get("record") or {}).get("record_id")
             if rid:
                 out.setdefault(rid, []).append(row)
     return out
+
+
+def record_metrics(records: Path) -> dict[str, dict[str, Any]]:
+    """record id → its metrics, from a study's records.jsonl (labels: for scoring only)."""
+    return {rid: rows[0].get("metrics") or {} for rid, rows in _by_record(records).items()}
 
 
 def run_requests(run_dir: Path) -> Iterator[dict[str, Any]]:
@@ -217,8 +218,7 @@ def run_requests(run_dir: Path) -> Iterator[dict[str, Any]]:
     for path in trace_files(run_dir):
         study = str(path.parent.relative_to(run_dir))
         diagnoses = _by_record(path.parent / "diagnoses.jsonl")
-        metrics = {rid: rows[0].get("metrics")
-                   for rid, rows in _by_record(path.parent / "records.jsonl").items()}
+        metrics = record_metrics(path.parent / "records.jsonl")
         for row in scan_rows(path, torn_tail_ok=True):  # a run still being written
             trace = Trace.model_validate(row["trace"])
             record = row.get("record") or {}
@@ -234,7 +234,7 @@ def export_run(run_dir: Path, out: Path) -> int:
     tmp = out.with_name(out.name + ".part")
     with open(tmp, "w", encoding="utf-8") as fh:
         for request in run_requests(run_dir):
-            fh.write(_compact(request) + "\n")
+            fh.write(canonical_json(request) + "\n")
             n += 1
     tmp.replace(out)
     return n
@@ -262,7 +262,7 @@ def traces_url(endpoint: str) -> str:
 
 def _body(request: dict[str, Any], protobuf: bool) -> tuple[bytes, str]:
     if not protobuf:
-        return _compact(request).encode("utf-8"), "application/json"
+        return canonical_json(request).encode("utf-8"), "application/json"
     try:
         from google.protobuf import json_format
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (

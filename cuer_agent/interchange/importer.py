@@ -137,9 +137,12 @@ def text_of(value: Any, keys: tuple[str, ...], roles: tuple[str, ...], *,
 
 def _doc_id(span: Span, i: int, content: str, meta: dict[str, Any]) -> str:
     given = span.attributes.get(f"retrieval.documents.{i}.document.id") or meta.get("id")
-    if given:
-        return str(given)
-    return "doc-" + hashlib.sha1(content.encode("utf-8")).hexdigest()[:12]
+    return str(given) if given else content_id(content)
+
+
+def content_id(text: str) -> str:
+    """The id of a document that came without one: a hash of its text."""
+    return "doc-" + hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
 
 
 def documents(span: Span) -> list[Evidence]:
@@ -172,8 +175,8 @@ def tool_documents(span: Span) -> list[Evidence]:
         value = _message_text(value)[1]
     text = value if isinstance(value, str) else json.dumps(value)
     blocks = [b.strip() for b in text.split("\n\n") if b.strip()]
-    return [Evidence(id="doc-" + hashlib.sha1(b.encode("utf-8")).hexdigest()[:12], title="",
-                     text=b, rank=i) for i, b in enumerate(blocks, start=1)]
+    return [Evidence(id=content_id(b), title="", text=b, rank=i)
+            for i, b in enumerate(blocks, start=1)]
 
 
 def _tool_name(span: Span) -> str:
