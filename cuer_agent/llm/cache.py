@@ -20,6 +20,7 @@ import hashlib
 import json
 import sqlite3
 import threading
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,22 @@ class CachedReply:
     run's retry count does not depend on what the cache held when it resumed."""
 
 
+def _enable_wal(conn: sqlite3.Connection, *, patience: float) -> None:
+    """Switch the file to WAL. Two processes opening a new cache at once race to convert
+    it, and SQLite answers the loser "database is locked" at once — the busy timeout does
+    not cover a journal-mode change — so it asks again until the winner is done (the mode
+    is then already WAL: a no-op)."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 class ResponseCache:
     """SQLite-backed map from `cache_key` to `CachedReply`."""
 
@@ -60,8 +77,8 @@ class ResponseCache:
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False,
                                      isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA busy_timeout=30000")
+        _enable_wal(self._conn, patience=30.0)
         # WAL + NORMAL: a crash of the process never loses a committed reply; only a power
         # loss could drop the last few, which the cache simply re-requests.
         self._conn.execute("PRAGMA synchronous=NORMAL")
