@@ -118,6 +118,9 @@ RayAddress = Annotated[str | None, typer.Option(
     help="Ray cluster to attach to, e.g. auto or ray://head:10001 (default: start a local "
          "Ray).")]
 NoCache = Annotated[bool, typer.Option("--no-cache", help="Do not use the response cache.")]
+AgentRef = Annotated[str | None, typer.Option(
+    "--agent", help="Your LangGraph agent: module:factory or path/file.py:factory, the "
+                    "factory returning (graph, AgentSpec). Default: cuer-agent's own.")]
 Retries = Annotated[int | None, typer.Option(
     "--retries", help="Retries per hop when VERIFY finds a hop unsupported (default 1; "
                       "0 = the agent never retries).")]
@@ -188,6 +191,14 @@ def _persistence(value: str | None) -> str:
     return value
 
 
+def _check_agent(ref: str | None) -> None:
+    """--agent: the factory is imported, called and its spec checked against its graph
+    before any work (a mismatch is one line, exit 2)."""
+    if ref is not None:
+        from cuer_agent.agents import load_agent
+        load_agent(ref)
+
+
 def _parallelism(backend: str, concurrency: int | None, executor: str, workers: int | None,
                  ray_address: str | None) -> Parallelism:
     """The --executor/--concurrency/--workers/--ray-address policy; bad values fail here,
@@ -206,6 +217,7 @@ def run_cmd(
     path: Annotated[Path | None, typer.Option(help="Data file (original format).")] = None,
     hops: Annotated[int, typer.Option(help="Hop budget (synthetic: also H-hop questions).")] = 3,
     mode: Annotated[str, typer.Option(help="agentic or single-shot.")] = "agentic",
+    agent: AgentRef = None,
     backend: Backend = "extractive",
     model: Model = None,
     base_url: BaseUrl = None,
@@ -237,6 +249,9 @@ def run_cmd(
         raise CuerError(f"--hops must be >= 1, got {hops}")
     if n is not None and n < 1:
         raise CuerError(f"--n must be >= 1, got {n}")
+    if agent is not None and modes[mode] != "agentic":
+        raise CuerError("--agent runs your agent: it does not combine with --mode single-shot")
+    _check_agent(agent)
     config = AgentConfig(mode=modes[mode], hop_budget=hops, k=k,  # type: ignore[arg-type]
                          retries_per_hop=1 if retries is None else retries)
     engine = _engine(StudyConfig(), backend, model, base_url, timeout, threads, omit)
@@ -245,12 +260,12 @@ def run_cmd(
     ds = load_study_data(dataset, path, n, hops, seed)
     run_config = {"command": "run", "dataset": ds.name, "source": ds.source, "n": n,
                   "mode": config.mode, "hop_budget": hops, "k": k, "seed": seed,
-                  "retries_per_hop": config.retries_per_hop,
+                  "retries_per_hop": config.retries_per_hop, "agent": agent,
                   "backend": _recorded(engine, skills)}
     run_dir = RunDir(out)
     run_dir.open(run_config)
     executor = Executor(skills, config, meta={"backend": backend,
-                                              "model": skills.backend.model})
+                                              "model": skills.backend.model}, agent=agent)
     summary = run_dataset(ds, executor, run_dir, show_progress=progress,
                           parallel=parallel)
     invocation = skills.ledger.to_dict()
@@ -357,6 +372,7 @@ def propagate_cmd(
     retries: Retries = None,
     gold_hops: Annotated[str | None, typer.Option(help="Keep only examples with these gold "
                                                   "hop counts, e.g. 3,4.")] = None,
+    agent_ref: AgentRef = None,
     backend: Backend = "extractive",
     model: Model = None,
     base_url: BaseUrl = None,
@@ -385,6 +401,7 @@ def propagate_cmd(
         get_fault(name)  # unknown name → one error line, before any work
     if hops < 1:
         raise CuerError(f"--hops must be >= 1, got {hops}")
+    _check_agent(agent_ref)
     config = PropagationConfig(faults=chosen, hop_operators=hop_operators, strict=strict,
                                seed=seed, fault_persistence=_persistence(fault_persistence))
     agent = AgentConfig(hop_budget=hops, retries_per_hop=1 if retries is None else retries)
@@ -394,13 +411,14 @@ def propagate_cmd(
     ds = load_study_data(dataset, path, n, hops, seed, gold_hops)
     run_dir = RunDir(out)
     run_dir.open({"command": "propagate", "source": ds.source, "hop_budget": hops,
-                  "retries_per_hop": agent.retries_per_hop,
+                  "retries_per_hop": agent.retries_per_hop, "agent": agent_ref,
                   "data": {"dataset": ds.name, "path": str(path) if path else None, "n": n,
                            "hops": hops if dataset == "synthetic" else None, "seed": seed,
                            "gold_hops": gold_hops},
                   "backend": _recorded(engine, skills),
                   "propagation": config.model_dump(mode="json")})
-    executor = Executor(skills, agent, meta={"backend": backend, "model": skills.backend.model})
+    executor = Executor(skills, agent, meta={"backend": backend, "model": skills.backend.model},
+                        agent=agent_ref)
     summary = run_and_summarize(ds, executor, run_dir, config, show_progress=progress,
                                 parallel=parallel)
     for table in propagation_tables(summary):
@@ -491,6 +509,7 @@ def evaluate_cmd(
     seed: Annotated[int | None, typer.Option(help="Seed (synthetic world, faults).")] = None,
     retries: Retries = None,
     fault_persistence: FaultPersistence = None,
+    agent_ref: AgentRef = None,
     out: Annotated[Path | None, typer.Option(help="Run directory (default "
                                              "runs/evaluate-<dataset>-h<hops>).")] = None,
     cache: CachePath = None,
@@ -514,7 +533,8 @@ def evaluate_cmd(
                   seed=seed)
     if data.n is None:
         data = data.model_copy(update={"n": 100})
-    agent = merged(study, "agent", hops=hops, retries_per_hop=retries)
+    agent = merged(study, "agent", hops=hops, retries_per_hop=retries, factory=agent_ref)
+    _check_agent(agent.factory)
     if data.dataset == "synthetic":
         data = data.model_copy(update={"hops": data.hops or agent.hops})
     fault_names = _names(faults) if faults else None

@@ -90,6 +90,9 @@ class BackendSection(_Section):
 
 
 class AgentSection(_Section):
+    factory: str | None = None
+    """The agent under test: ``module:factory`` or ``path/file.py:factory`` returning
+    ``(graph, AgentSpec)`` (`cuer_agent.agents`); None: cuer-agent's own agent."""
     hops: int = Field(3, ge=1, le=8)
     """Hop budget of the agent (synthetic world: also the questions' hop count)."""
     k: int = Field(5, ge=1)

@@ -1,21 +1,25 @@
-"""Run a system on an example; fork a run at hop h and let the same agent re-execute the suffix.
+"""Run an agent on an example; fork a run at hop h and let the same agent re-execute the suffix.
 
-Semantics (tested in tests/test_execution.py):
+The agent is a compiled LangGraph graph and its `AgentSpec` (`cuer_agent.agents`): our
+agent, the single-shot system, or a user's graph (``agent="module:factory"``). Nothing
+below knows more of an agent than its spec says. Semantics (tests/test_execution.py,
+tests/test_agent_spec.py):
 
-* **run** streams the compiled graph and keeps a JSON-native *snapshot* of the state
-  after every node, keyed ``"<hop>:<node>"`` for a hop's first attempt and
-  ``"<hop>.<attempt>:<node>"`` for its retries (hop and attempt of the step the node
-  appended); ``"0:start"`` is the initial state, ``"final:answer"`` the end.
+* **run** streams the compiled graph and keeps a *snapshot* of the state after every
+  node, keyed by the spec's step key (``"<hop>:<role>"``, ``"<hop>.<attempt>:<role>"``
+  for a retry, ``"final:answer"``); ``"0:start"`` is the initial state.
 * **fork(base, hop, boundary, edit, condition)** copies the snapshot at a boundary of
   hop *h*, applies `edit`, seeds a fresh thread with it via ``update_state(...,
   as_node=<node>)`` and resumes with ``invoke(None)``: LangGraph's own edges choose what
   runs next, and nothing before the boundary runs again (no skill call is spent on the
   prefix). Boundaries: ``"plan"`` and ``"retrieve"`` (after hop h's *first* plan or
-  retrieval: where a fault meets the hop), ``"read"`` (after hop h's *last* read: the
-  boundary between hop h and h+1; ``read`` of hop 0 is the initial state).
+  retrieval: where a fault meets the hop), ``"read"`` (after hop h's *last* read — or,
+  for an agent that reads and plans in one node, after hop h's retrieval: the boundary
+  between hop h and h+1; ``read`` of hop 0 is the initial state).
 * **conditions**: a run may execute under a `Condition` (a fault in force, see
-  `cuer_agent.graphs.state`). The nodes consult it for the sub-query issued and the
-  evidence returned, and the executor caps the hop budget with it; a fork takes the
+  `cuer_agent.graphs.state`). The graph's tools consult it, through the run context,
+  for the sub-query issued and the evidence returned, and the executor caps the hop
+  budget (the spec's `budget_key`) with it; a fork takes the
   condition it is given (by default its base run's), and every later re-execution of the
   run — retries, regenerated suffixes, probes — meets the same fault.
 * **reanswer(base, overrides)** (frozen): replace some hops' evidence, keep every other
@@ -28,42 +32,41 @@ Semantics (tested in tests/test_execution.py):
 * **continue_retrieving(run)**: one hop more than the run took, with that hop repaired
   (a forced early stop is lifted; other faults still hold).
 
-Edits rewrite the observable trace tail consistently (an edited retrieval shows in the
-RETRIEVE step), because the trace must not reveal that an intervention happened.
+* **cost**: `RunResult.spent` counts the skill requests of one invocation (the
+  `SkillClient` request log: calls, tokens, invalid replies, retries). An agent that
+  counts nothing in its state gets its trace's cost from the same log, a fork's
+  including what its prefix cost.
+
+Edits go through the spec's writers, which rewrite the observable trace consistently
+(an edited retrieval shows in the RETRIEVE step), because the trace must not reveal
+that an intervention happened.
 """
 
 from __future__ import annotations
 
 import pickle
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from langgraph.graph.state import CompiledStateGraph
-
+from cuer_agent.agents import AgentSpec, Boundary, State, hop_of_key, load_agent
 from cuer_agent.data import Example
-from cuer_agent.graphs.agent import build_agent_graph
-from cuer_agent.graphs.single_shot import build_single_shot_graph
-from cuer_agent.graphs.state import (
-    AgentContext,
-    AgentState,
-    Condition,
-    initial_state,
-    wants_retry,
-)
-from cuer_agent.llm.backends import BackendError, SkillClient
+from cuer_agent.graphs.state import AgentState, Condition
+from cuer_agent.llm.backends import BackendError, RequestLog, SkillClient
 from cuer_agent.retrieval import Retriever
-from cuer_agent.trace import Action, Trace, build_trace
+from cuer_agent.trace import Cost, Trace, build_trace
 
-Boundary = Literal["plan", "retrieve", "read"]
 Mode = Literal["agentic", "single_shot"]
-Edit = Callable[[dict[str, Any]], dict[str, Any]]
+NO_COST = Cost()
+Edit = Callable[[AgentSpec, State], State]
+"""A fork's edit: the boundary's state in, the state to resume from out."""
 
 
 @dataclass(frozen=True)
 class AgentConfig:
-    """The system under test: mode, hop budget, evidence per hop, retries per hop."""
+    """The system under test: our agent or the single-shot system (`mode`) unless
+    `Executor` is given an agent, hop budget, evidence per hop, retries per hop."""
 
     mode: Mode = "agentic"
     hop_budget: int = 3
@@ -87,7 +90,7 @@ class RunResult:
     trace: Trace
     snapshots: dict[str, dict[str, Any]]
     nodes_run: list[str]
-    """Node executions of this invocation as snapshot keys ("2:read"), in order (a fork
+    """Node executions of this invocation as step keys ("2:read"), in order (a fork
     lists only its suffix)."""
     retriever: Retriever = field(repr=False)
     condition: Condition | None = field(default=None, repr=False)
@@ -98,30 +101,45 @@ class RunResult:
     """Skill calls and tokens of this invocation only (a fork's trace cost also counts
     the prefix it inherited; this does not)."""
     final_state: dict[str, Any] = field(default_factory=dict, repr=False)
+    question: str = ""
+    cost_at: dict[str, Cost] = field(default_factory=dict, repr=False)
+    """Skill cost of the run up to each snapshot (prefix included)."""
 
     @property
     def nodes(self) -> list[str]:
-        """Node names of `nodes_run`, without hops."""
+        """Roles of `nodes_run`, without hops (our agent: its node names)."""
         return [key.split(":", 1)[1] for key in self.nodes_run]
 
 
+def our_system(mode: Mode) -> tuple[Any, AgentSpec]:
+    """Our agent or the single-shot system, with its spec."""
+    from cuer_agent.graphs import agent, single_shot
+
+    return agent.build() if mode == "agentic" else single_shot.build()
+
+
 class Executor:
-    """Runs one system configuration; the graph is compiled once and reused."""
+    """Runs one agent; the graph is compiled (or the user's factory called) once and
+    reused. `agent`: ``module:factory`` or ``file.py:factory`` (None: our system of
+    ``config.mode``)."""
 
     def __init__(self, skills: SkillClient, config: AgentConfig | None = None,
-                 meta: dict[str, Any] | None = None) -> None:
+                 meta: dict[str, Any] | None = None, agent: str | None = None) -> None:
         self.skills = skills
         self.config = config or AgentConfig()
-        self.graph: CompiledStateGraph = (build_agent_graph() if self.config.mode == "agentic"
-                                          else build_single_shot_graph())
+        self.agent = agent
+        self.graph, self.spec = load_agent(agent) if agent else our_system(self.config.mode)
         # The hop budget is not in the trace's meta: a forced early stop runs under a
         # lowered budget, and the trace must not tell it apart from a run that spent its own.
-        self.meta = {"mode": self.config.mode, "k": self.config.k, **(meta or {})}
+        named = {"agent": self.spec.name} if agent else {}
+        self.meta = {"mode": self.spec.mode, "k": self.config.k, **named, **(meta or {})}
+        self._meta = meta
 
     # Pickled as its recipe; a worker process compiles its own graph (the checkpointer
     # holds live threads' state and is not shared).
     def __getstate__(self) -> dict[str, Any]:
-        return {"skills": self.skills, "config": self.config, "meta": self.meta}
+        return {"skills": self.skills, "config": self.config, "meta": self._meta,
+                "agent": self.agent}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(**state)  # type: ignore[misc]
@@ -129,109 +147,124 @@ class Executor:
     # -- running ----------------------------------------------------------------------------
     def run(self, example: Example, retriever: Retriever,
             condition: Condition | None = None) -> RunResult:
-        state = initial_state(example.id, example.question, hop_budget=self.config.hop_budget,
-                              k=self.config.k, retries_per_hop=self.config.retries_per_hop)
-        return self._execute(example.id, retriever, state, as_node=None, condition=condition)
+        config = self.config
+        state = self.spec.input(example.id, example.question, hop_budget=config.hop_budget,
+                                k=config.k, retries_per_hop=config.retries_per_hop)
+        return self._execute(example.id, example.question, retriever, state, as_node=None,
+                             condition=condition)
 
     def fork(self, base: RunResult, hop: int, boundary: Boundary, edit: Edit,
              condition: Condition | Literal["inherit"] | None = "inherit") -> RunResult:
         """Edit the state at a boundary of hop `hop` and re-execute the suffix, under
         `condition` (by default the base run's)."""
-        key = boundary_key(base.snapshots, hop, boundary)
-        edited = edit(_copy_state(base.snapshots[key]))
+        key = self.boundary_key(base, hop, boundary)
+        edited = edit(self.spec, _copy_state(base.snapshots[key]))
         active = base.condition if condition == "inherit" else condition
-        result = self._execute(base.example_id, base.retriever, edited, as_node=boundary,
-                               condition=active)
+        result = self._execute(base.example_id, base.question, base.retriever, edited,
+                               as_node=self.spec.boundaries[boundary][1], condition=active,
+                               inherited=base.cost_at.get(key, NO_COST))
         result.snapshots = {**_prefix(base.snapshots, key), key: edited, **result.snapshots}
+        result.cost_at = {**_prefix(base.cost_at, key), **result.cost_at}
         return result
 
+    def boundary_key(self, base: RunResult, hop: int, boundary: Boundary) -> str:
+        """The snapshot key of a boundary: after the *first* plan or retrieval of hop
+        `hop`, or after its *last* read (hop 0's read: the initial state)."""
+        role = self.spec.boundaries[boundary][0]
+        if hop == 0 and boundary in ("read", "answer"):
+            key = "0:start"
+        elif boundary in ("read", "answer"):
+            last = [k for k in base.snapshots if hop_of_key(k) == hop and k.endswith(f":{role}")]
+            key = last[-1] if last else f"{hop}:{role}"
+        else:
+            key = f"{hop}:{role}"
+        if key not in base.snapshots:
+            raise KeyError(f"no state after {boundary} of hop {hop}")
+        return key
+
     def snapshot(self, base: RunResult, hop: int, boundary: Boundary) -> dict[str, Any]:
-        """A deep copy of the state after `boundary` of hop `hop` (hop 0: the initial state)."""
-        return _copy_state(base.snapshots[boundary_key(base.snapshots, hop, boundary)])
+        """A deep copy of the state at a boundary of hop `hop` (hop 0: the initial state)."""
+        return _copy_state(base.snapshots[self.boundary_key(base, hop, boundary)])
 
     def reanswer(self, base: RunResult,
-                 overrides: dict[int, list[dict[str, Any]] | dict[str, Any]]) -> RunResult:
+                 overrides: Mapping[int, list[dict[str, Any]] | dict[str, Any]]) -> RunResult:
         """Frozen re-answer: replace hop h by `overrides[h]` — an evidence list (all of it
         selected, the finding kept) or a whole hop record — keep every other hop as
-        observed, and run only `answer`."""
-        last = len(base.final_state.get("hops", []))
-        state = self.snapshot(base, last, "read")
-        hops = []
-        for rec in state["hops"]:
-            new = overrides.get(rec["hop"])
-            if isinstance(new, list):
-                rec = {**rec, "retrieved": new, "selected": [ev["id"] for ev in new]}
-            elif isinstance(new, dict):
-                rec = new
-            hops.append(rec)
-        state = {**state, "hops": hops, "done": True}
-        return self._execute(base.example_id, base.retriever, state, as_node="read",
+        observed, and let the agent answer."""
+        last = len(self.spec.hops(base.final_state))
+        state = self.spec.with_hops(self.snapshot(base, last, "read"), overrides)
+        return self._execute(base.example_id, base.question, base.retriever, state,
+                             as_node=self.spec.boundaries["answer"][1],
                              condition=base.condition)
 
     def rerun_hop(self, run: RunResult, j: int) -> dict[str, Any] | None:
         """Hop j re-executed with hop j repaired: from the observed state after hop j−1 the
         agent plans, retrieves and reads hop j again (retries included), and stops there.
         None if it chose to answer."""
-        state = _resume(self.snapshot(run, j - 1, "read"))
-
-        def hop_j_done(key: str, after: dict[str, Any]) -> bool:
-            return hop_of_key(key) == j and key.endswith(":read") and not wants_retry(after)
-
-        result = self._execute(run.example_id, run.retriever, state, as_node="read",
-                               condition=_repaired(run.condition, j), stop=hop_j_done)
-        hops = result.final_state.get("hops", [])
+        spec = self.spec
+        result = self._execute(run.example_id, run.question, run.retriever,
+                               self.snapshot(run, j - 1, "read"),
+                               as_node=spec.boundaries["read"][1],
+                               condition=_repaired(run.condition, j),
+                               stop=lambda key, after: spec.hop_done(key, after, j))
+        hops = spec.hops(result.final_state)
         return hops[j - 1] if len(hops) >= j else None
 
     def repair_and_regenerate(self, run: RunResult, j: int) -> RunResult:
         """Keep hops < j as observed; the agent re-plans hop j with hop j repaired and
         continues on its own, under the fault as it held in the run."""
-        return self.fork(run, j - 1, "read", _resume, condition=_repaired(run.condition, j))
+        return self.fork(run, j - 1, "read", identity, condition=_repaired(run.condition, j))
 
     def continue_retrieving(self, run: RunResult) -> RunResult:
         """One more hop than the observed run took (hop n+1, repaired): the agent may
         search again."""
         n = len(run.trace.hops)
         return self.fork(run, n, "read",
-                         lambda s: {**s, "done": False, "hop_budget": max(s["hop_budget"], n + 1)},
+                         lambda spec, s: spec.with_budget(s, max(spec.budget(s), n + 1)),
                          condition=_repaired(run.condition, n + 1))
 
     # -- mechanics ----------------------------------------------------------------------------
-    def _execute(self, example_id: str, retriever: Retriever, state: dict[str, Any],
-                 as_node: str | None, condition: Condition | None = None,
-                 stop: Callable[[str, dict[str, Any]], bool] | None = None) -> RunResult:
-        context = AgentContext(skills=self.skills, retriever=retriever, condition=condition)
+    def _execute(self, example_id: str, question: str, retriever: Retriever,
+                 state: dict[str, Any], as_node: str | None,
+                 condition: Condition | None = None,
+                 stop: Callable[[str, dict[str, Any]], bool] | None = None,
+                 inherited: Cost = NO_COST) -> RunResult:
+        spec, graph = self.spec, self.graph
+        context = spec.context(self.skills, retriever, condition)
         if condition is not None:  # a forced early stop lowers the budget of every execution
-            state = {**state, "hop_budget": condition.hop_budget(state["hop_budget"])}
+            state = spec.with_budget(state, condition.hop_budget(spec.budget(state)))
         # A fresh thread per execution: forks never share checkpoints (safe in parallel).
         thread = {"configurable": {"thread_id": uuid.uuid4().hex}}
         per_hop = 3 * (1 + self.config.retries_per_hop) + 1
         limit = {"recursion_limit": per_hop * (self.config.hop_budget + 2) + 8}
         snapshots: dict[str, dict[str, Any]] = {}
+        cost_at: dict[str, Cost] = {}
         nodes_run: list[str] = []
         current: dict[str, Any] = _copy_state(state)
         if as_node is None:
             snapshots["0:start"] = _copy_state(state)
+            cost_at["0:start"] = inherited
             stream_input: Any = state
         else:
-            self.graph.update_state(thread, state, as_node=as_node)
+            graph.update_state(thread, state, as_node=as_node)
             stream_input = None
         error = ""
         collecting = self.skills.collect()
-        collected = collecting.__enter__()
+        log = collecting.__enter__()
         try:
             last_node = None
-            for mode, chunk in self.graph.stream(stream_input, {**thread, **limit},
-                                                 context=context,
-                                                 stream_mode=["updates", "values"],
-                                                 # forks start from our own snapshots,
-                                                 # so per-step checkpoints are waste
-                                                 durability="exit"):
+            for mode, chunk in graph.stream(stream_input, {**thread, **limit}, context=context,
+                                            stream_mode=["updates", "values"],
+                                            # forks start from our own snapshots,
+                                            # so per-step checkpoints are waste
+                                            durability="exit"):
                 if mode == "updates":
                     last_node = next(iter(chunk))
                 elif last_node is not None:
                     current = _copy_state(chunk)
-                    key = _snapshot_key(current, last_node)
+                    key = spec.step_key(current, last_node)
                     snapshots[key] = current
+                    cost_at[key] = _plus(inherited, log)
                     nodes_run.append(key)
                     if stop is not None and stop(key, current):
                         break
@@ -239,61 +272,32 @@ class Executor:
             error = str(exc)
         finally:
             collecting.__exit__(None, None, None)
-            self.graph.checkpointer.delete_thread(thread["configurable"]["thread_id"])
-        trace = build_trace(current, self.config.mode, self.meta, error=error)
-        keys = [k[:16] for k in collected]
-        before, after = state.get("cost", {}), current.get("cost", {})
-        spent = {name: after.get(name, 0) - before.get(name, 0) for name in after}
-        spent["parse_failures"] = (current.get("parse_failures", 0)
-                                   - state.get("parse_failures", 0))
-        spent["retries"] = collected.retries
-        return RunResult(example_id, trace, snapshots, nodes_run, retriever, condition, keys,
-                         spent, current)
+            graph.checkpointer.delete_thread(thread["configurable"]["thread_id"])
+        trace = spec.trace(current, example_id=example_id, question=question, meta=self.meta,
+                           cost=_plus(inherited, log), error=error)
+        spent = {"llm_calls": len(log), "prompt_tokens": log.prompt_tokens,
+                 "completion_tokens": log.completion_tokens,
+                 "parse_failures": log.parse_failures, "retries": log.retries}
+        return RunResult(example_id, trace, snapshots, nodes_run, retriever, condition,
+                         [k[:16] for k in log], spent, current, question, cost_at)
+
+
+def _plus(cost: Cost, log: RequestLog) -> Cost:
+    return Cost(llm_calls=cost.llm_calls + len(log),
+                prompt_tokens=cost.prompt_tokens + log.prompt_tokens,
+                completion_tokens=cost.completion_tokens + log.completion_tokens)
 
 
 def _copy_state(state: dict[str, Any]) -> dict[str, Any]:
-    """A deep copy of a (plain-data) state: a pickle round trip is ~6x faster than
-    `copy.deepcopy`, which matters at one copy per node per execution."""
+    """A deep copy of a state: a pickle round trip is ~6x faster than `copy.deepcopy`,
+    which matters at one copy per node per execution."""
     return pickle.loads(pickle.dumps(state, pickle.HIGHEST_PROTOCOL))  # type: ignore[no-any-return]
 
 
-def _snapshot_key(state: dict[str, Any], node: str) -> str:
-    """"<hop>:<node>" (first attempt) or "<hop>.<attempt>:<node>" (a retry), the hop and
-    attempt being those of the step the node just appended — a plan that decides to
-    answer belongs to the hop it declined, not to the last hop."""
-    if node == "answer":
-        return "final:answer"
-    last = (state.get("trace") or [{}])[-1]
-    attempt = int(last.get("attempt", 1))
-    hop = last.get("hop", 0)
-    return f"{hop}:{node}" if attempt == 1 else f"{hop}.{attempt}:{node}"
-
-
-def hop_of_key(key: str) -> int | None:
-    """The hop of a snapshot key ("2:read", "2.2:read" → 2; "final:answer" → None)."""
-    head = key.split(":", 1)[0].split(".", 1)[0]
-    return int(head) if head.isdigit() else None
-
-
-def boundary_key(snapshots: dict[str, dict[str, Any]], hop: int, boundary: str) -> str:
-    """The snapshot key of a boundary: after the *first* plan or retrieval of hop `hop`,
-    or after its *last* read (hop 0's read: the initial state)."""
-    if (hop, boundary) == (0, "read"):
-        key = "0:start"
-    elif boundary == "read":
-        reads = [k for k in snapshots if hop_of_key(k) == hop and k.endswith(":read")]
-        key = reads[-1] if reads else f"{hop}:read"
-    else:
-        key = f"{hop}:{boundary}"
-    if key not in snapshots:
-        raise KeyError(f"no state after {boundary} of hop {hop}")
-    return key
-
-
-def _prefix(snapshots: dict[str, dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
-    """The snapshots taken before `key` (insertion order is execution order)."""
-    out: dict[str, dict[str, Any]] = {}
-    for name, value in snapshots.items():
+def _prefix(items: dict[str, Any], key: str) -> dict[str, Any]:
+    """The entries taken before `key` (insertion order is execution order)."""
+    out: dict[str, Any] = {}
+    for name, value in items.items():
         if name == key:
             break
         out[name] = value
@@ -304,46 +308,27 @@ def _repaired(condition: Condition | None, hop: int) -> Condition | None:
     return None if condition is None else condition.repaired(hop)
 
 
-def _resume(state: dict[str, Any]) -> dict[str, Any]:
-    return {**state, "done": False}
-
-
-# --- edits: each returns a new state, with the trace tail rewritten consistently -----------
+# --- edits: each returns a new state through the spec's writers ------------------------------
 
 def replace_evidence(evidence: list[dict[str, Any]]) -> Edit:
     """After-retrieve edit: the hop sees `evidence` instead of what was retrieved."""
-    def edit(state: dict[str, Any]) -> dict[str, Any]:
-        trace = list(state["trace"])
-        last = trace[-1]
-        assert last["action"] == Action.RETRIEVE.value, "replace_evidence forks after retrieve"
-        ids = [ev["id"] for ev in evidence]
-        trace[-1] = {**last, "state": {**last["state"], "in_view": ids}}
-        return {**state, "retrieved": evidence, "trace": trace}
-    return edit
+    return lambda spec, state: spec.with_evidence(state, evidence)
 
 
 def replace_subquery(subquery: str) -> Edit:
     """After-plan edit: the hop searches with `subquery`."""
-    def edit(state: dict[str, Any]) -> dict[str, Any]:
-        trace = list(state["trace"])
-        last = trace[-1]
-        assert last["action"] == Action.PLAN.value, "replace_subquery forks after plan"
-        trace[-1] = {**last, "state": {**last["state"], "query": subquery}}
-        return {**state, "subquery": subquery, "trace": trace}
-    return edit
+    return lambda spec, state: spec.with_subquery(state, subquery)
 
 
-def force_answer() -> Edit:
+def force_answer(hops_taken: int) -> Edit:
     """After-read edit: no hop after this one — the budget becomes the hops taken, so the
-    agent's own `plan` answers ("the hop budget is spent"), as in a run that spent it."""
-    def edit(state: dict[str, Any]) -> dict[str, Any]:
-        return {**state, "done": False, "hop_budget": state.get("hop", 0)}
-    return edit
+    agent answers as in a run that spent its budget."""
+    return lambda spec, state: spec.with_budget(state, hops_taken)
 
 
-def identity(state: dict[str, Any]) -> dict[str, Any]:
+def identity(spec: AgentSpec, state: State) -> State:
     return state
 
 
 __all__ = ["AgentConfig", "AgentState", "Executor", "RunResult", "build_trace", "force_answer",
-           "identity", "replace_evidence", "replace_subquery"]
+           "hop_of_key", "identity", "our_system", "replace_evidence", "replace_subquery"]

@@ -21,12 +21,19 @@ its evidence the h-th tool message, its finding what the model says next.
   would name them with random uuids), so a run and an identity fork of it are byte for
   byte the same messages.
 
+* **The spec** (`ReactSpec`, what `--agent examples/react_agent.py:build` hands the study)
+  says where hops are in the messages: the ``llm`` node plans (a `search` call), reads
+  (what it says after a tool message) and answers; the ``tools`` node retrieves. Because
+  one ``llm`` execution reads hop h *and* plans hop h+1, the boundary between two hops is
+  the end of hop h's tool node: a fork there re-runs that one ``llm`` call.
+
 `trace_of(state)` reads the observable trace (`cuer_agent.trace.Trace`) from the messages.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -38,6 +45,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from pydantic import ConfigDict
 
+from cuer_agent.agents import AgentSpec, Boundary, Role, State
 from cuer_agent.graphs.nodes import evidence_view, hop_view
 from cuer_agent.graphs.state import AgentContext
 from cuer_agent.llm.skills import (
@@ -49,7 +57,7 @@ from cuer_agent.llm.skills import (
     ReadRequest,
     ReadResponse,
 )
-from cuer_agent.trace import Action, Cost, HopRecord, Step, StepState, Trace
+from cuer_agent.trace import Cost, Trace
 
 SEARCH = {"name": "search", "description": "Search the corpus; returns the top passages.",
           "parameters": {"type": "object", "properties": {"query": {"type": "string"}},
@@ -68,14 +76,14 @@ class ReactState(MessagesState, total=False):
 # ---------------------------------------------------------------------------- reading
 
 def searches(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
-    """One dict per finished search, in order: {hop, call, subquery (as sent), evidence,
-    read (what the next AI message says of it, {} before it is read)}."""
+    """One dict per search the tool node ran, in order: {hop, call, subquery (as sent),
+    evidence, read (what the next AI message says of it; None until one follows)}."""
     hops: list[dict[str, Any]] = []
     for i, message in enumerate(messages):
         if isinstance(message, ToolMessage) and message.name == "search":
             artifact = message.artifact or {}
             read = next((m.additional_kwargs.get("read", {}) for m in messages[i + 1:]
-                         if isinstance(m, AIMessage)), {})
+                         if isinstance(m, AIMessage)), None)
             hops.append({"hop": len(hops) + 1, "call": message.tool_call_id,
                          "subquery": artifact.get("query", ""),
                          "evidence": list(artifact.get("evidence", [])), "read": read})
@@ -85,7 +93,7 @@ def searches(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
 def record_of(hop: dict[str, Any]) -> dict[str, Any]:
     """A search of `searches` as a `HopRecord` dict (what the agent's nodes and the trace
     read)."""
-    read = hop["read"]
+    read = hop["read"] or {}
     return {"hop": hop["hop"], "subquery": hop["subquery"], "retrieved": hop["evidence"],
             "selected": read.get("selected", []), "finding": read.get("finding", ""),
             "support": read.get("support", "unknown"), "confidence": read.get("confidence"),
@@ -157,13 +165,20 @@ class ExtractiveChatModel(BaseChatModel):
 
 # ---------------------------------------------------------------------------- the graph
 
-def build(model: BaseChatModel | None = None) -> CompiledStateGraph:
-    """The ReAct agent; `model=None`: the run's own skills (`ExtractiveChatModel`)."""
+def build(model: BaseChatModel | None = None) -> tuple[CompiledStateGraph, ReactSpec]:
+    """The ReAct agent and its spec; `model=None`: the run's own skills
+    (`ExtractiveChatModel`). A given model is offered the `search` tool only while the
+    hop budget lasts, so a forced early stop holds for any model."""
 
     def llm(state: ReactState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
-        chat = model or ExtractiveChatModel(skills=runtime.context.skills,
-                                            hop_budget=state.get("hop_budget", HOP_BUDGET))
-        reply = chat.bind_tools([SEARCH]).invoke(state["messages"])
+        budget = state.get("hop_budget", HOP_BUDGET)
+        if model is None:
+            chat: Any = ExtractiveChatModel(skills=runtime.context.skills, hop_budget=budget)
+            chat = chat.bind_tools([SEARCH])
+        else:
+            spent = len(searches(state["messages"])) >= budget
+            chat = model if spent else model.bind_tools([SEARCH])
+        reply = chat.invoke(state["messages"])
         n = sum(isinstance(m, AIMessage) for m in state["messages"]) + 1
         return {"messages": [reply.model_copy(update={"id": f"ai-{n}"})]}
 
@@ -174,10 +189,7 @@ def build(model: BaseChatModel | None = None) -> CompiledStateGraph:
             hop = done + i
             query = runtime.context.issue(hop, 1, str(call["args"].get("query", "")))
             evidence = runtime.context.retrieve(hop, query, state.get("k", K))
-            text = "\n\n".join(f"[{e['id']}] {e['title']}: {e['text']}" for e in evidence)
-            out.append(ToolMessage(content=text or "(no results)", name="search",
-                                   tool_call_id=call["id"], id=f"tool-{hop}",
-                                   artifact={"query": query, "evidence": evidence}))
+            out.append(search_result(hop, call["id"], query, evidence))
         return {"messages": out}
 
     def route(state: ReactState) -> str:
@@ -190,7 +202,16 @@ def build(model: BaseChatModel | None = None) -> CompiledStateGraph:
     builder.add_edge(START, "llm")
     builder.add_conditional_edges("llm", route, ["tools", END])
     builder.add_edge("tools", "llm")
-    return builder.compile(checkpointer=InMemorySaver())
+    return builder.compile(checkpointer=InMemorySaver()), ReactSpec()
+
+
+def search_result(hop: int, call_id: str, query: str,
+                  evidence: list[dict[str, Any]]) -> ToolMessage:
+    """The tool message of hop `hop`: the passages as text (what a chat model reads) and
+    as an artifact (what the spec and the extractive reader read)."""
+    text = "\n\n".join(f"[{e['id']}] {e['title']}: {e['text']}" for e in evidence)
+    return ToolMessage(content=text or "(no results)", name="search", tool_call_id=call_id,
+                       id=f"tool-{hop}", artifact={"query": query, "evidence": evidence})
 
 
 def question_input(question: str, *, hop_budget: int = HOP_BUDGET,
@@ -199,40 +220,82 @@ def question_input(question: str, *, hop_budget: int = HOP_BUDGET,
             "hop_budget": hop_budget, "k": k}
 
 
-# ---------------------------------------------------------------------------- the trace
+# ---------------------------------------------------------------------------- the spec
+
+@dataclass(frozen=True)
+class ReactSpec(AgentSpec):
+    """Hop h = the h-th `search` call: PLAN = the call, RETRIEVE = its tool message,
+    the read = the next AI message."""
+
+    name: str = "react"
+    roles: Mapping[str, tuple[Role, ...]] = field(default_factory=lambda: {
+        "llm": ("plan", "read", "answer"), "tools": ("retrieve",)})
+    boundaries: Mapping[Boundary, tuple[Role, str]] = field(default_factory=lambda: {
+        "plan": ("plan", "llm"), "retrieve": ("retrieve", "tools"),
+        "read": ("retrieve", "tools"), "answer": ("retrieve", "tools")})
+    keys: tuple[str, ...] = ("messages", "k")
+    issues_query: Role = "retrieve"  # the tool node sends the query (`context.issue`)
+
+    def input(self, example_id: str, question: str, *, hop_budget: int, k: int,
+              retries_per_hop: int) -> State:
+        return question_input(question, hop_budget=hop_budget, k=k)
+
+    def step_key(self, state: State, node: str) -> str:
+        done, last = len(searches(state["messages"])), state["messages"][-1]
+        if node == "tools":
+            return f"{done}:retrieve"
+        return f"{done + 1}:plan" if getattr(last, "tool_calls", None) else "final:answer"
+
+    def hops(self, state: State) -> list[dict[str, Any]]:
+        return [record_of(h) for h in searches(state["messages"]) if h["read"] is not None]
+
+    def answer(self, state: State) -> dict[str, Any]:
+        last = state["messages"][-1]
+        if not isinstance(last, AIMessage) or last.tool_calls:
+            return {}
+        return {"answer": str(last.content), **last.additional_kwargs.get("answer", {})}
+
+    def with_evidence(self, state: State, evidence: list[dict[str, Any]]) -> State:
+        *before, last = state["messages"]
+        query = (last.artifact or {}).get("query", "")
+        hop = len(searches(state["messages"]))
+        return {**state, "messages": [*before, search_result(hop, last.tool_call_id, query,
+                                                             evidence)]}
+
+    def with_subquery(self, state: State, subquery: str) -> State:
+        *before, last = state["messages"]
+        calls = [{**last.tool_calls[0], "args": {"query": subquery}}, *last.tool_calls[1:]]
+        return {**state, "messages": [*before, last.model_copy(update={"tool_calls": calls})]}
+
+    def with_hops(self, state: State,
+                  overrides: Mapping[int, list[dict[str, Any]] | dict[str, Any]]) -> State:
+        messages, hop = list(state["messages"]), 0
+        for i, message in enumerate(messages):
+            if not (isinstance(message, ToolMessage) and message.name == "search"):
+                continue
+            hop += 1
+            new = overrides.get(hop)
+            if new is None:
+                continue
+            record = new if isinstance(new, dict) else {
+                "retrieved": new, "selected": [e["id"] for e in new]}
+            query = record.get("subquery", (message.artifact or {}).get("query", ""))
+            messages[i] = search_result(hop, message.tool_call_id, query, record["retrieved"])
+            after = next((j for j in range(i + 1, len(messages))
+                          if isinstance(messages[j], AIMessage)), None)
+            if after is not None:  # what the model said of this hop
+                read = {**messages[after].additional_kwargs.get("read", {}),
+                        **{k: record[k] for k in ("selected", "finding", "support",
+                                                  "confidence", "reason") if k in record}}
+                messages[after] = messages[after].model_copy(update={
+                    "additional_kwargs": {**messages[after].additional_kwargs, "read": read}})
+        return {**state, "messages": messages, "hop_budget": hop}  # no search after these
+
 
 def trace_of(state: dict[str, Any], example_id: str = "") -> Trace:
     """The observable trace of a ReAct run: a hop per `search` call (PLAN = the call,
     RETRIEVE = the tool message, SELECT/INFER/VERIFY = what the next AI message says of
     it), then ANSWER."""
-    messages = state["messages"]
-    hops, steps = [], []
-    for hop in searches(messages):
-        read = hop["read"]
-        ids = [e["id"] for e in hop["evidence"]]
-        selected = read.get("selected", [])
-        common = {"query": hop["subquery"], "in_view": ids}
-        steps += [Step(action=Action.PLAN, hop=hop["hop"], state=StepState(
-                           query=hop["subquery"])),
-                  Step(action=Action.RETRIEVE, hop=hop["hop"], state=StepState(**common))]
-        if read:
-            steps += [
-                Step(action=Action.SELECT, hop=hop["hop"],
-                     state=StepState(**common, selected=selected)),
-                Step(action=Action.INFER, hop=hop["hop"], state=StepState(
-                    **common, selected=selected, candidate=read["finding"])),
-                Step(action=Action.VERIFY, hop=hop["hop"], state=StepState(
-                    **common, selected=selected, candidate=read["finding"],
-                    support=read["support"], confidence=read["confidence"]))]
-        hops.append(HopRecord.model_validate(record_of(hop)))
-    last = messages[-1]
-    final = last.additional_kwargs.get("answer", {}) if isinstance(last, AIMessage) else {}
-    answer = str(last.content) if final else ""
-    steps.append(Step(action=Action.ANSWER, hop=0, state=StepState(
-        query=str(messages[0].content), candidate=answer,
-        confidence=final.get("confidence"))))
-    return Trace(example_id=example_id, question=str(messages[0].content), steps=tuple(steps),
-                 hops=tuple(hops), answer=answer, confidence=final.get("confidence"),
-                 used_ids=tuple(final.get("used_ids", [])),
-                 rationale=final.get("rationale", ""), cost=Cost(),
-                 meta={"agent": "react"})
+    question = str(state["messages"][0].content)
+    return ReactSpec().trace(state, example_id=example_id, question=question,
+                             meta={"agent": "react"}, cost=Cost())

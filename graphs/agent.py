@@ -18,6 +18,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from cuer_agent.graphs import nodes
+from cuer_agent.graphs.spec import AGENT_SPEC, OurAgentSpec
 from cuer_agent.graphs.state import AgentContext, AgentState
 
 
@@ -44,3 +45,9 @@ def build_agent_graph() -> CompiledStateGraph:
     builder.add_edge("answer", END)
     return builder.compile(checkpointer=InMemorySaver())
 
+
+
+def build() -> tuple[CompiledStateGraph, OurAgentSpec]:
+    """The agent and its `AgentSpec` (``--agent cuer_agent.graphs.agent:build`` is the
+    default agent)."""
+    return build_agent_graph(), AGENT_SPEC

@@ -11,6 +11,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from cuer_agent.graphs import nodes
+from cuer_agent.graphs.spec import SINGLE_SHOT_SPEC, OurAgentSpec
 from cuer_agent.graphs.state import AgentContext, AgentState
 
 
@@ -23,3 +24,8 @@ def build_single_shot_graph() -> CompiledStateGraph:
     builder.add_edge("answer", END)
     return builder.compile(checkpointer=InMemorySaver())
 
+
+
+def build() -> tuple[CompiledStateGraph, OurAgentSpec]:
+    """The single-shot system and its `AgentSpec`."""
+    return build_single_shot_graph(), SINGLE_SHOT_SPEC

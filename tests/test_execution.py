@@ -16,7 +16,6 @@ from cuer_agent.execution import (
     AgentConfig,
     Executor,
     RunResult,
-    boundary_key,
     force_answer,
     identity,
     replace_evidence,
@@ -126,7 +125,7 @@ def test_forced_answer_spends_a_skill_call_on_the_answer_only(hop: int) -> None:
     executor, recorder = make_executor()
     base = base_run(executor)
     recorder.requests.clear()
-    fork = executor.fork(base, hop - 1, "read", force_answer())
+    fork = executor.fork(base, hop - 1, "read", force_answer(hop - 1))
     assert fork.nodes == ["plan", "answer"]
     assert [skill for skill, _ in recorder.requests] == ["answer"]
     assert len(fork.trace.hops) == hop - 1
@@ -137,7 +136,7 @@ def test_forced_answer_leaves_the_note_of_a_spent_budget(hop: int) -> None:
     """A forced stop looks like a run whose budget ran out: the same PLAN note."""
     executor, _ = make_executor()
     base = base_run(executor)
-    fork = executor.fork(base, hop - 1, "read", force_answer())
+    fork = executor.fork(base, hop - 1, "read", force_answer(hop - 1))
     plan_notes = [s.note for s in fork.trace.steps if s.action.value == "PLAN"]
     assert plan_notes[-1] == BUDGET_SPENT == [s.note for s in base.trace.steps
                                               if s.action.value == "PLAN"][-1]
@@ -219,7 +218,7 @@ def test_identity_forks_on_30_synthetic_examples_are_exact_and_free() -> None:
                 recorder.requests.clear()
                 fork = executor.fork(base, hop, boundary, identity)  # type: ignore[arg-type]
                 assert fork.trace.to_json() == base.trace.to_json()
-                key = boundary_key(base.snapshots, hop, boundary)
+                key = executor.boundary_key(base, hop, boundary)  # type: ignore[arg-type]
                 suffix = base.nodes_run[base.nodes_run.index(key) + 1:]
                 assert fork.nodes_run == suffix
                 # retrieve calls no skill, nor does a plan that finds the budget spent

@@ -68,7 +68,7 @@ def _after_search(graph: Any, thread: str, hop: int) -> Any:
 
 def test_the_react_agent_answers_offline(examples: list[Example],
                                          context: AgentContext) -> None:
-    graph = react_agent.build()
+    graph, _ = react_agent.build()
     correct = 0
     for i, ex in enumerate(examples):
         state, _ = _run(graph, ex, context, f"answer-{i}")
@@ -81,7 +81,7 @@ def test_the_react_agent_answers_offline(examples: list[Example],
 
 def test_identity_forks_reproduce_the_run_byte_for_byte(examples: list[Example],
                                                          context: AgentContext) -> None:
-    graph = react_agent.build()
+    graph, _ = react_agent.build()
     for i, ex in enumerate(examples[:5]):
         base, _ = _run(graph, ex, context, f"base-{i}")
         for hop in range(1, len(react_agent.searches(base["messages"])) + 1):
@@ -94,7 +94,7 @@ def test_identity_forks_reproduce_the_run_byte_for_byte(examples: list[Example],
 
 def test_a_fault_at_hop_2_reexecutes_only_the_suffix(examples: list[Example],
                                                       context: AgentContext) -> None:
-    graph = react_agent.build()
+    graph, _ = react_agent.build()
     forked_any = False
     for i, ex in enumerate(examples):
         base, upto = _run(graph, ex, context, f"fault-{i}")
@@ -129,7 +129,7 @@ def test_the_fault_condition_wraps_the_react_agents_retriever(examples: list[Exa
     changes what the tool node returns at its hop, without touching the graph."""
     from cuer_agent.interventions.persistence import edit_condition
 
-    graph = react_agent.build()
+    graph, _ = react_agent.build()
     ex = examples[0]
     base, _ = _run(graph, ex, context, "cond-base")
     first = react_agent.searches(base["messages"])[0]

@@ -59,12 +59,13 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
     agentic_dir.open({"command": "propagate", "source": dataset.source,
                       "hop_budget": config.agent.hops,
                       "retries_per_hop": config.agent.retries_per_hop,
+                      "agent": config.agent.factory,
                       "data": config.data.model_dump(mode="json"),
                       "backend": config.backend.model_dump(mode="json"),
                       "propagation": config.propagation.model_dump(mode="json")})
     agent = Executor(skills, AgentConfig(hop_budget=config.agent.hops, k=config.agent.k,
                                          retries_per_hop=config.agent.retries_per_hop),
-                     meta=meta)
+                     meta=meta, agent=config.agent.factory)
     run_propagation(dataset, agent, agentic_dir, config.propagation,
                     retriever_for=retriever_for, show_progress=show_progress,
                     on_failed=DiagnoseFailed(diagnosers, agent, config),

@@ -68,7 +68,8 @@ def honest_notes(summary: dict[str, Any], backend: str,
                      "why). An injected run among them, or one that ended in a parse failure, "
                      "is neither recovered nor failed: it is counted apart (`errors` per fault "
                      "and hop) and never diagnosed.")
-    notes += recovery_notes(summary.get("agentic", {}), backend)
+    ours = not (summary.get("config", {}).get("agent") or {}).get("factory")
+    notes += recovery_notes(summary.get("agentic", {}), backend, ours=ours)
     faults = summary.get("agentic", {}).get("faults", {})
     for fault, per_hop in faults.items():
         small = [h for h, cell in per_hop.items() if cell.get("descriptive_only")]
@@ -105,9 +106,10 @@ EXTREME = 0.05
 """A recovery within this of 0 or 1 at every depth is explained, not just reported."""
 
 
-def recovery_notes(agentic: dict[str, Any], backend: str) -> list[str]:
-    """Explain every fault whose recovery is (within `EXTREME` of) 0 or 1 at every depth,
-    and count ineffective injections where they exceed a fifth of a fault's injections."""
+def recovery_notes(agentic: dict[str, Any], backend: str, *, ours: bool = True) -> list[str]:
+    """Explain every fault whose recovery is (within `EXTREME` of) 0 or 1 at every depth
+    (the explanations are of cuer-agent's own agent: `ours`), and count ineffective
+    injections where they exceed a fifth of a fault's injections."""
     notes = []
     persistence = agentic.get("persistence")
     if persistence == "hop":
@@ -129,7 +131,8 @@ def recovery_notes(agentic: dict[str, Any], backend: str) -> list[str]:
                 low, high = min(rates), max(rates)
                 span = f"{low:.0%}" if low == high else f"{low:.0%}–{high:.0%}"
                 why = (RECOVERY_EXPLAINED.get((fault, end))
-                       if backend == "extractive" and persistence == "query" else None)
+                       if ours and backend == "extractive" and persistence == "query"
+                       else None)
                 notes.append(f"{fault} recovers {span} at every depth"
                              + (f": {why}." if why else
                                 " (a property of this agent under this persistence, not a "

@@ -172,8 +172,10 @@ def inject(executor: Executor, base: RunResult, spec: FaultSpec, inp: FaultInput
 
     Under `query`/`hop` persistence the fault is a condition of the tools: retrieval
     faults fork after hop h's plan (the agent's own retrieve meets the fault), query
-    drift and early termination after hop h−1 (its own plan does). Under `once`, the
-    snapshot at the fault's boundary is edited and nothing holds afterwards."""
+    drift and early termination after hop h−1 (its own plan does) — query drift after
+    hop h's plan for an agent whose tool sends the sub-query (`AgentSpec.issues_query`).
+    Under `once`, the snapshot at the fault's boundary is edited and nothing holds
+    afterwards."""
     hop = inp.hop
     if persistence == "once":
         if spec.boundary == "retrieve":
@@ -182,9 +184,11 @@ def inject(executor: Executor, base: RunResult, spec: FaultSpec, inp: FaultInput
         if spec.boundary == "plan":
             return executor.fork(base, hop, "plan", replace_subquery(outcome.subquery or ""),
                                  condition=None)
-        return executor.fork(base, hop - 1, "read", force_answer(), condition=None)
+        return executor.fork(base, hop - 1, "read", force_answer(hop - 1), condition=None)
     condition = fault_condition(spec, inp, persistence, outcome)
-    if spec.boundary == "retrieve":
+    if spec.boundary == "retrieve" or (spec.boundary == "plan"
+                                       and executor.spec.issues_query == "retrieve"):
+        # the sub-query is sent by the tool: hop h's own plan need not run again
         return executor.fork(base, hop, "plan", identity, condition=condition)
     return executor.fork(base, hop - 1, "read", identity, condition=condition)
 

@@ -112,7 +112,7 @@ def _propagation_rows(config: dict[str, Any], example_id: str,
                         retries_per_hop=int(config.get("retries_per_hop", 1)))
     executor = Executor(skills, agent,
                         meta={"backend": config["backend"]["name"],
-                              "model": skills.backend.model})
+                              "model": skills.backend.model}, agent=config.get("agent"))
     return example_rows(example, executor, retriever_factory(ds)(example),
                         distractor_answers(ds, example, study.distractor_pool), study)
 

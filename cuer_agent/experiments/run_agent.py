@@ -86,7 +86,7 @@ def run_dataset(dataset: Dataset, executor: Executor, run_dir: RunDir, *,
             progress.advance(bar)
     rows = run_dir.rows(TRACES)
     summary = summarize(dataset, rows)
-    summary["mode"] = executor.config.mode
+    summary["mode"] = executor.spec.mode
     run_dir.write_summary(summary)
     return summary
 

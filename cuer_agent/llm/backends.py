@@ -29,10 +29,14 @@ from cuer_agent.parallel import request_slot
 
 
 class RequestLog(list[str]):
-    """The cache keys of the requests made inside a `collect` block, in order, and the
-    retries behind their replies (a cached reply reports the retries it took)."""
+    """The cache keys of the requests made inside a `collect` block, in order, and what
+    their replies took: retries (a cached reply reports the retries it took), tokens
+    (a cached reply keeps its counts) and replies that stayed invalid."""
 
     retries: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    parse_failures: int = 0
 
 
 _COLLECTOR: ContextVar[list[RequestLog] | None] = ContextVar("cuer_request_keys", default=None)
@@ -176,8 +180,15 @@ class SkillClient:
         return self._result(skill, stored, cached=False)
 
     def _result(self, skill: str, stored: CachedReply, *, cached: bool) -> SkillResult:
+        result = self._parsed(skill, stored, cached=cached)
         for log in _COLLECTOR.get() or []:
             log.retries += stored.retries
+            log.prompt_tokens += stored.prompt_tokens
+            log.completion_tokens += stored.completion_tokens
+            log.parse_failures += result.status != "ok"
+        return result
+
+    def _parsed(self, skill: str, stored: CachedReply, *, cached: bool) -> SkillResult:
         usage = {"prompt_tokens": stored.prompt_tokens,
                  "completion_tokens": stored.completion_tokens}
         if stored.text is None:

@@ -52,6 +52,15 @@ def _data_facts(config: dict[str, Any]) -> str:
     return text + (f", top k {agent['k']}" if agent.get("k") else "")
 
 
+def _agent_facts(config: dict[str, Any]) -> str:
+    agent = config.get("agent") if isinstance(config.get("agent"), dict) else {}
+    factory = agent.get("factory") or config.get("agent")
+    if isinstance(factory, str):
+        return (f"`{factory}` (yours; the single-shot CUE-R baseline is cuer-agent's own "
+                "system)")
+    return "cuer-agent's retrieve-select-verify agent (graphs/agent.py)"
+
+
 def headline(summary: dict[str, Any]) -> list[Block]:
     """Data, backend, n per study, and whether the backend is the extractive stand-in."""
     config = _part(summary, "config")
@@ -69,7 +78,8 @@ def headline(summary: dict[str, Any]) -> list[Block]:
             counts.append(f"diagnoser {diag} {d.get('n', '?')} failed traces")
     blocks: list[Block] = [
         Heading(1, "cuer-agent evaluation report"),
-        Para(f"Data: {_data_facts(config)}. Backend: {backend}. "
+        Para(f"Agent under test: {_agent_facts(config)}. Data: {_data_facts(config)}. "
+             f"Backend: {backend}. "
              f"n: {'; '.join(counts) if counts else 'no study was run'}."),
     ]
     if name == "extractive":
