@@ -1,6 +1,7 @@
 """Agent overhead: steps per second with the extractive backend, and where the time goes.
 
     python benchmarks/agent_overhead.py --n 200 --hops 3
+    python benchmarks/agent_overhead.py --agent examples/react_agent.py:build
 
 Pins the process to one core, runs the agent over the synthetic world (retriever built
 once, outside the timing), then repeats the run under cProfile and splits self-time by
@@ -48,13 +49,14 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--hops", type=int, default=3)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--agent", default=None, help="module:factory (default: ours)")
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
     dataset = load_dataset("synthetic", n=args.n, hops=args.hops, seed=args.seed)
     retriever = BM25Retriever.from_passages(dataset.corpus)
     executor = Executor(SkillClient(make_backend("extractive")),
-                        AgentConfig(hop_budget=args.hops))
+                        AgentConfig(hop_budget=args.hops), agent=args.agent)
     run_all(executor, dataset, retriever)  # warm-up (imports, caches)
 
     start = time.perf_counter()

@@ -431,6 +431,9 @@ def propagate_cmd(
 def replay_cmd(
     run_dir: Annotated[Path, typer.Argument(help="A cuer or propagate run directory.")],
     record: Annotated[str, typer.Option(help="Record id, e.g. syn-0-3/query_drift@2.")],
+    agent: Annotated[str | None, typer.Option(
+        "--agent", help="The run's agent, if its recorded --agent reference moved "
+                        "(default: the one in config.json).")] = None,
     timeout: Timeout = None,
     cache: CachePath = None,
     no_cache: NoCache = False,
@@ -447,7 +450,8 @@ def replay_cmd(
                         f"DIR/agentic), not {run_config.get('command', 'this')!r} runs")
     skills = _skill_client(_replayed_engine(run_dir, engine, timeout),
                            int(run_config.get("data", {}).get("seed", 0)), cache, no_cache)
-    result = replay(run_dir, record, skills)
+    _check_agent(agent)
+    result = replay(run_dir, record, skills, agent)
     if result.identical:
         typer.echo(f"{record}: replayed trace is identical ({len(result.stored)} bytes)")
         return

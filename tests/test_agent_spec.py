@@ -255,3 +255,22 @@ def test_replay_reexecutes_a_react_record(tmp_path: Path) -> None:
                                    "--no-cache"])
     assert replayed.exit_code == 0, replayed.output
     assert "identical" in replayed.output
+
+
+def test_replay_takes_the_agent_from_the_flag_when_its_recorded_path_moved(
+        tmp_path: Path) -> None:
+    out = tmp_path / "prop"
+    runner = CliRunner()
+    moved = tmp_path / "elsewhere.py"
+    moved.write_text((ROOT / "examples" / "react_agent.py").read_text())
+    result = runner.invoke(app, ["propagate", "--agent", f"{moved}:build", "--n", "1",
+                                 "--out", str(out), "--faults", "empty_retrieval",
+                                 "--no-hop-operators", "--no-cache", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    moved.unlink()
+    record = json.loads((out / "traces.jsonl").open().readlines()[-1])["record"]["record_id"]
+    lost = runner.invoke(app, ["replay", str(out), "--record", record, "--no-cache"])
+    assert lost.exit_code == 2 and "no file" in lost.output
+    found = runner.invoke(app, ["replay", str(out), "--record", record, "--no-cache",
+                                "--agent", REACT])
+    assert found.exit_code == 0 and "identical" in found.output, found.output

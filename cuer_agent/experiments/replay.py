@@ -38,11 +38,16 @@ def _stored_row(run_dir: Path, record_id: str) -> dict[str, Any]:
     raise CuerError(f"{run_dir / 'traces.jsonl'}: no trace for record {record_id!r}")
 
 
-def replay(run_dir: Path, record_id: str, skills: SkillClient) -> ReplayResult:
+def replay(run_dir: Path, record_id: str, skills: SkillClient,
+           agent: str | None = None) -> ReplayResult:
+    """Re-execute one record; `agent` replaces the ``--agent`` reference the run recorded
+    (the same agent, found elsewhere)."""
     config_path = run_dir / CONFIG_FILE
     if not config_path.exists():
         raise CuerError(f"{config_path}: no such file (not a run directory)")
     config = json.loads(config_path.read_text(encoding="utf-8"))
+    if agent is not None:
+        config["agent"] = agent
     stored = _stored_row(run_dir, record_id)
     example_id = stored["record"]["example_id"]
     command = config.get("command")
