@@ -69,9 +69,9 @@ def default_context(skills: SkillClient, retriever: Retriever, condition: Any) -
 class AgentSpec:
     """How the study reads, cuts and edits one LangGraph agent (see the module doc).
 
-    Subclass it and implement `input`, `step_key`, `hops`, `with_evidence`,
-    `with_subquery` and `with_hops`; `trace` has a default built from `hops` and
-    `answer`."""
+    Subclass it and implement `input`, `step_key`, `hops`, `answer`, `with_evidence`,
+    `with_subquery` and `with_hops` (`check_spec` refuses a spec that leaves one out);
+    `trace` has a default built from `hops` and `answer`."""
 
     name: str
     """Names the agent in traces' meta and in run configs."""
@@ -121,11 +121,11 @@ class AgentSpec:
         observed, and the agent set to answer next."""
         raise NotImplementedError
 
-    # -- defaults ---------------------------------------------------------------------------
     def answer(self, state: State) -> dict[str, Any]:
         """The final answer: {answer, confidence, used_ids, rationale} ({} before it)."""
-        return {}
+        raise NotImplementedError
 
+    # -- defaults ---------------------------------------------------------------------------
     def hop_done(self, key: str, state: State, hop: int) -> bool:
         """Has hop `hop` been read for good once the node execution `key` ran?"""
         return len(self.hops(state)) >= hop
@@ -182,11 +182,19 @@ def trace_from_hops(example_id: str, question: str, hops: Sequence[Mapping[str, 
 
 # ---------------------------------------------------------------------------- checking
 
+REQUIRED_METHODS = ("input", "step_key", "hops", "answer", "with_evidence", "with_subquery",
+                    "with_hops")
+
 def check_spec(graph: Any, spec: Any, where: str = "agent") -> None:
     """Raise `ConfigError` (one line) if `spec` does not describe `graph`."""
     if not isinstance(spec, AgentSpec):
         raise ConfigError(f"{where}: the factory's spec is a {type(spec).__name__}, "
                           "not an AgentSpec")
+    missing = [name for name in REQUIRED_METHODS
+               if getattr(type(spec), name) is getattr(AgentSpec, name)]
+    if missing:
+        raise ConfigError(f"{where}: {type(spec).__name__} does not implement "
+                          f"{', '.join(missing)} (see cuer_agent.agents.AgentSpec)")
     nodes = {n for n in getattr(graph, "nodes", {}) if not n.startswith("__")}
     if not nodes or not hasattr(graph, "update_state"):
         raise ConfigError(f"{where}: the factory's graph is not a compiled LangGraph graph "

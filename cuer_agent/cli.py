@@ -212,8 +212,9 @@ def _parallelism(backend: str, concurrency: int | None, executor: str, workers: 
 @app.command("run")
 @user_errors
 def run_cmd(
-    dataset: Annotated[str, typer.Option(help="hotpotqa, 2wiki, musique or synthetic.")],
     out: Annotated[Path, typer.Option(help="Run directory (resumed if it exists).")],
+    dataset: Annotated[str, typer.Option(help="synthetic (default), hotpotqa, 2wiki or "
+                                         "musique.")] = "synthetic",
     path: Annotated[Path | None, typer.Option(help="Data file (original format).")] = None,
     hops: Annotated[int, typer.Option(help="Hop budget (synthetic: also H-hop questions).")] = 3,
     mode: Annotated[str, typer.Option(help="agentic or single-shot.")] = "agentic",

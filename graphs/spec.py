@@ -52,6 +52,9 @@ class OurAgentSpec(AgentSpec):
     def hops(self, state: State) -> list[dict[str, Any]]:
         return list(state.get("hops", []))
 
+    def answer(self, state: State) -> dict[str, Any]:
+        return dict(state.get("final") or {})
+
     def hop_done(self, key: str, state: State, hop: int) -> bool:
         # a read VERIFY failed is followed by a retry of the same hop
         return (key.endswith(":read") and hop_of_key(key) == hop

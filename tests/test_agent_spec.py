@@ -274,3 +274,21 @@ def test_replay_takes_the_agent_from_the_flag_when_its_recorded_path_moved(
     found = runner.invoke(app, ["replay", str(out), "--record", record, "--no-cache",
                                 "--agent", REACT])
     assert found.exit_code == 0 and "identical" in found.output, found.output
+
+
+def test_a_spec_that_leaves_a_method_out_is_refused() -> None:
+    """A spec without `answer` would score every run 0 without a word: refused instead."""
+    from dataclasses import dataclass
+
+    from cuer_agent.agents import AgentSpec, check_spec
+
+    @dataclass(frozen=True)
+    class Partial(AgentSpec):
+        def input(self, *a: Any, **k: Any) -> dict[str, Any]:
+            return {}
+
+    spec = Partial(name="partial", roles={"search": ("retrieve", "answer")},
+                   boundaries={b: ("retrieve", "search") for b in ("plan", "retrieve", "read",
+                                                                    "answer")})
+    with pytest.raises(ConfigError, match="does not implement step_key, hops, answer"):
+        check_spec(_tiny_graph(), spec)

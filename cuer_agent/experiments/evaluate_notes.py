@@ -32,10 +32,9 @@ def honest_notes(summary: dict[str, Any], backend: str,
             where = ("overall" if acc is not None and acc >= 0.999
                      else f"at depth {', '.join(perfect)}")
             notes.append(f"{name} scores 1.00 {where}: on a deterministic agent, repairing the "
-                         "injected hop restores the clean run, while an earlier repair "
-                         "regenerates the same faulty suffix under the fault — the probe is "
-                         "exact by design here, which says nothing of how it would fare "
-                         "against a sampling model.")
+                         "injected hop restores the clean run, while repairing any other hop "
+                         "leaves the fault in force — the probe is exact by design here, "
+                         "which says nothing of how it would fare against a sampling model.")
         if d.get("stand_in"):
             notes.append(f"{name} is a {d['stand_in']}.")
         if d.get("uses_gold"):
