@@ -21,10 +21,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
-from cuer_agent.errors import ConfigError
+from cuer_agent._registry import Registry
 from cuer_agent.trace import Trace
 
 Stage = Literal["retrieval", "tool", "answer", "none"]
@@ -119,54 +118,28 @@ class BaseDiagnoser:
     options: dict[str, Any] = field(default_factory=dict)
 
 
-_REGISTRY: dict[str, Callable[..., Diagnoser]] = {}
-_LOADED = False
+DIAGNOSERS: Registry[Callable[..., Diagnoser]] = Registry(
+    "diagnoser", ENTRY_POINT_GROUP,
+    builtins=tuple(f"cuer_agent.diagnosers.{m}" for m in (
+        "chance", "coverage", "coverage_gold", "cuer_single_shot", "first_hop", "frozen_hop",
+        "last_hop", "llm_judge", "rule", "suffix_regen")))
 
 
 def diagnoser(name: str) -> Callable[[type], type]:
     """Class decorator: register a diagnoser under `name`."""
     def deco(cls: type) -> type:
         cls.name = name  # type: ignore[attr-defined]
-        _REGISTRY[name] = cls
+        DIAGNOSERS.add(name, cls)
         return cls
     return deco
 
 
 def diagnoser_names() -> list[str]:
-    load_builtin()
-    return sorted(_REGISTRY)
+    return DIAGNOSERS.names()
 
 
 def get_diagnoser(name: str, **options: Any) -> Diagnoser:
-    load_builtin()
-    if name not in _REGISTRY:
-        raise ConfigError(f"unknown diagnoser {name!r}; choose from "
-                          f"{', '.join(sorted(_REGISTRY))}")
-    made = _REGISTRY[name](options=options)
+    made = DIAGNOSERS.get(name)(options=options)
     if getattr(made, "name", "") != name:  # entry-point classes may not set it themselves
         made.name = name  # type: ignore[misc]
     return made
-
-
-def load_builtin() -> None:
-    """Import the built-in diagnoser modules and third-party entry points (once)."""
-    global _LOADED
-    if _LOADED:
-        return
-    _LOADED = True
-    from cuer_agent.diagnosers import (  # noqa: F401
-        chance,
-        coverage,
-        coverage_gold,
-        cuer_single_shot,
-        first_hop,
-        frozen_hop,
-        last_hop,
-        llm_judge,
-        rule,
-        suffix_regen,
-    )
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        obj = ep.load()
-        if ep.name not in _REGISTRY:
-            _REGISTRY[ep.name] = obj

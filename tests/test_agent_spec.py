@@ -28,7 +28,7 @@ from cuer_agent.experiments.propagation import (
     inject,
     prefix_skill_calls,
 )
-from cuer_agent.interventions._fault_types import get_fault
+from cuer_agent.interventions import get_fault
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.retrieval import BM25Retriever
 

@@ -206,8 +206,8 @@ def test_a_diagnoser_that_raises_is_recorded_and_the_run_goes_on(tmp_path: Path,
         def diagnose(self, view, probe=None):  # type: ignore[no-untyped-def]
             raise RuntimeError("boom")
 
-    _base.load_builtin()
-    monkeypatch.setitem(_base._REGISTRY, "broken", Broken)
+    _base.DIAGNOSERS.names()  # built-ins loaded first
+    monkeypatch.setitem(_base.DIAGNOSERS._items, "broken", Broken)
     code, text = evaluate(tmp_path / "r", "--diagnosers", "broken,first-hop")
     assert code == 0, text
     rows = [json.loads(line) for line in (tmp_path / "r" / "agentic" / "diagnoses.jsonl").open()]
@@ -236,9 +236,11 @@ def test_third_party_diagnosers_load_from_the_entry_point_group(monkeypatch) -> 
         assert group == _base.ENTRY_POINT_GROUP
         return [FakeEntryPoint()]
 
-    monkeypatch.setattr(_base, "entry_points", fake_entry_points)
-    monkeypatch.setattr(_base, "_LOADED", False)
-    monkeypatch.setattr(_base, "_REGISTRY", dict(_base._REGISTRY))
+    from cuer_agent import _registry
+
+    monkeypatch.setattr(_registry, "entry_points", fake_entry_points)
+    monkeypatch.setattr(_base, "DIAGNOSERS", _registry.Registry(
+        "diagnoser", _base.ENTRY_POINT_GROUP, builtins=_base.DIAGNOSERS.builtins))
     made = get_diagnoser("third-party")
     assert made.name == "third-party"
     assert "third-party" in diagnoser_names()

@@ -343,7 +343,7 @@ def test_llm_judge_replies_that_break_the_schema_are_recorded_as_errors_in_a_who
 def failed_fork() -> tuple[Any, ...]:
     from cuer_agent.data import load_dataset
     from cuer_agent.execution import AgentConfig, Executor, replace_evidence
-    from cuer_agent.interventions._fault_types import get_fault
+    from cuer_agent.interventions import get_fault
     from cuer_agent.llm.backends import SkillClient, make_backend
     from cuer_agent.retrieval import BM25Retriever
 

@@ -16,14 +16,14 @@ from hypothesis import strategies as st
 
 from cuer_agent.data._example import Example
 from cuer_agent.data.synthetic import build_world, make_questions
-from cuer_agent.interventions import faults as F
-from cuer_agent.interventions._fault_types import (
+from cuer_agent.interventions import (
     CorpusItem,
     FaultInput,
     FaultOutcome,
     fault_names,
     get_fault,
 )
+from cuer_agent.interventions import faults as F
 from cuer_agent.interventions._record import seeded_rng
 from cuer_agent.retrieval import BM25Retriever, chunk_passages, tokenize
 

@@ -21,7 +21,7 @@ from cuer_agent.experiments.propagation import (
     example_rows,
     inject,
 )
-from cuer_agent.interventions._fault_types import get_fault
+from cuer_agent.interventions import get_fault
 from cuer_agent.interventions.persistence import FaultCondition, fault_condition, query_key
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.llm.extractive import ExtractiveBackend

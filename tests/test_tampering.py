@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cuer_agent.interventions._fault_types import CorpusItem, FaultInput, get_fault
+from cuer_agent.interventions import CorpusItem, FaultInput, get_fault
 from cuer_agent.interventions.tampering import (
     FALLBACK_NAMES,
     SKIP_REASONS,

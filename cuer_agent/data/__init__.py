@@ -26,10 +26,10 @@ Bad files raise `cuer_agent.errors.DataError`; unknown names and bad options rai
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 from cuer_agent.data._example import Dataset, Example, HopGold, Passage
+from cuer_agent.data._loaders import LOADERS, register_dataset
 from cuer_agent.data.hotpotqa import load_hotpotqa
 from cuer_agent.data.musique import load_musique
 from cuer_agent.data.twowiki import load_twowiki
@@ -37,6 +37,7 @@ from cuer_agent.errors import ConfigError
 
 __all__ = [
     "DATASETS",
+    "LOADERS",
     "Dataset",
     "Example",
     "HopGold",
@@ -47,6 +48,7 @@ __all__ = [
     "load_hotpotqa",
     "load_musique",
     "load_twowiki",
+    "register_dataset",
     "shared_sample_path",
 ]
 
@@ -59,13 +61,6 @@ ALIASES: dict[str, str] = {
     "2wikimultihopqa": "2wiki",
 }
 
-FILE_LOADERS: dict[str, Callable[..., Dataset]] = {
-    "hotpotqa": load_hotpotqa,
-    "2wiki": load_twowiki,
-    "musique": load_musique,
-}
-"""Loaders of real datasets: ``loader(path, n=...)``."""
-
 SHARED_SAMPLES: dict[str, str] = {
     "hotpotqa": "hotpotqa/hotpot_dev_distractor_v1.subset.json",
     "hotpotqa_fullwiki": "hotpotqa_fullwiki/hotpot_dev_fullwiki_v1.subset.json",
@@ -76,15 +71,16 @@ SHARED_SAMPLES: dict[str, str] = {
 
 
 def _known_names() -> str:
-    names = [*DATASETS, *ALIASES]
-    return ", ".join(names)
+    extra = [name for name in LOADERS.names() if name not in DATASETS]
+    return ", ".join([*DATASETS, *ALIASES, *extra])
 
 
 def canonical_name(name: str) -> str:
-    """The canonical dataset name for a name or alias (case-insensitive)."""
+    """The canonical dataset name for a name or alias (case-insensitive); a name a third
+    party registered (`register_dataset`) counts as canonical."""
     key = name.strip().lower()
     key = ALIASES.get(key, key)
-    if key not in DATASETS:
+    if key not in DATASETS and key not in LOADERS:
         raise ConfigError(f"unknown dataset {name!r}; valid names: {_known_names()}")
     return key
 
@@ -114,7 +110,7 @@ def load_dataset(name: str, path: str | Path | None = None, *, n: int | None = N
         raise ConfigError(f"unexpected option(s) for {canonical}: {', '.join(sorted(kwargs))}")
     if path is None:
         raise ConfigError(f"--path is required for {canonical}")
-    return FILE_LOADERS[canonical](path, n=n)
+    return LOADERS.get(canonical)(path, n=n)
 
 
 def default_data_dir() -> Path:

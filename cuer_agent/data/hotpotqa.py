@@ -40,6 +40,7 @@ from cuer_agent.data._io import (
     json_type,
     read_json_array,
 )
+from cuer_agent.data._loaders import register_dataset
 
 CONTEXT_SHAPE = "'context' must be a list of [title, sentences] pairs"
 FACTS_SHAPE = "'supporting_facts' must be a list of [title, sentence_index] pairs"
@@ -124,6 +125,7 @@ def hotpotqa_example(record: RawRecord) -> Example:
     )
 
 
+@register_dataset("hotpotqa")
 def load_hotpotqa(path: str | Path, *, n: int | None = None) -> Dataset:
     """Load a HotpotQA JSON file (distractor or fullwiki); the first `n` records if given."""
     n = check_n(n)

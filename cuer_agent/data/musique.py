@@ -50,6 +50,7 @@ from cuer_agent.data._io import (
     json_type,
     read_jsonl,
 )
+from cuer_agent.data._loaders import register_dataset
 
 HOP_REFERENCE = re.compile(r"#([0-9]+)")
 """A reference to an earlier hop's answer: ``#1``, ``#2``, … (punctuation may follow)."""
@@ -192,6 +193,7 @@ def musique_example(record: RawRecord) -> Example:
     )
 
 
+@register_dataset("musique")
 def load_musique(path: str | Path, *, n: int | None = None) -> Dataset:
     """Load a MuSiQue-Ans JSONL file; the first `n` records if given."""
     n = check_n(n)

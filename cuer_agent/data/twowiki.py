@@ -42,6 +42,7 @@ from cuer_agent.data._io import (
     json_type,
     read_json_array,
 )
+from cuer_agent.data._loaders import register_dataset
 from cuer_agent.data.hotpotqa import parse_context, parse_supporting_titles
 
 EVIDENCES_SHAPE = "'evidences' must be a list of [subject, relation, object] triples"
@@ -111,6 +112,7 @@ def twowiki_example(record: RawRecord) -> Example:
     )
 
 
+@register_dataset("2wiki")
 def load_twowiki(path: str | Path, *, n: int | None = None) -> Dataset:
     """Load a 2WikiMultihopQA JSON file; the first `n` records if given."""
     n = check_n(n)

@@ -40,12 +40,14 @@ from cuer_agent.execution import (
     replace_evidence,
     replace_subquery,
 )
-from cuer_agent.interventions import ConditionInput, ReplacementPool, get_condition
-from cuer_agent.interventions._fault_types import (
+from cuer_agent.interventions import (
+    ConditionInput,
     CorpusItem,
     FaultInput,
     FaultOutcome,
     FaultSpec,
+    ReplacementPool,
+    get_condition,
     get_fault,
 )
 from cuer_agent.interventions.persistence import (

@@ -29,7 +29,7 @@ import networkx as nx
 import numpy as np
 
 from cuer_agent.experiments.propagation import PropagationConfig
-from cuer_agent.interventions._fault_types import get_fault
+from cuer_agent.interventions import get_fault
 from cuer_agent.metrics.stats import MIN_CELL, bootstrap_ci, wilson_interval
 
 Rows = list[dict[str, Any]]

@@ -23,7 +23,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from cuer_agent.errors import ConfigError
+from cuer_agent._registry import Registry
 from cuer_agent.interventions._record import InterventionRecord
 
 Evidence = dict[str, Any]
@@ -98,7 +98,9 @@ class FaultSpec:
     apply: Callable[[FaultInput], FaultOutcome]
 
 
-_FAULTS: dict[str, FaultSpec] = {}
+FAULTS: Registry[FaultSpec] = Registry(
+    "fault", "cuer_agent.faults",
+    builtins=("cuer_agent.interventions.faults", "cuer_agent.interventions.tampering"))
 
 
 def fault(name: str, *, stage: Stage,
@@ -106,35 +108,26 @@ def fault(name: str, *, stage: Stage,
                                           Callable[[FaultInput], FaultOutcome]]:
     """Register a fault under `name` with its stage label and fork boundary."""
     def deco(func: Callable[[FaultInput], FaultOutcome]) -> Callable[[FaultInput], FaultOutcome]:
-        _FAULTS[name] = FaultSpec(name, stage, boundary, func)
+        FAULTS.add(name, FaultSpec(name, stage, boundary, func))
         return func
     return deco
 
 
 def get_fault(name: str) -> FaultSpec:
-    _load_builtin()
-    if name not in _FAULTS:
-        raise ConfigError(f"unknown fault {name!r}; choose from {', '.join(sorted(_FAULTS))}")
-    return _FAULTS[name]
+    return FAULTS.get(name)
 
 
 def fault_names() -> list[str]:
-    _load_builtin()
-    return sorted(_FAULTS)
+    return FAULTS.names()
 
 
 def fault_record(inp: FaultInput, name: str, *, skipped: str = "",
                  **fields: Any) -> InterventionRecord:
     """The record every fault returns: `<example>/<fault>@<hop>`."""
-    spec = _FAULTS[name]
+    spec = FAULTS.get(name)
     return InterventionRecord(record_id=f"{inp.example_id}/{name}@{inp.hop}",
                               example_id=inp.example_id, condition=name, operator=name.upper(),
                               hop=inp.hop, skipped=skipped,
                               params={"stage": spec.stage, "boundary": spec.boundary,
                                       **fields.pop("params", {})},
                               **fields)
-
-
-def _load_builtin() -> None:
-    # Imported for their @fault side effect.
-    from cuer_agent.interventions import faults, tampering  # noqa: F401

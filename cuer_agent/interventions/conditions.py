@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cuer_agent.errors import ConfigError
+from cuer_agent._registry import Registry
 from cuer_agent.interventions import operators as ops
 from cuer_agent.interventions._placement import Taken, mint_id
 from cuer_agent.interventions._record import InterventionRecord, seeded_rng
@@ -46,25 +46,21 @@ class ConditionInput:
 
 Outcome = tuple[list[Evidence] | None, InterventionRecord]
 Condition = Callable[[ConditionInput, str], Outcome]
-_CONDITIONS: dict[str, Condition] = {}
+CONDITIONS: Registry[Condition] = Registry("condition", "cuer_agent.conditions")
+"""The built-in conditions are defined below, in this module."""
 
 
 def condition(name: str) -> Callable[[Condition], Condition]:
-    def deco(func: Condition) -> Condition:
-        _CONDITIONS[name] = func
-        return func
-    return deco
+    """Decorator: register a condition `(ConditionInput, name) -> (evidence, record)`."""
+    return CONDITIONS.register(name)
 
 
 def get_condition(name: str) -> Condition:
-    if name not in _CONDITIONS:
-        known = ", ".join(sorted(_CONDITIONS))
-        raise ConfigError(f"unknown condition {name!r}; choose from {known}")
-    return _CONDITIONS[name]
+    return CONDITIONS.get(name)
 
 
 def condition_names() -> list[str]:
-    return sorted(_CONDITIONS)
+    return CONDITIONS.names()
 
 
 def _record(inp: ConditionInput, name: str, operator: str, targets: Sequence[Target] = (),

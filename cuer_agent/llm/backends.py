@@ -22,7 +22,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
-from cuer_agent.errors import ConfigError, CuerError
+from cuer_agent._registry import Registry
+from cuer_agent.errors import CuerError
 from cuer_agent.llm.cache import CachedReply, Ledger, ResponseCache, cache_key
 from cuer_agent.llm.skills import RESPONSES
 from cuer_agent.parallel import request_slot
@@ -207,38 +208,22 @@ class SkillClient:
 # --- registry ------------------------------------------------------------------------------
 
 BackendFactory = Callable[..., Backend]
-_BACKENDS: dict[str, BackendFactory] = {}
+BACKENDS: Registry[BackendFactory] = Registry(
+    "backend", "cuer_agent.backends",
+    # by name, so that importing the protocol does not import HTTP clients
+    builtins=("cuer_agent.llm.extractive", "cuer_agent.llm.llamacpp_backend",
+              "cuer_agent.llm.ollama_backend", "cuer_agent.llm.openai_backend"))
 
 
 def register_backend(name: str) -> Callable[[BackendFactory], BackendFactory]:
     """Decorator: `@register_backend("name")` on a factory `(model=, base_url=, **kw)`."""
-
-    def deco(factory: BackendFactory) -> BackendFactory:
-        _BACKENDS[name] = factory
-        return factory
-
-    return deco
+    return BACKENDS.register(name)
 
 
 def backend_names() -> list[str]:
-    _load_builtin()
-    return sorted(_BACKENDS)
+    return BACKENDS.names()
 
 
 def make_backend(name: str, **options: Any) -> Backend:
     """Build a registered backend; unknown name → `ConfigError` listing the known ones."""
-    _load_builtin()
-    if name not in _BACKENDS:
-        raise ConfigError(f"unknown backend {name!r}; choose one of {', '.join(sorted(_BACKENDS))}")
-    return _BACKENDS[name](**options)
-
-
-def _load_builtin() -> None:
-    # Imported for their @register_backend side effect; lazily, so that importing the
-    # protocol does not import HTTP clients.
-    from cuer_agent.llm import (  # noqa: F401
-        extractive,
-        llamacpp_backend,
-        ollama_backend,
-        openai_backend,
-    )
+    return BACKENDS.get(name)(**options)

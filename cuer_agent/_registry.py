@@ -1,0 +1,93 @@
+"""One registry behind every pluggable part: backends, faults, conditions, diagnosers and
+data sets.
+
+A `Registry` maps names to objects of one kind. Built-ins register themselves with their
+area's decorator (`register_backend`, `fault`, `condition`, `diagnoser`,
+`register_dataset`) when their module is imported. On the first lookup a registry
+imports its built-in modules *by name* and then loads the third-party entry points of
+its group:
+
+=============  ==========================  =============================================
+kind           entry-point group           an entry point names
+=============  ==========================  =============================================
+backend        ``cuer_agent.backends``     a factory ``(model=, base_url=, **kw)``
+fault          ``cuer_agent.faults``       a module whose ``@fault`` functions register
+condition      ``cuer_agent.conditions``   a module whose ``@condition`` functions register
+diagnoser      ``cuer_agent.diagnosers``   a diagnoser class
+dataset        ``cuer_agent.datasets``     a loader ``(path, n=...) -> Dataset``
+=============  ==========================  =============================================
+
+An entry point whose module registers itself under the entry point's name counts as that;
+otherwise the loaded object is registered under the entry point's name.
+
+Why by name: a registry that imported its plug-ins would form an import cycle with them
+(each plug-in imports its area's decorator), and importing the backend protocol would
+import every HTTP client. An unknown name is one `ConfigError` line listing the known ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable, Iterable
+from importlib.metadata import entry_points
+from typing import Generic, TypeVar
+
+from cuer_agent.errors import ConfigError
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """Names → objects of one kind, with lazily imported built-ins and entry points."""
+
+    def __init__(self, kind: str, group: str, builtins: Iterable[str] = ()) -> None:
+        self.kind = kind
+        self.group = group
+        self.builtins = tuple(builtins)
+        """Modules that register the built-ins when imported."""
+        self._items: dict[str, T] = {}
+        self._loaded = False
+        self._loading = False
+        self._lock = threading.RLock()  # re-entrant: a built-in may look a name up
+
+    def add(self, name: str, obj: T) -> T:
+        self._items[name] = obj
+        return obj
+
+    def register(self, name: str) -> Callable[[T], T]:
+        """Decorator: register the decorated object under `name`."""
+        return lambda obj: self.add(name, obj)
+
+    def get(self, name: str) -> T:
+        self._load()
+        if name not in self._items:
+            raise ConfigError(f"unknown {self.kind} {name!r}; choose from "
+                              f"{', '.join(sorted(self._items))}")
+        return self._items[name]
+
+    def names(self) -> list[str]:
+        self._load()
+        return sorted(self._items)
+
+    def __contains__(self, name: object) -> bool:
+        self._load()
+        return name in self._items
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        with self._lock:  # other threads wait here until the loading thread is done
+            if self._loaded or self._loading:  # _loading: a built-in looking a name up
+                return
+            self._loading = True
+            try:
+                for module in self.builtins:
+                    importlib.import_module(module)
+                for ep in entry_points(group=self.group):
+                    obj = ep.load()
+                    if ep.name not in self._items:
+                        self._items[ep.name] = obj
+            finally:
+                self._loading = False
+            self._loaded = True

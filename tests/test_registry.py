@@ -1,0 +1,139 @@
+"""One registry behind backends, faults, conditions, diagnosers and data sets
+(`cuer_agent._registry`), and an import graph without cycles."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import pytest
+
+from cuer_agent import _registry
+from cuer_agent.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = {"cuer_agent": ROOT / "cuer_agent", "cuer_agent.graphs": ROOT / "graphs",
+            "cuer_agent.diagnosers": ROOT / "diagnosers"}
+ALLOWED_CYCLES = [{"cuer_agent.parallel", "cuer_agent._ray"}]
+"""`parallel` imports `_ray` only when `--executor ray` is asked for (the `ray` extra)."""
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for package, folder in PACKAGES.items():
+        for path in folder.rglob("*.py"):
+            parts = [p for p in path.relative_to(folder).with_suffix("").parts
+                     if p != "__init__"]
+            out[".".join([package, *parts])] = path
+    return out
+
+
+def _import_graph() -> nx.DiGraph:
+    """Module → module it imports (at module level or inside a function)."""
+    modules, graph = _modules(), nx.DiGraph()
+    for name, path in modules.items():
+        graph.add_node(name)
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = package.split(".")[:len(package.split(".")) - node.level + 1] \
+                    if node.level else []
+                mod = ".".join([*base, node.module] if node.module else base) \
+                    if node.level else (node.module or "")
+                subs = [f"{mod}.{alias.name}" for alias in node.names]
+                targets = [t for t in subs if t in modules]
+                if len(targets) < len(subs):  # names defined in `mod` itself
+                    targets.append(mod)
+            else:
+                continue
+            for target in targets:
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    graph.add_edge(name, target)
+    return graph
+
+
+def test_the_import_graph_has_no_cycle_but_the_ray_extras_lazy_import() -> None:
+    graph = _import_graph()
+    assert graph.number_of_nodes() > 100 and graph.number_of_edges() > 300
+    cycles = [set(c) for c in nx.strongly_connected_components(graph) if len(c) > 1]
+    assert cycles == ALLOWED_CYCLES
+
+
+def test_importing_the_backend_protocol_imports_no_http_client() -> None:
+    code = ("import sys, cuer_agent.llm.backends; "
+            "print(sorted(m for m in ('openai', 'ollama') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]"
+
+
+REGISTRIES = {
+    "backend": ("cuer_agent.llm.backends", "BACKENDS", "extractive"),
+    "fault": ("cuer_agent.interventions._fault_types", "FAULTS", "empty_retrieval"),
+    "condition": ("cuer_agent.interventions.conditions", "CONDITIONS", "remove"),
+    "diagnoser": ("cuer_agent.diagnosers._base", "DIAGNOSERS", "coverage"),
+    "dataset": ("cuer_agent.data._loaders", "LOADERS", "musique"),
+}
+
+
+def _registry_of(kind: str) -> _registry.Registry[Any]:
+    import importlib
+
+    module, attr, _ = REGISTRIES[kind]
+    return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("kind", sorted(REGISTRIES))
+def test_every_registry_finds_its_built_ins_and_names_the_known_ones_on_a_miss(
+        kind: str) -> None:
+    registry = _registry_of(kind)
+    assert REGISTRIES[kind][2] in registry.names()
+    with pytest.raises(ConfigError, match=f"unknown {kind} 'nope'; choose from .*"
+                                          f"{REGISTRIES[kind][2]}"):
+        registry.get("nope")
+
+
+@pytest.mark.parametrize("kind", sorted(REGISTRIES))
+def test_every_registry_loads_third_parties_from_its_entry_point_group(
+        kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    registry = _registry_of(kind)
+    plugin = object()
+
+    class EntryPoint:
+        name = "third-party"
+
+        def load(self) -> object:
+            return plugin
+
+    groups: list[str] = []
+
+    def fake_entry_points(group: str) -> list[EntryPoint]:
+        groups.append(group)
+        return [EntryPoint()]
+
+    monkeypatch.setattr(_registry, "entry_points", fake_entry_points)
+    fresh: _registry.Registry[Any] = _registry.Registry(kind, registry.group, registry.builtins)
+    assert fresh.get("third-party") is plugin
+    assert groups == [f"cuer_agent.{kind}s"] == [registry.group]
+
+
+def test_a_name_registered_by_a_built_in_is_not_replaced_by_an_entry_point(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    class EntryPoint:
+        name = "known"
+
+        def load(self) -> str:
+            return "theirs"
+
+    monkeypatch.setattr(_registry, "entry_points", lambda group: [EntryPoint()])
+    registry: _registry.Registry[str] = _registry.Registry("thing", "cuer_agent.things")
+    registry.add("known", "ours")
+    assert registry.get("known") == "ours"
