@@ -17,8 +17,9 @@ diagnoser      ``cuer_agent.diagnosers``   a diagnoser class
 dataset        ``cuer_agent.datasets``     a loader ``(path, n=...) -> Dataset``
 =============  ==========================  =============================================
 
-An entry point whose module registers itself under the entry point's name counts as that;
-otherwise the loaded object is registered under the entry point's name.
+An entry point that names a module is imported and nothing more (its decorators
+register what it holds); any other object is registered under the entry point's name,
+unless a decorator already registered that name.
 
 Why by name: a registry that imported its plug-ins would form an import cycle with them
 (each plug-in imports its area's decorator), and importing the backend protocol would
@@ -31,6 +32,7 @@ import importlib
 import threading
 from collections.abc import Callable, Iterable
 from importlib.metadata import entry_points
+from types import ModuleType
 from typing import Generic, TypeVar
 
 from cuer_agent.errors import ConfigError
@@ -86,7 +88,7 @@ class Registry(Generic[T]):
                     importlib.import_module(module)
                 for ep in entry_points(group=self.group):
                     obj = ep.load()
-                    if ep.name not in self._items:
+                    if ep.name not in self._items and not isinstance(obj, ModuleType):
                         self._items[ep.name] = obj
             finally:
                 self._loading = False

@@ -137,3 +137,21 @@ def test_a_name_registered_by_a_built_in_is_not_replaced_by_an_entry_point(
     registry: _registry.Registry[str] = _registry.Registry("thing", "cuer_agent.things")
     registry.add("known", "ours")
     assert registry.get("known") == "ours"
+
+
+def test_an_entry_point_naming_a_module_only_imports_it(monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    import types
+
+    registry: _registry.Registry[str] = _registry.Registry("thing", "cuer_agent.things")
+    module = types.ModuleType("their_things")
+
+    class EntryPoint:
+        name = "their-things"
+
+        def load(self) -> types.ModuleType:
+            registry.add("their-thing", "registered by its decorator")
+            return module
+
+    monkeypatch.setattr(_registry, "entry_points", lambda group: [EntryPoint()])
+    assert registry.names() == ["their-thing"]
