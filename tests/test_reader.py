@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cuer_agent.data import _synthetic_phrasing as phr
 from cuer_agent.data import _synthetic_text as gen
 from cuer_agent.llm import _questions as questions
 from cuer_agent.llm import _reading as reading
@@ -45,9 +46,9 @@ def test_reader_has_no_hatnote_pattern_of_the_generator() -> None:
 def test_generator_has_three_surface_forms_per_relation_and_fact_type() -> None:
     for relation, forms in gen.FACTS.items():
         assert len(forms) >= 3, relation
-    for relation, forms in gen.QUESTIONS.items():
+    for relation, forms in phr.QUESTIONS.items():
         assert len(forms) >= 3, relation
-    for relation, forms in gen.NOUN_PHRASES.items():
+    for relation, forms in phr.NOUN_PHRASES.items():
         assert len(forms) >= 3, relation
 
 

@@ -10,6 +10,7 @@ from functools import cache
 
 import pytest
 
+from cuer_agent.data import _synthetic_phrasing as phr
 from cuer_agent.data import _synthetic_text as txt
 from cuer_agent.data._example import Example
 from cuer_agent.data.synthetic import (
@@ -153,7 +154,7 @@ def test_comparison_and_yesno_answers_follow_from_the_hop_answers() -> None:
         elif q.qtype == "yesno":
             first, second = (h.answer for h in q.hops)
             relation = q.hops[0].relation
-            if relation in txt.YESNO_SAME:
+            if relation in phr.YESNO_SAME:
                 assert q.answer == ("yes" if first == second else "no")
             else:
                 a, b = (int(x.replace(",", "")) for x in (first, second))
@@ -208,7 +209,7 @@ def _cues(template: str) -> set[str]:
 
 
 def test_every_question_paraphrase_shares_a_cue_with_a_fact_form() -> None:
-    for relation, questions in txt.QUESTIONS.items():
+    for relation, questions in phr.QUESTIONS.items():
         facts = txt.FACTS[relation]
         for question in questions:
             assert any(_cues(question) & _cues(fact) for fact in facts), question

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cuer_agent.data import _synthetic_phrasing as phr
 from cuer_agent.data import _synthetic_text as txt
 from cuer_agent.data._example import Example, HopGold
 from cuer_agent.data._synthetic_world import (
@@ -107,7 +108,7 @@ def _kind(world: World, hop: _Hop) -> str:
 
 def _sub_question(rng: np.random.Generator, world: World, hop: _Hop) -> str:
     """The single-hop question of a hop, its subject named."""
-    return _pick(rng, txt.QUESTIONS[hop.relation]).format(s=world.names[hop.subject],
+    return _pick(rng, phr.QUESTIONS[hop.relation]).format(s=world.names[hop.subject],
                                                           kind=_kind(world, hop))
 
 
@@ -133,7 +134,7 @@ def _chain(rng: np.random.Generator, world: World, hops: int) -> _Draft | None:
         if hop.obj is not None:
             seen.add(hop.obj)
             subject = hop.obj
-    question = txt.chain_question(lambda forms: _pick(rng, forms), world.names[chain[0].subject],
+    question = phr.chain_question(lambda forms: _pick(rng, forms), world.names[chain[0].subject],
                                   [(h.relation, _kind(world, h)) for h in chain])
     # Nothing after the first hop may be named: each bridge has to be found by reading.
     forbidden = tuple(h.answer for h in chain) + tuple(world.names[h.subject] for h in chain[1:])
@@ -151,7 +152,7 @@ def _pair(rng: np.random.Generator, world: World, t: str) -> tuple[int, int]:
     return a, b
 
 
-YEAR_TYPES: tuple[str, ...] = tuple(t for t in TYPES if LITERALS[t] in txt.YEAR_VERBS)
+YEAR_TYPES: tuple[str, ...] = tuple(t for t in TYPES if LITERALS[t] in phr.YEAR_VERBS)
 
 
 def _comparison(rng: np.random.Generator, world: World) -> _Draft | None:
@@ -163,15 +164,15 @@ def _comparison(rng: np.random.Generator, world: World) -> _Draft | None:
     gap = abs(int(ha.answer) - int(hb.answer))
     if a == b or gap == 0:
         return None
-    question = _pick(rng, txt.COMPARE_APART).format(a=world.names[a], b=world.names[b],
-                                                    verb=txt.YEAR_VERBS[relation])
+    question = _pick(rng, phr.COMPARE_APART).format(a=world.names[a], b=world.names[b],
+                                                    verb=phr.YEAR_VERBS[relation])
     return _Draft(key=("comparison", relation, min(a, b), max(a, b)), question=question,
                   answer=str(gap), hops=(ha, hb), qtype="comparison", forbidden=(str(gap),))
 
 
 SAME_TYPES: dict[str, tuple[str, ...]] = {
     rel: tuple(t for t in TYPES for r, _ in ENTITY_RELATIONS[t] if r == rel)
-    for rel in txt.YESNO_SAME
+    for rel in phr.YESNO_SAME
 }
 
 
@@ -187,7 +188,7 @@ def _yesno(rng: np.random.Generator, world: World) -> _Draft | None:
             b = co_sources[int(rng.integers(len(co_sources)))]
         ha, hb = _hop(world, a, relation), _hop(world, b, relation)
         answer = "yes" if ha.obj == hb.obj else "no"
-        template = _pick(rng, txt.YESNO_SAME[relation])
+        template = _pick(rng, phr.YESNO_SAME[relation])
         question = template.format(a=world.names[a], b=world.names[b], kind=_kind(world, ha))
     else:
         t = _pick(rng, YEAR_TYPES if form == "before" else ("city", "country"))
@@ -199,12 +200,12 @@ def _yesno(rng: np.random.Generator, world: World) -> _Draft | None:
             return None
         if form == "before":
             answer = "yes" if va < vb else "no"
-            template = _pick(rng, txt.YESNO_BEFORE)
+            template = _pick(rng, phr.YESNO_BEFORE)
         else:
             answer = "yes" if va > vb else "no"
-            template = _pick(rng, txt.YESNO_POPULATION)
+            template = _pick(rng, phr.YESNO_POPULATION)
         question = template.format(a=world.names[a], b=world.names[b],
-                                   verb=txt.YEAR_VERBS.get(relation, ""))
+                                   verb=phr.YEAR_VERBS.get(relation, ""))
     if a == b:
         return None
     return _Draft(key=("yesno", form, relation, min(a, b), max(a, b)), question=question,
