@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from cuer_agent.data._example import Dataset, Example, Passage
 from cuer_agent.data._io import (
@@ -110,19 +111,21 @@ def parse_supporting_titles(record: RawRecord) -> tuple[str, ...]:
     return tuple(titles)
 
 
+def common_fields(record: RawRecord) -> dict[str, Any]:
+    """The `Example` fields HotpotQA and 2WikiMultihopQA records share (2Wiki keeps
+    HotpotQA's layout): id, question, answer, context passages, question type."""
+    return {"id": record.text("_id"), "question": record.text("question"),
+            "answer": record.text("answer"), "passages": parse_context(record),
+            "qtype": record.optional_text("type") or ""}
+
+
 def hotpotqa_example(record: RawRecord) -> Example:
     """One validated HotpotQA record as an `Example`."""
     level = record.optional_text("level")
-    return Example(
-        id=record.text("_id"),
-        dataset="hotpotqa",
-        question=record.text("question"),
-        answer=record.text("answer"),
-        passages=parse_context(record),
-        supporting_titles=parse_supporting_titles(record),
-        qtype=record.optional_text("type") or "",
-        meta={} if level is None else {"level": level},
-    )
+    fields = common_fields(record)
+    return Example(**fields, dataset="hotpotqa",
+                   supporting_titles=parse_supporting_titles(record),
+                   meta={} if level is None else {"level": level})
 
 
 @register_dataset("hotpotqa")

@@ -43,7 +43,7 @@ from cuer_agent.data._io import (
     read_json_array,
 )
 from cuer_agent.data._loaders import register_dataset
-from cuer_agent.data.hotpotqa import parse_context, parse_supporting_titles
+from cuer_agent.data.hotpotqa import common_fields, parse_supporting_titles
 
 EVIDENCES_SHAPE = "'evidences' must be a list of [subject, relation, object] triples"
 
@@ -100,16 +100,9 @@ def twowiki_hops(triples: Sequence[tuple[str, str, str]],
 def twowiki_example(record: RawRecord) -> Example:
     """One validated 2WikiMultihopQA record as an `Example`."""
     titles = parse_supporting_titles(record)
-    return Example(
-        id=record.text("_id"),
-        dataset="2wiki",
-        question=record.text("question"),
-        answer=record.text("answer"),
-        passages=parse_context(record),
-        supporting_titles=titles,
-        hops=twowiki_hops(parse_evidences(record), titles),
-        qtype=record.optional_text("type") or "",
-    )
+    fields = common_fields(record)
+    return Example(**fields, dataset="2wiki", supporting_titles=titles,
+                   hops=twowiki_hops(parse_evidences(record), titles))
 
 
 @register_dataset("2wiki")
