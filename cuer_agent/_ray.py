@@ -46,7 +46,7 @@ def ray_map(task: Callable[[T], R], items: Iterable[T], policy: Parallelism) -> 
     if workers > cpus:  # the extra actors would wait for a CPU forever
         raise ConfigError(f"--workers {workers} exceeds the {cpus} CPUs of the Ray cluster")
     threads = policy.threads_per_worker(workers)
-    host = ray.remote(num_cpus=1, max_concurrency=threads)(TaskHost)
+    host = ray.remote(num_cpus=1, max_concurrency=threads)(TaskHost)  # type: ignore[call-overload]
     blob = ray.put(pickle.dumps(task))
     actors = [host.remote(blob) for _ in range(workers)]
     try:
@@ -65,7 +65,7 @@ def ray_map(task: Callable[[T], R], items: Iterable[T], policy: Parallelism) -> 
 def _get(ray: Any, ref: Any) -> Batch:
     """The batch, or our own error as raised in the actor (a one-line CLI error)."""
     try:
-        return ray.get(ref)  # type: ignore[no-any-return]
+        return ray.get(ref)
     except ray.exceptions.RayTaskError as exc:
         if isinstance(exc.cause, CuerError):
             raise exc.cause from None

@@ -55,7 +55,7 @@ Role = Literal["plan", "retrieve", "read", "answer"]
 Boundary = Literal["plan", "retrieve", "read", "answer"]
 State = dict[str, Any]
 ROLES: tuple[str, ...] = get_args(Role)
-BOUNDARIES: tuple[str, ...] = get_args(Boundary)
+BOUNDARIES: tuple[Boundary, ...] = get_args(Boundary)
 
 
 def default_context(skills: SkillClient, retriever: Retriever, condition: Any) -> Any:

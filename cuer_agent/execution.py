@@ -291,7 +291,8 @@ def _plus(cost: Cost, log: RequestLog) -> Cost:
 def _copy_state(state: dict[str, Any]) -> dict[str, Any]:
     """A deep copy of a state: a pickle round trip is ~6x faster than `copy.deepcopy`,
     which matters at one copy per node per execution."""
-    return pickle.loads(pickle.dumps(state, pickle.HIGHEST_PROTOCOL))  # type: ignore[no-any-return]
+    copied: dict[str, Any] = pickle.loads(pickle.dumps(state, pickle.HIGHEST_PROTOCOL))
+    return copied
 
 
 def _prefix(items: dict[str, Any], key: str) -> dict[str, Any]:

@@ -208,10 +208,11 @@ class _RankBm25Engine:
 
     def scores(self, query: list[str]) -> np.ndarray:
         # Unknown and zero-idf terms add exactly 0; skipping them avoids a pass over all docs.
-        terms = [t for t in query if self._model is not None and self._model.idf.get(t, 0) > 0]
-        if not terms:
+        model = self._model
+        terms = [t for t in query if model is not None and model.idf.get(t, 0) > 0]
+        if model is None or not terms:
             return np.zeros(self._n)
-        return self._model.get_scores(terms)
+        return model.get_scores(terms)
 
 
 def lucene_idf(n: int, df: int) -> float:

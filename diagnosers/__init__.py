@@ -9,7 +9,7 @@ oracle) and their gold-free variants `frozen-hop-free` and `suffix-regen-free`,
 register through the `cuer_agent.diagnosers` entry-point group.
 """
 
-from cuer_agent.diagnosers._base import (
+from ._base import (
     ENTRY_POINT_GROUP,
     STAGES,
     BaseDiagnoser,

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from cuer_agent.diagnosers._base import ProbeBudgetExceeded
 from cuer_agent.execution import Executor, RunResult
 from cuer_agent.trace import Trace
+
+from ._base import ProbeBudgetExceeded
 
 
 class ExecutionProbe:

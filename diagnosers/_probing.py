@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from cuer_agent.diagnosers._base import Diagnosis, DiagnosisView, Probe
 from cuer_agent.metrics.answer import normalize_answer
 from cuer_agent.trace import Trace
+
+from ._base import Diagnosis, DiagnosisView, Probe
 
 Fixed = Callable[[Trace], bool]
 """Does a repaired run count as fixed?"""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cuer_agent.diagnosers._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
+from ._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
 
 
 @diagnoser("chance")

@@ -11,8 +11,8 @@ question and the earlier findings (content-word overlap < `drift_threshold`, 0.2
 
 from __future__ import annotations
 
-from cuer_agent.diagnosers._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
-from cuer_agent.diagnosers._evidence import coverage, selected_texts
+from ._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, Stage, diagnoser
+from ._evidence import coverage, selected_texts
 
 
 @diagnoser("coverage")
@@ -27,7 +27,7 @@ class Coverage(BaseDiagnoser):
             covered = coverage(hop.subquery, texts) if texts else 0.0
             if covered < hop_threshold or not hop.finding:
                 on_topic = coverage(hop.subquery, [context])
-                stage = "tool" if on_topic < drift_threshold else "retrieval"
+                stage: Stage = "tool" if on_topic < drift_threshold else "retrieval"
                 return Diagnosis(hop=hop.hop, stage=stage, propagated=hop.hop < len(trace.hops),
                                  severity=round(1.0 - covered, 4),
                                  cause=f"sub-query coverage {covered:.2f}")

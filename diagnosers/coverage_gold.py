@@ -8,9 +8,10 @@ Jaccard overlap is almost always tiny, so this tends to blame hop 1 — as the s
 
 from __future__ import annotations
 
-from cuer_agent.diagnosers._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
 from cuer_agent.metrics import recall_correct
 from cuer_agent.retrieval import tokenize
+
+from ._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
 
 
 @diagnoser("coverage-gold")

@@ -14,9 +14,10 @@ probe's.
 
 from __future__ import annotations
 
-from cuer_agent.diagnosers._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
 from cuer_agent.metrics.utility import divergence
 from cuer_agent.trace import HopRecord, Trace
+
+from ._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
 
 
 def _hop_of(trace: Trace, evidence_id: str) -> HopRecord | None:

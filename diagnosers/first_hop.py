@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cuer_agent.diagnosers._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
+from ._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
 
 
 @diagnoser("first-hop")

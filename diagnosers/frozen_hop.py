@@ -16,9 +16,10 @@ termination, stage `answer`). Otherwise the answer level (hop 0). Option `budget
 
 from __future__ import annotations
 
-from cuer_agent.diagnosers._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
-from cuer_agent.diagnosers._probing import Fixed, GoldFree, by_oracle, first_fixing_hop
 from cuer_agent.trace import Trace
+
+from ._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
+from ._probing import Fixed, GoldFree, by_oracle, first_fixing_hop
 
 
 @diagnoser("frozen-hop")

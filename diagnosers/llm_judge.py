@@ -12,7 +12,9 @@ skill client as the `skills` option.
 
 from __future__ import annotations
 
-from cuer_agent.diagnosers._base import (
+from cuer_agent.llm.skills import EvidenceView, HopView, JudgeRequest, JudgeResponse
+
+from ._base import (
     BaseDiagnoser,
     Diagnosis,
     DiagnosisCost,
@@ -20,7 +22,6 @@ from cuer_agent.diagnosers._base import (
     Probe,
     diagnoser,
 )
-from cuer_agent.llm.skills import EvidenceView, HopView, JudgeRequest, JudgeResponse
 
 
 class JudgeParseFailure(RuntimeError):

@@ -9,8 +9,8 @@
 
 from __future__ import annotations
 
-from cuer_agent.diagnosers._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
-from cuer_agent.diagnosers._evidence import coverage, selected_texts
+from ._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
+from ._evidence import coverage, selected_texts
 
 
 @diagnoser("rule")

@@ -14,8 +14,8 @@ fault again, and regenerating from hop 1 is not a clean restart. Option `budget`
 
 from __future__ import annotations
 
-from cuer_agent.diagnosers._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
-from cuer_agent.diagnosers._probing import Fixed, GoldFree, by_oracle, first_fixing_hop
+from ._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
+from ._probing import Fixed, GoldFree, by_oracle, first_fixing_hop
 
 
 @diagnoser("suffix-regen")

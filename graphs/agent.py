@@ -17,9 +17,11 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from cuer_agent.graphs import nodes
-from cuer_agent.graphs.spec import AGENT_SPEC, OurAgentSpec
-from cuer_agent.graphs.state import AgentContext, AgentState
+from . import nodes
+from .spec import AGENT_SPEC, OurAgentSpec
+from .state import AgentContext, AgentState
+
+Graph = CompiledStateGraph[AgentState, AgentContext, AgentState, AgentState]
 
 
 def after_plan(state: AgentState) -> str:
@@ -32,7 +34,7 @@ def after_read(state: AgentState) -> str:
     return "answer" if state["done"] else "plan"
 
 
-def build_agent_graph() -> CompiledStateGraph:
+def build_agent_graph() -> Graph:
     builder = StateGraph(AgentState, context_schema=AgentContext)
     builder.add_node("plan", nodes.plan)
     builder.add_node("retrieve", nodes.retrieve)
@@ -47,7 +49,7 @@ def build_agent_graph() -> CompiledStateGraph:
 
 
 
-def build() -> tuple[CompiledStateGraph, OurAgentSpec]:
+def build() -> tuple[Graph, OurAgentSpec]:
     """The agent and its `AgentSpec` (``--agent cuer_agent.graphs.agent:build`` is the
     default agent)."""
     return build_agent_graph(), AGENT_SPEC

@@ -18,7 +18,6 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from cuer_agent.graphs.state import AgentContext, AgentState, wants_retry
 from cuer_agent.llm.backends import SkillResult
 from cuer_agent.llm.skills import (
     AnswerRequest,
@@ -31,6 +30,8 @@ from cuer_agent.llm.skills import (
     ReadResponse,
 )
 from cuer_agent.trace import Action, Step, StepState
+
+from .state import AgentContext, AgentState, wants_retry
 
 BUDGET_SPENT = "answer: the hop budget is spent"
 """The note of the PLAN step that ends a run whose hop budget is spent (no skill call)."""

@@ -26,8 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -40,7 +39,13 @@ from cuer_agent.graphs import nodes
 from cuer_agent.graphs.state import AgentContext, AgentState, initial_state
 from cuer_agent.trace import build_trace
 
-Node = Callable[[AgentState, Runtime[AgentContext]], dict[str, Any]]
+
+class Node(Protocol):
+    """A node of `nodes.py`: (state, runtime) → state update."""
+
+    __name__: str
+
+    def __call__(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any]: ...
 
 
 class ServerContext(BaseModel):
@@ -84,7 +89,9 @@ class Answer(TypedDict):
     """The run's observable trace (`cuer_agent.trace.Trace`, schema in the README)."""
 
 
-class ServerState(AgentState, total=False):
+# langgraph.json loads this file by path, so its imports are absolute, and mypy does not
+# follow `cuer_agent.graphs` (installed from graphs/): AgentState is opaque to it here.
+class ServerState(AgentState, total=False):  # type: ignore[call-arg]
     final_answer: str
     """Set by `finish`: the final answer."""
     confidence: float | None
@@ -137,8 +144,9 @@ def _build(ctx: ServerContext) -> AgentContext:
     skills = SkillClient(backend, cache=ResponseCache(Path(ctx.cache)) if ctx.cache else None)
     data = load_study_data(ctx.dataset, ctx.path, ctx.n if ctx.dataset == "synthetic" else None,
                            ctx.hops, ctx.seed)
+    # a data set without a shared corpus: every example's paragraphs, each once
     corpus = data.corpus if data.corpus is not None else list(
-        {p.id: p for ex in data.examples for p in ex.passages}.values())
+        {(p.title, p.index, p.text): p for ex in data.examples for p in ex.passages}.values())
     return AgentContext(skills=skills, retriever=BM25Retriever.from_passages(corpus))
 
 
@@ -179,7 +187,7 @@ def _finish(mode: Literal["agentic", "single_shot"]) -> Node:
     return finish
 
 
-def _builder() -> StateGraph:
+def _builder() -> StateGraph[Any, Any, Any, Any]:
     builder = StateGraph(ServerState, context_schema=ServerContext, input_schema=Question,
                          output_schema=Answer)
     builder.add_node("prepare", prepare)
@@ -187,7 +195,7 @@ def _builder() -> StateGraph:
     return builder
 
 
-def agent() -> CompiledStateGraph:
+def agent() -> CompiledStateGraph[Any, Any, Any, Any]:
     """The multi-hop agent (`agent.py`'s nodes and edges) for LangGraph Server."""
     from cuer_agent.graphs.agent import after_plan, after_read
 
@@ -204,7 +212,7 @@ def agent() -> CompiledStateGraph:
     return builder.compile(name="agent")
 
 
-def single_shot() -> CompiledStateGraph:
+def single_shot() -> CompiledStateGraph[Any, Any, Any, Any]:
     """The single-shot system (`single_shot.py`: retrieve → answer) for LangGraph Server."""
     builder = _builder()
     builder.add_node("retrieve", _live(nodes.retrieve_question))

@@ -10,12 +10,14 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from cuer_agent.graphs import nodes
-from cuer_agent.graphs.spec import SINGLE_SHOT_SPEC, OurAgentSpec
-from cuer_agent.graphs.state import AgentContext, AgentState
+from . import nodes
+from .spec import SINGLE_SHOT_SPEC, OurAgentSpec
+from .state import AgentContext, AgentState
+
+Graph = CompiledStateGraph[AgentState, AgentContext, AgentState, AgentState]
 
 
-def build_single_shot_graph() -> CompiledStateGraph:
+def build_single_shot_graph() -> Graph:
     builder = StateGraph(AgentState, context_schema=AgentContext)
     builder.add_node("retrieve", nodes.retrieve_question)
     builder.add_node("answer", nodes.answer_from_context)
@@ -26,6 +28,6 @@ def build_single_shot_graph() -> CompiledStateGraph:
 
 
 
-def build() -> tuple[CompiledStateGraph, OurAgentSpec]:
+def build() -> tuple[Graph, OurAgentSpec]:
     """The single-shot system and its `AgentSpec`."""
     return build_single_shot_graph(), SINGLE_SHOT_SPEC

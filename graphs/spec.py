@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from cuer_agent.agents import AgentSpec, Boundary, Role, State, hop_of_key
-from cuer_agent.graphs.state import initial_state, wants_retry
 from cuer_agent.trace import Action, Cost, Trace, build_trace
+
+from .state import AgentState, initial_state, wants_retry
 
 _KEYS = ("example_id", "question", "hop", "subquery", "retrieved", "hops", "done", "final",
          "cost", "parse_failures", "trace")
@@ -58,7 +59,7 @@ class OurAgentSpec(AgentSpec):
     def hop_done(self, key: str, state: State, hop: int) -> bool:
         # a read VERIFY failed is followed by a retry of the same hop
         return (key.endswith(":read") and hop_of_key(key) == hop
-                and not wants_retry(state))  # type: ignore[arg-type]
+                and not wants_retry(cast(AgentState, state)))
 
     def trace(self, state: State, *, example_id: str, question: str, meta: dict[str, Any],
               cost: Cost, error: str = "") -> Trace:

@@ -197,3 +197,17 @@ def test_langgraph_dev_tells_the_client_why_a_context_fails(langgraph_dev: str,
     with pytest.raises(Exception, match="unknown backend 'nope'"):  # the run's own error
         client.runs.wait(None, assistants["agent"]["assistant_id"],
                          input={"question": example.question}, context={"backend": "nope"})
+
+
+def test_a_data_set_without_a_shared_corpus_serves_from_its_paragraphs() -> None:
+    """HotpotQA-style data has no shared corpus: the served retriever searches every
+    example's paragraphs (each once)."""
+    from cuer_agent.data import shared_sample_path
+
+    path = shared_sample_path("hotpotqa")
+    if path is None:
+        pytest.skip("the shared HotpotQA sample (../shared/data) is not here")
+    context = live_context(ServerContext(dataset="hotpotqa", path=str(path), n=5))
+    retriever = context.retriever
+    question = load_dataset("hotpotqa", path, n=5).examples[0].question
+    assert retriever.retrieve(question, 3)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from cuer_agent.data._example import Dataset, Example, HopGold, Passage
 from cuer_agent.data._loaders import LOADERS, register_dataset
@@ -91,7 +92,7 @@ def _load_synthetic(path: str | Path | None, n: int | None, **kwargs: object) ->
         raise ConfigError("the synthetic dataset is generated; it takes no --path")
     from cuer_agent.data.synthetic import load_synthetic
 
-    options = dict(kwargs) if n is None else {"n": n, **kwargs}
+    options: dict[str, Any] = dict(kwargs) if n is None else {"n": n, **kwargs}
     return load_synthetic(**options)
 
 

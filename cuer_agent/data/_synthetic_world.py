@@ -357,7 +357,7 @@ def _graph(seed: int, size: int, names: list[str], type_of: list[str],
            family_of: np.ndarray, stems: list[str], by_type: dict[str, np.ndarray],
            targets: Targets, values: np.ndarray) -> nx.MultiDiGraph:
     """Nodes are entity numbers with their attributes; edges are keyed by relation."""
-    graph = nx.MultiDiGraph(seed=seed, size=size)
+    graph: nx.MultiDiGraph[int] = nx.MultiDiGraph(seed=seed, size=size)
     fam = family_of.tolist()
     vals = values.tolist()
     graph.add_nodes_from(

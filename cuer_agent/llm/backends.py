@@ -190,7 +190,7 @@ class SkillClient:
         return result
 
     def _parsed(self, skill: str, stored: CachedReply, *, cached: bool) -> SkillResult:
-        usage = {"prompt_tokens": stored.prompt_tokens,
+        usage: dict[str, Any] = {"prompt_tokens": stored.prompt_tokens,
                  "completion_tokens": stored.completion_tokens}
         if stored.text is None:
             self.ledger.add(skill, parse_failures=1)

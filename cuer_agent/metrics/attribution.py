@@ -174,7 +174,7 @@ def attribution_summary(items: Sequence[Attribution], *, n_resamples: int = DEFA
     items = list(items)
     n = len(items)
     errors = sum(it.errored for it in items)
-    kw: dict[str, int] = {"n_resamples": n_resamples, "seed": seed}
+    kw: dict[str, Any] = {"n_resamples": n_resamples, "seed": seed}
 
     exact = _indicator(items, "hop_correct")
     clusters = [it.example_id for it in items]
@@ -231,7 +231,7 @@ def _cell(items: Sequence[Attribution], min_cell: int) -> dict[str, Any]:
             "descriptive_only": len(items) < min_cell}
 
 
-def blame_histogram(items: Sequence[Attribution]) -> dict[str, float]:
+def blame_histogram(items: Sequence[Attribution]) -> dict[str, float | None]:
     """For each hop a diagnoser named, the share of its (non-error) diagnoses naming it."""
     named = [it.pred_hop for it in items if it.pred_hop is not None]
     return {str(h): _num(named.count(h) / len(named)) for h in sorted(set(named))}
