@@ -123,8 +123,9 @@ def two_support(table: dict[str, dict[str, dict[str, float]]]) -> dict[str, Any]
     return {"n": len(ids),
             "f1_drop": {"support_1": _r(s1.mean()), "support_2": _r(s2.mean()),
                         "both": _r(both.mean())},
-            "synergy_share": _r(np.mean(both > np.maximum(s1, s2))),
-            "strong_complementarity_share": _r(np.mean((s1 <= 0) & (s2 <= 0) & (both > 0)))}
+            "synergy_share": _r(float(np.mean(both > np.maximum(s1, s2)))),
+            "strong_complementarity_share": _r(float(np.mean((s1 <= 0) & (s2 <= 0)
+                                                             & (both > 0))))}
 
 
 def changed_share(table: dict[str, dict[str, dict[str, float]]], condition: str) -> float | None:
@@ -186,7 +187,7 @@ def summarize_cuer(rows: Rows, config: CuerConfig) -> dict[str, Any]:
             h: summary["conditions"][_variant("replace", config.replace_hardness, h)]
             ["correctness"] for h in ("easy", "medium", "hard")}
     if config.weight_sensitivity:
-        operators = [c for c in ("remove", "replace", "duplicate") if c in names]
+        operators: list[str] = [c for c in ("remove", "replace", "duplicate") if c in names]
         ablations["weight_sensitivity"] = weight_sensitivity(table, operators, config)
     if ablations:
         summary["ablations"] = ablations

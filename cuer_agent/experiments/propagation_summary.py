@@ -193,10 +193,12 @@ def stage_transitions(trace_rows: Rows, record_rows: Rows,
             _bump(graph, previous, node)
             previous = node
         _bump(graph, previous, "answer:wrong")
-    return {f: {"traces": sum(w for _, v, w in g.edges(data="weight") if v == "answer:wrong"),
-                "edges": [{"from": u, "to": v, "count": w}
-                          for u, v, w in sorted(g.edges(data="weight"))]}
-            for f, g in graphs.items()}
+    out = {}
+    for f, g in graphs.items():
+        edges: list[tuple[str, str, int]] = sorted(g.edges(data="weight"))
+        out[f] = {"traces": sum(w for _, v, w in edges if v == "answer:wrong"),
+                  "edges": [{"from": u, "to": v, "count": w} for u, v, w in edges]}
+    return out
 
 
 def _bump(graph: nx.DiGraph, u: str, v: str) -> None:

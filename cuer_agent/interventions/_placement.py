@@ -14,7 +14,7 @@ nothing observable tells it apart from the items the retriever returned itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Container, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,7 +37,7 @@ class Taken:
         return any(item in c for c in self.collections)
 
 
-def mint_id(title: str, taken: Collection[str], max_paragraph: int,
+def mint_id(title: str, taken: Container[str], max_paragraph: int,
             rng: np.random.Generator) -> str:
     """A real-form id for a new passage titled `title`: a paragraph number in
     0..max(max_paragraph, 9) that no id in `taken` uses for this title (chunk 0)."""

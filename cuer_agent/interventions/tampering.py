@@ -74,7 +74,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, localcontext
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -352,7 +352,7 @@ def _choose_span(inp: FaultInput, texts: Sequence[str], rules: _Rules,
             raise ConfigError(f"unknown tampering strategy {strategy!r}; "
                               f"choose from {', '.join(STRATEGIES)}")
         if span:
-            return _Span(span, strategy)
+            return _Span(span, cast(Strategy, strategy))
     return None
 
 

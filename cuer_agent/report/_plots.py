@@ -18,8 +18,9 @@ from cuer_agent.report._format import hop_key
 
 DPI = 100
 SIZE = (7.0, 3.8)
-_STYLE = {"font.size": 9, "axes.grid": True, "grid.alpha": 0.3, "axes.axisbelow": True,
-          "svg.hashsalt": "cuer-agent", "path.simplify": False}
+_STYLE: dict[str, Any] = {"font.size": 9, "axes.grid": True, "grid.alpha": 0.3,
+                          "axes.axisbelow": True, "svg.hashsalt": "cuer-agent",
+                          "path.simplify": False}
 MAIN_OPERATORS = ("remove", "replace", "duplicate", "zero_retrieval", "random_target")
 CUER_AXES = ("correctness", "grounding", "confidence_error", "divergence")
 
@@ -29,7 +30,7 @@ def _style() -> Iterator[None]:
     """matplotlib's defaults plus ours, whatever the user's matplotlibrc says."""
     with matplotlib.rc_context():
         matplotlib.rcdefaults()
-        matplotlib.rcParams.update(_STYLE)
+        matplotlib.rcParams.update(_STYLE)  # type: ignore[arg-type]
         yield
 
 

@@ -41,10 +41,10 @@ def backend_facts(config: dict[str, Any]) -> tuple[str, str | None, str | None]:
 
 
 def _data_facts(config: dict[str, Any]) -> str:
-    data = config.get("data") if isinstance(config.get("data"), dict) else {}
+    data = _part(config, "data")
     name = data.get("dataset") or config.get("dataset") or "unknown"
     source = data.get("path") or config.get("source") or config.get("path")
-    agent = config.get("agent") if isinstance(config.get("agent"), dict) else {}
+    agent = _part(config, "agent")
     hops = agent.get("hops") or config.get("hop_budget") or data.get("hops")
     text = str(name) + (f" ({source})" if source else "")
     text += f", n = {data['n']}" if data.get("n") else ""
@@ -53,7 +53,7 @@ def _data_facts(config: dict[str, Any]) -> str:
 
 
 def _agent_facts(config: dict[str, Any]) -> str:
-    agent = config.get("agent") if isinstance(config.get("agent"), dict) else {}
+    agent = _part(config, "agent")
     factory = agent.get("factory") or config.get("agent")
     if isinstance(factory, str):
         return (f"`{factory}` (yours; the single-shot CUE-R baseline is cuer-agent's own "

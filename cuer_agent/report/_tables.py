@@ -9,6 +9,9 @@ from cuer_agent.report import _reference as ref
 from cuer_agent.report._format import DASH, ci, hop_key, mean_ci, num, pval, share, signed
 from cuer_agent.report._render import Table
 
+_VERDICT: dict[object, str] = {True: "yes", False: "no"}
+_BEATS: dict[object, str] = {True: "yes", False: "NO"}
+
 CONDITION_ORDER = ("original", "remove", "replace", "duplicate", "zero_retrieval",
                    "random_target")
 ROLE_ORDER = ("constructive", "corrective", "distractive", "confidence-distorting",
@@ -74,7 +77,7 @@ def roles_verdicts(dataset: dict[str, Any]) -> Table | None:
     rows = []
     for label in _ordered(list(verdicts), ROLE_ORDER):
         v = verdicts[label] or {}
-        holds = {True: "yes", False: "no"}.get(v.get("holds"), "not decided")
+        holds = _VERDICT.get(v.get("holds"), "not decided")
         rows.append((label, holds, str(v.get("reason", ""))))
     return Table(caption="Evidence roles, data-set level (from the bootstrap CIs of the deltas)",
                  headers=("role", "holds", "why"), rows=tuple(rows))
@@ -197,7 +200,7 @@ def diagnoser_depths(diagnosers: dict[str, Any]) -> Table:
         analytic = d.get("expected_acc_analytic") or {}
         for depth in sorted(d.get("by_depth") or {}, key=hop_key):
             c = d["by_depth"][depth] or {}
-            beats = {True: "yes", False: "NO"}.get(c.get("beats_independence"), DASH)
+            beats = _BEATS.get(c.get("beats_independence"), DASH)
             rows.append((name, str(depth), str(c.get("n", DASH)), num(c.get("acc"), 2),
                          ci(c.get("ci"), 2) or DASH, ci(c.get("ci_clustered"), 2) or DASH,
                          num(c.get("independence"), 2), beats,
