@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from cuer_agent.errors import ConfigError, DataError
 
 CONFIG_FILE = "config.json"
@@ -84,7 +86,14 @@ class RunDir:
             self.rewrite(name, [r for _, r in sorted(zip(ranks, rows, strict=True),
                                                       key=lambda pair: pair[0])])
 
-    def write_summary(self, summary: dict[str, Any]) -> None:
+    def write_summary(self, summary: dict[str, Any],
+                      model: type[BaseModel] | None = None) -> None:
+        """Write `summary.json`. With `model` (`cuer_agent.experiments.summaries`), the
+        summary is validated through it first — a mismatch is a bug: pydantic's
+        `ValidationError`, and nothing is written. The dict is written as given, so the
+        bytes do not depend on the model."""
+        if model is not None:
+            model.model_validate(summary)
         write_atomic(self.path / SUMMARY_FILE, canonical_json(summary, indent=2) + "\n")
 
 

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
+from cuer_agent.config import StudyConfig
 from cuer_agent.errors import DataError
+from cuer_agent.experiments.summaries import EvaluateSummary
 from cuer_agent.report import build_report, write_report
 
 SECTIONS = ("Read this before quoting a number", "Single-shot CUE-R study",
@@ -20,17 +22,19 @@ NOTES = ["coverage reads the gold answer: its 1.00 at depth 1 is not a fair comp
          "judge is a rule-based stand-in for an LLM judge <not an LLM> & scores 0.25 by design."]
 
 
+AXES = ("correctness", "em", "f1", "grounding", "confidence_error", "divergence")
+
+
 def stat(mean: float, half: float = 0.1) -> dict[str, Any]:
     return {"mean": mean, "ci": [mean - half, mean + half]}
 
 
 def condition(correct: float, delta: float | None) -> dict[str, Any]:
-    cond: dict[str, Any] = {"n": 40, "correctness": stat(correct), "grounding": stat(0.7),
+    cond: dict[str, Any] = {"n": 40, "correctness": stat(correct), "em": stat(correct),
+                            "f1": stat(correct), "grounding": stat(0.7),
                             "confidence_error": stat(0.4), "divergence": stat(delta or 0.0)}
     if delta is not None:
-        cond["delta"] = {axis: {**stat(delta), "p": 0.0004}
-                         for axis in ("correctness", "grounding", "confidence_error",
-                                      "divergence")}
+        cond["delta"] = {axis: {**stat(delta), "p": 0.0004} for axis in AXES}
     return cond
 
 
@@ -38,13 +42,30 @@ def diagnoser(acc: float, *, gold: bool = False, stand_in: str | None = None
               ) -> dict[str, Any]:
     by_depth = {str(h): {"n": n, "acc": acc, "ci": [acc - 0.1, acc + 0.1],
                          "ci_clustered": [acc - 0.2, acc + 0.2], "descriptive_only": n < 10,
-                         "independence": 0.3, "beats_independence": acc > 0.3}
+                         "faults": {"empty_retrieval": n}, "independence": 0.3,
+                         "beats_independence": acc > 0.3}
                 for h, n in ((1, 30), (2, 20), (3, 6))}
-    return {"uses_gold": gold, "probing": False, "stand_in": stand_in, "n": 56, "errors": 0,
+    return {"uses_gold": gold, "uses_gold_oracle": False, "probing": False,
+            "stand_in": stand_in, "n": 56, "errors": 0, "error_rate": 0.0,
             "by_depth": by_depth, "exact_hop_acc": {**stat(acc), "ci_clustered": [0.1, 0.9]},
             "stage_acc": stat(0.6), "hop_tol_acc": stat(0.8), "ancestor_hit": stat(0.5),
             "mae": stat(0.9), "calls_per_diagnosis": 1.0, "tokens_per_diagnosis": 120.0,
-            "cost_per_correct": {"calls": 2.5, "tokens": 300.0}}
+            "cost_per_correct": {"calls": 2.5, "tokens": 300.0},
+            "by_fault": {"empty_retrieval": {"n": 56, "acc": acc}},
+            "by_fault_depth": {"empty_retrieval": {"1": {"acc": acc, "n": 30, "ci": [0.1, 0.9],
+                                                         "descriptive_only": False}}},
+            "blame_hist": {"1": 0.5, "2": 0.3, "3": 0.2}, "independence": 0.3,
+            "clean_n": 10, "clean_blame_rate": 0.1}
+
+
+def role_stat(mean: float) -> dict[str, Any]:
+    return {"n": 40, "mean": mean, "ci_low": mean - 0.1, "ci_high": mean + 0.1}
+
+
+def ledger(requests: int, calls: int) -> dict[str, Any]:
+    return {"requests": requests, "calls": calls, "cache_hits": requests - calls,
+            "parse_failures": 0, "parse_failure_rate": 0.0, "errors": 0, "retries": 0,
+            "prompt_tokens": 0, "completion_tokens": 0, "tokens": 0}
 
 
 def summary() -> dict[str, Any]:
@@ -54,17 +75,31 @@ def summary() -> dict[str, Any]:
         "conditions": {"original": condition(0.6, None), "remove": condition(0.3, 0.3),
                        "replace": condition(0.25, 0.35), "duplicate": condition(0.6, 0.0)},
         "skipped": {"replace": {"no non-supporting item for REPLACE": 1}},
-        "roles": {"n_items": 40, "items": {"constructive": 12, "neutral": 20, "redundant": 8},
+        "roles": {"n_items": 40,
+                  "items": {"corrective": 0, "constructive": 12, "distractive": 0,
+                            "confidence-distorting": 0, "redundant": 8, "neutral": 20},
                   "dataset": {"primary": "constructive", "labels": ["constructive"],
-                              "verdicts": {"constructive": {"holds": True, "reason": "CI > 0"}}}},
+                              "verdicts": {label: {"holds": label == "constructive",
+                                                   "reason": "CI > 0" if label == "constructive"
+                                                   else "no", "evidence": {}}
+                                           for label in ("corrective", "constructive",
+                                                         "distractive", "confidence-distorting",
+                                                         "redundant")},
+                              "conditions": {"remove": {m: role_stat(0.3) for m in (
+                                  "correctness", "f1", "conf_utility", "divergence")}},
+                              "settings": {"ci_level": 0.95, "n_resamples": 5000, "seed": 42,
+                                           "redundant_divergence": 0.1,
+                                           "confidence_conditions": ["remove"]}}},
         "findings": ["REMOVE hurts correctness (Δ +0.300) — as in the paper."],
-        "ledger": {"requests": 200, "calls": 160}, "config": {"k": 5},
+        "ledger": ledger(200, 160), "config": {"k": 5}, "questions": "whole",
     }
     cell = {"injected": 30, "recovered": 12, "failed": 18, "recovery": 0.4, "ci": [0.2, 0.6],
-            "descriptive_only": False}
+            "descriptive_only": False, "retried": 0, "effective": 30, "ineffective": 0,
+            "recovered_effective": 12, "recovery_effective": 0.4, "errors": 0}
     agentic = {
+        "persistence": "query",
         "clean": {"n": 50, "accuracy": 0.8, "accuracy_ci": [0.7, 0.9],
-                  "hops_used": {"2": 5, "3": 45}},
+                  "hops_used": {"2": 5, "3": 45}, "hops": 145, "retried_hops": 0},
         "faults": {"empty_retrieval": {"1": cell, "2": cell},
                    "content_tampering": {"1": cell, "2": {**cell, "descriptive_only": True}}},
         "tampering": {"1": {"injected": 30, "resisted": 20, "absorbed": 4, "derailed": 6,
@@ -76,10 +111,17 @@ def summary() -> dict[str, Any]:
     }
     chance = diagnoser(0.33)
     chance["expected_acc_analytic"] = {"1": 0.33, "2": 0.33, "3": 0.33, "overall": 0.33}
+    comparison = {"n": 1, "with_critical_hop": 1, "ties": 0, "points_at_critical": 1,
+                  "points_at_critical_share": 1.0, "points_at_critical_ci": [0.2, 1.0],
+                  "single_shot_flags": 1, "flags_recovered": 0, "flags_recovered_share": 0.0,
+                  "critical_hops": {"1": 1},
+                  "examples": [{"example_id": "syn-0-0",
+                                "single_shot": [{"hop": 1, "target": "Alpha", "delta": 1.0}],
+                                "critical_hop": 1, "critical_item": "Alpha",
+                                "critical_delta": 1.0, "points_at_critical": True}]}
     return {
-        "config": {"command": "evaluate", "data": {"dataset": "synthetic", "hops": 3},
-                   "backend": {"name": "extractive", "model": None, "base_url": None}},
-        "single_shot": single_shot, "agentic": agentic,
+        "config": StudyConfig(data={"dataset": "synthetic", "hops": 3}).model_dump(mode="json"),
+        "single_shot": single_shot, "agentic": agentic, "comparison": comparison,
         "diagnosers": {"coverage-gold": diagnoser(0.9, gold=True), "coverage": diagnoser(0.5),
                        "llm-judge": diagnoser(0.25,
                                               stand_in="rule-based stand-in for an LLM judge"),
@@ -88,8 +130,10 @@ def summary() -> dict[str, Any]:
                                                             "judge"),
                        "chance": chance},
         "notes": NOTES,
-        "ledger": {"requests": 900, "calls": 700, "cache_hits": 200, "parse_failures": 0,
-                   "parse_failure_rate": 0.0, "tokens": 0},
+        "ledger": {**ledger(900, 700), "diagnoser_requests": 50, "diagnoser_errors": 0},
+        "provenance": {"command": "cuer-agent evaluate --hops 3", "version": "0.1.0",
+                       "commit": None, "data_sha256": None, "python": "3.11.7",
+                       "platform": "Linux"},
     }
 
 
@@ -153,21 +197,43 @@ def test_the_notes_are_quoted_verbatim_under_their_heading(full: tuple[str, str]
     assert [line[2:] for line in section.strip().splitlines()] == NOTES
 
 
-def test_missing_agentic_and_diagnosers_parts_say_not_run(tmp_path: Path) -> None:
+def test_the_full_summary_is_a_valid_evaluate_summary() -> None:
+    EvaluateSummary.model_validate(summary())
+
+
+def test_missing_agentic_and_diagnosers_parts_say_not_run() -> None:
     partial = {k: v for k, v in summary().items() if k not in {"agentic", "diagnosers"}}
-    md = write_report(run_dir(tmp_path, partial))[0].read_text(encoding="utf-8")
+    md, _, figures = build_report(partial)
     for title in ("Agentic fault propagation", "Fault diagnosers"):
         section = md.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
         assert "Not run" in section
-    assert sorted(p.name for p in (tmp_path / "report_figures").glob("*.png")) == [
-        "cuer_deltas.png", "roles.png"]
+    assert sorted(figures) == ["cuer_deltas.png", "roles.png"]
 
 
-def test_an_empty_summary_still_renders_every_section(tmp_path: Path) -> None:
-    md, page = write_report(run_dir(tmp_path, {}))
-    text = md.read_text(encoding="utf-8")
-    assert all(f"## {title}" in text for title in SECTIONS)
-    assert text.count("Not run") == 6 and "<img" not in page.read_text(encoding="utf-8")
+def test_an_empty_summary_still_renders_every_section() -> None:
+    md, page, figures = build_report({})
+    assert all(f"## {title}" in md for title in SECTIONS)
+    assert md.count("Not run") == 6 and "<img" not in page and not figures
+
+
+@pytest.mark.parametrize(("mutate", "where"), [
+    (lambda s: s.pop("agentic"), "(top level): missing key 'agentic'"),
+    (lambda s: s["agentic"]["clean"].update(acc=s["agentic"]["clean"].pop("accuracy")),
+     "agentic.clean: missing key 'accuracy' (found 'acc' instead)"),
+    (lambda s: s["diagnosers"]["coverage"]["by_depth"]["2"].update(acc="high"),
+     "diagnosers.coverage.by_depth.2.acc: Input should be a valid number"),
+])
+def test_a_malformed_summary_is_one_data_error_naming_file_and_key(
+        tmp_path: Path, mutate: Any, where: str) -> None:
+    content = summary()
+    mutate(content)
+    directory = run_dir(tmp_path, content)
+    with pytest.raises(DataError) as err:
+        write_report(directory)
+    message = str(err.value)
+    assert message.startswith(f"{directory / 'summary.json'}: {where}")
+    assert "EvaluateSummary" in message and "\n" not in message
+    assert not (directory / "report.md").exists()
 
 
 def test_the_papers_reference_values_appear_labelled(full: tuple[str, str]) -> None:

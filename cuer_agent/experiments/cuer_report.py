@@ -10,6 +10,7 @@ from cuer_agent.experiments.cuer import RECORDS, TRACES, CuerConfig
 from cuer_agent.experiments.cuer_roles import roles_summary
 from cuer_agent.experiments.cuer_summary import summarize_cuer
 from cuer_agent.experiments.run_agent import ledger_from_rows
+from cuer_agent.experiments.summaries import CuerSummary
 from cuer_agent.metrics.stats import MIN_CELL
 from cuer_agent.runs import RunDir
 
@@ -63,7 +64,7 @@ def write_cuer_summary(run_dir: RunDir, config: CuerConfig) -> dict[str, Any]:
         summary["roles"]["dataset"] = {"suppressed": reason}
     summary["ledger"] = ledger_from_rows(run_dir.rows(TRACES))
     summary["config"] = config.model_dump(mode="json")
-    run_dir.write_summary(summary)
+    run_dir.write_summary(summary, CuerSummary)
     return summary
 
 

@@ -31,6 +31,7 @@ from cuer_agent.experiments.evaluate_notes import honest_notes
 from cuer_agent.experiments.propagation import DIAGNOSES, RECORDS, TRACES, run_propagation
 from cuer_agent.experiments.propagation_summary import summarize_propagation
 from cuer_agent.experiments.run_agent import ledger_from_rows, retriever_factory
+from cuer_agent.experiments.summaries import EvaluateSummary
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.parallel import Parallelism
 from cuer_agent.runs import RunDir
@@ -88,5 +89,5 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
         "provenance": provenance or {},
     }
     summary["notes"] = honest_notes(summary, config.backend.name, constant_guesses(diagnoses))
-    run_dir.write_summary(summary)
+    run_dir.write_summary(summary, EvaluateSummary)
     return summary

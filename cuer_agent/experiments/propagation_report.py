@@ -16,6 +16,7 @@ from cuer_agent.experiments.propagation import (
 )
 from cuer_agent.experiments.propagation_summary import summarize_propagation
 from cuer_agent.experiments.run_agent import ledger_from_rows, retriever_factory
+from cuer_agent.experiments.summaries import PropagateSummary
 from cuer_agent.parallel import Parallelism
 from cuer_agent.runs import RunDir
 
@@ -30,7 +31,7 @@ def run_and_summarize(dataset: Dataset, executor: Executor, run_dir: RunDir,
     summary = summarize_propagation(run_dir.rows(RECORDS), traces, config)
     summary["ledger"] = ledger_from_rows(traces)
     summary["config"] = config.model_dump(mode="json")
-    run_dir.write_summary(summary)
+    run_dir.write_summary(summary, PropagateSummary)
     return summary
 
 

@@ -17,6 +17,7 @@ from rich.progress import Progress
 
 from cuer_agent.data import Dataset, Example, Passage
 from cuer_agent.execution import Executor
+from cuer_agent.experiments.summaries import RunSummary
 from cuer_agent.llm.cache import Ledger
 from cuer_agent.metrics import answer_scores
 from cuer_agent.parallel import Parallelism, ordered_map
@@ -87,7 +88,7 @@ def run_dataset(dataset: Dataset, executor: Executor, run_dir: RunDir, *,
     rows = run_dir.rows(TRACES)
     summary = summarize(dataset, rows)
     summary["mode"] = executor.spec.mode
-    run_dir.write_summary(summary)
+    run_dir.write_summary(summary, RunSummary)
     return summary
 
 

@@ -3,6 +3,8 @@ evaluate run directory's `summary.json`.
 
 Both files (and the PNG figures `report.md` links in `report_figures/`) are a pure
 function of the summary: rebuilding from the same summary gives the same bytes.
+`write_report` reads the summary through its model (`EvaluateSummary`); `build_report`
+renders any part of one (a missing part's section says "Not run").
 
     from cuer_agent.report import write_report
     md_path, html_path = write_report(Path("runs/eval"))
@@ -10,12 +12,12 @@ function of the summary: rebuilding from the same summary gives the same bytes.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 from cuer_agent.errors import DataError
+from cuer_agent.experiments.summaries import EvaluateSummary, read_summary
 from cuer_agent.report._render import FIGURE_DIR, Block, Figure, to_html, to_markdown
 from cuer_agent.report._sections import all_sections
 
@@ -39,17 +41,16 @@ def _write(path: Path, data: bytes) -> None:
 
 def write_report(run_dir: Path) -> tuple[Path, Path]:
     """Read `run_dir/summary.json`; write `report.md`, `report.html` and the figures in
-    `report_figures/`. Returns the paths of the two reports."""
+    `report_figures/`. Returns the paths of the two reports.
+
+    The summary must validate as an `EvaluateSummary`
+    (`cuer_agent.experiments.summaries`): otherwise a `DataError` names the file and the
+    first bad key, and nothing is written."""
     run_dir = Path(run_dir)
     path = run_dir / "summary.json"
     if not path.exists():
         raise DataError(path, "no such file (not an evaluate run directory)")
-    try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DataError(path, f"not valid JSON ({exc.msg})", line=exc.lineno) from exc
-    if not isinstance(summary, dict):
-        raise DataError(path, "expected a JSON object")
+    summary = read_summary(path, EvaluateSummary)
     markdown, page, figures = build_report(summary)
     fig_dir = run_dir / FIGURE_DIR
     fig_dir.mkdir(exist_ok=True)

@@ -1,0 +1,274 @@
+"""Typed `summary.json` of each study, and the JSON Schemas generated from the models.
+
+* `RunSummary` — `cuer-agent run`;
+* `CuerSummary` — `cuer-agent cuer` (and `single_shot/summary.json` of `evaluate`);
+* `PropagateSummary` — `cuer-agent propagate`;
+* `EvaluateSummary` — `cuer-agent evaluate`: `single_shot` (a CUE-R summary and the kind
+  of questions asked), `agentic` (`PropagationResults`), `comparison`, `diagnosers`,
+  `ledger`, `config`, `provenance`, `notes`.
+
+The parts are in `summary_cells` and `summary_cells_agentic`; every part forbids unknown
+keys, so a renamed key is an error. A study validates its summary through its model
+before writing it, and writes the dict it computed: the bytes of `summary.json` do not
+depend on the models. `read_summary` reads one back, turning a mismatch into a
+`DataError` that names the file and the key.
+
+The JSON Schemas in `docs/schemas/` are generated from these models:
+`python -m cuer_agent.experiments.summaries` writes them again.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Discriminator, Tag, ValidationError
+
+from cuer_agent.config import StudyConfig
+from cuer_agent.errors import DataError
+from cuer_agent.experiments.cuer import CuerConfig
+from cuer_agent.experiments.propagation import PropagationConfig
+from cuer_agent.experiments.summary_cells import (
+    Ablations,
+    Accuracy,
+    CuerCondition,
+    GoldHopsAccuracy,
+    HopKey,
+    Ledger,
+    Part,
+    Roles,
+    RunError,
+    absent,
+)
+from cuer_agent.experiments.summary_cells_agentic import (
+    CleanRuns,
+    Comparison,
+    DiagnoserSummary,
+    EvaluateLedger,
+    FaultCell,
+    HopOperatorCell,
+    NoProvenance,
+    PrefixCalls,
+    Provenance,
+    StageTransitions,
+    TamperingCell,
+    TamperingCertification,
+)
+from cuer_agent.interventions.persistence import Persistence
+
+__all__ = ["SCHEMAS", "CuerSummary", "EvaluateSummary", "PropagateSummary",
+           "PropagationResults", "RunSummary", "read_summary", "schema_texts",
+           "validate_summary", "write_schemas"]
+
+Skipped = dict[str, dict[str, int]]
+"""Condition → reason → records skipped for it."""
+
+
+class RunSummary(Part):
+    """`summary.json` of `cuer-agent run`, from its trace rows alone."""
+
+    dataset: str
+    """The data set's name."""
+    mode: Literal["agentic", "single_shot"]
+    """The system that ran."""
+    n: int
+    """Examples run."""
+    accuracy: Accuracy
+    accuracy_by_gold_hops: dict[HopKey, GoldHopsAccuracy]
+    """Gold hop count → soft accuracy of those examples."""
+    hops_used: dict[HopKey, int]
+    """Hops taken → examples."""
+    status: dict[Literal["ok", "parse_failure", "error"], int]
+    """Trace status → examples."""
+    errors: list[RunError]
+    """The traces that carry an error, in data order."""
+    ledger: Ledger
+
+
+class CuerSummary(Part):
+    """`summary.json` of `cuer-agent cuer`, from its record rows alone."""
+
+    n: int
+    """Examples (or per-hop questions) whose original ran."""
+    conditions: dict[str, CuerCondition]
+    """original, remove, replace, duplicate, zero_retrieval, random_target and the
+    ablation conditions, in run order."""
+    skipped: Skipped
+    ablations: Ablations = absent()
+    """Present when the config asks for an ablation."""
+    findings: list[str]
+    """One sentence per main operator: does Δcorrectness follow the paper's pattern? (or
+    why the data carry no verdict)."""
+    roles: Roles
+    ledger: Ledger
+    config: CuerConfig
+    """The `[cuer]` study config."""
+
+
+class PropagationResults(Part):
+    """The fault-propagation study, from its record and trace rows alone
+    (`cuer_agent.experiments.propagation_summary`)."""
+
+    persistence: Persistence
+    """How long a fault holds (`query`, `hop` or `once`)."""
+    clean: CleanRuns
+    faults: dict[str, dict[HopKey, FaultCell]]
+    """Fault → injected hop → recovery."""
+    tampering: dict[HopKey, TamperingCell]
+    """Content tampering per hop."""
+    tampering_certification: TamperingCertification
+    hop_operators: dict[str, dict[HopKey, HopOperatorCell]]
+    """remove / replace / duplicate → hop → effect (empty when not run)."""
+    skipped: Skipped
+    prefix_calls: PrefixCalls
+    stage_transitions: dict[str, StageTransitions]
+    """Fault → how its failed injections show downstream."""
+
+
+class PropagateSummary(PropagationResults):
+    """`summary.json` of `cuer-agent propagate`."""
+
+    ledger: Ledger
+    config: PropagationConfig
+    """The propagation study config."""
+
+
+class SingleShot(CuerSummary):
+    """The single-shot CUE-R baseline of `evaluate`."""
+
+    questions: Literal["per_hop", "whole"]
+    """What the single-shot system was asked: each hop's sub-question, or the whole
+    question."""
+
+
+class EvaluateSummary(Part):
+    """`summary.json` of `cuer-agent evaluate`; the report is built from it alone."""
+
+    single_shot: SingleShot
+    agentic: PropagationResults
+    comparison: Comparison
+    diagnosers: dict[str, DiagnoserSummary]
+    """Diagnoser name → its summary."""
+    ledger: EvaluateLedger
+    config: StudyConfig
+    """The whole study config (the run's `config.json`)."""
+    provenance: Annotated[Annotated[Provenance, Tag("Provenance")]
+                          | Annotated[NoProvenance, Tag("NoProvenance")],
+                          Discriminator(lambda v: "NoProvenance" if v == {} else "Provenance")]
+    notes: list[str]
+    """Caveats a reader needs before quoting a number, derived from the results."""
+
+
+SCHEMAS: dict[str, type[Part]] = {
+    "run-summary.schema.json": RunSummary,
+    "cuer-summary.schema.json": CuerSummary,
+    "propagate-summary.schema.json": PropagateSummary,
+    "evaluate-summary.schema.json": EvaluateSummary,
+}
+"""Schema file name (in `docs/schemas/`) → the model it is generated from."""
+
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "docs" / "schemas"
+
+
+def _one_line(node: Any) -> Any:
+    """A schema with each description on one line (docstrings wrap)."""
+    if isinstance(node, dict):
+        return {k: " ".join(v.split()) if k == "description" and isinstance(v, str)
+                else _one_line(v) for k, v in node.items()}
+    return [_one_line(v) for v in node] if isinstance(node, list) else node
+
+
+def schema_texts() -> dict[str, str]:
+    """Schema file name → its text, generated from the models."""
+    out = {}
+    for name, model in SCHEMAS.items():
+        schema = {"$schema": "https://json-schema.org/draft/2020-12/schema",
+                  **_one_line(model.model_json_schema())}
+        out[name] = json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+    return out
+
+
+def write_schemas(directory: Path = SCHEMA_DIR) -> list[Path]:
+    """Write every schema into `directory`; returns their paths."""
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, text in schema_texts().items():
+        (directory / name).write_text(text, encoding="utf-8")
+        paths.append(directory / name)
+    return paths
+
+
+def _key_path(loc: tuple[str | int, ...], data: Any, *, key_last: bool) -> list[str]:
+    """The keys of an error location, without the union tags pydantic inserts (model
+    names: an element that is not a key of the data there — except the last one when
+    `key_last`: a missing key)."""
+    keys, here = [], data
+    for i, part in enumerate(loc):
+        if (part in here if isinstance(here, dict) else
+                isinstance(here, list) and isinstance(part, int) and 0 <= part < len(here)):
+            here = here[part]
+        elif not (key_last and i == len(loc) - 1):
+            continue
+        keys.append(str(part))
+    return keys
+
+
+def problem(exc: ValidationError, data: Any) -> str:
+    """One line: the first mismatch as `<key path>: <what is wrong>` — a missing key
+    names the unknown key beside it that may be its new name — and how many more."""
+    errors = exc.errors()
+    first, told = errors[0], 1
+    keyed = first["type"] in {"missing", "extra_forbidden"}
+    keys = _key_path(first["loc"], data, key_last=keyed)
+    if keyed:
+        *parent, key = keys
+        where = ".".join(parent)
+        what = f"{'missing' if first['type'] == 'missing' else 'unknown'} key {key!r}"
+        beside = [str(e["loc"][-1]) for e in errors
+                  if e["type"] == "extra_forbidden" and e["loc"][:-1] == first["loc"][:-1]]
+        if first["type"] == "missing" and beside:
+            what += f" (found {beside[0]!r} instead)"
+            told += 1
+    else:
+        where, what = ".".join(keys), first["msg"]
+    more = f", and {len(errors) - told} more problem(s)" if len(errors) > told else ""
+    return f"{where or '(top level)'}: {what}{more}"
+
+
+def validate_summary(summary: Any, model: type[Part], path: object) -> Part:
+    """`model` of `summary`, or a `DataError` naming `path` and the first bad key."""
+    try:
+        return model.model_validate(summary)
+    except ValidationError as exc:
+        raise DataError(path, f"{problem(exc, summary)} (schema: {model.__name__})"
+                        ) from None
+
+
+def read_summary(path: Path, model: type[Part]) -> dict[str, Any]:
+    """A `summary.json` as written, once it validates through `model` (else a
+    `DataError` naming the file, and the line or key)."""
+    if not path.exists():
+        raise DataError(path, "no such file")
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise DataError(path, f"not UTF-8 text ({exc.reason})") from None
+    except json.JSONDecodeError as exc:
+        raise DataError(path, f"not valid JSON ({exc.msg})", line=exc.lineno) from None
+    if not isinstance(summary, dict):
+        raise DataError(path, "expected a JSON object")
+    validate_summary(summary, model, path)
+    return summary
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m cuer_agent.experiments.summaries [DIR]`: write the JSON Schemas."""
+    args = sys.argv[1:] if argv is None else argv
+    for path in write_schemas(Path(args[0]) if args else SCHEMA_DIR):
+        print(path)
+
+
+if __name__ == "__main__":
+    main()
