@@ -137,4 +137,4 @@ def fault_record(inp: FaultInput, name: str, *, skipped: str = "",
 
 def _load_builtin() -> None:
     # Imported for their @fault side effect.
-    from cuer_agent.interventions import faults, tampering  # noqa: F401
+    from cuer_agent.interventions import misleading_faults, structural_faults, tampering  # noqa: F401
