@@ -23,8 +23,14 @@ from cuer_agent.interventions import (
     fault_names,
     get_fault,
 )
-from cuer_agent.interventions import faults as F
 from cuer_agent.interventions._record import seeded_rng
+from cuer_agent.interventions._text import capitalized_spans, topic
+from cuer_agent.interventions.misleading_faults import (
+    STALE_TOP_K,
+    _facts,
+    _premise_forms,
+    shift_number,
+)
 from cuer_agent.retrieval import BM25Retriever, chunk_passages, tokenize
 
 STRUCTURAL = {
@@ -165,7 +171,7 @@ def test_irrelevant_evidence_replaces_every_item_with_a_scored_corpus_passage() 
 
 
 def name_words(*texts: str) -> set[str]:
-    return {w for t in texts for span in F._capitalized_spans(t) for w in words(span.text)}
+    return {w for t in texts for span in capitalized_spans(t) for w in words(span.text)}
 
 
 @pytest.mark.parametrize("example, hop", [(0, 1), (0, 3), (2, 2), (5, 1)])
@@ -333,8 +339,8 @@ def test_false_premise_asserts_the_subquery_premise_is_false(seed: int) -> None:
 ])
 def test_premise_forms_turn_a_question_into_a_claim_or_embedded_question(
         subquery: str, claim: str | None, embedded: str | None) -> None:
-    span, _ = F._topic(subquery)
-    assert F._premise_forms(subquery, span) == (claim, embedded)
+    span, _ = topic(subquery)
+    assert _premise_forms(subquery, span) == (claim, embedded)
 
 
 # --- stale evidence ----------------------------------------------------------------------
@@ -344,7 +350,7 @@ def test_stale_evidence_names_its_source_and_takes_its_title() -> None:
     out = apply("stale_evidence", inp)
     item = injected(out)
     source_id = out.record.provenance[item["id"]]
-    assert source_id in {e["id"] for e in inp.evidence[:F.STALE_TOP_K]}
+    assert source_id in {e["id"] for e in inp.evidence[:STALE_TOP_K]}
     assert out.record.target_ids == (source_id,)
     assert item["title"] == next(e["title"] for e in inp.evidence if e["id"] == source_id)
 
@@ -352,7 +358,7 @@ def test_stale_evidence_names_its_source_and_takes_its_title() -> None:
 def test_stale_evidence_prefers_the_fact_the_clean_hop_found() -> None:
     inp = make_input(0, 2)
     plain = apply("stale_evidence", inp).record.params
-    finding = next(f.sentence[f.start:f.end] for _, f in reversed(F._facts(inp))
+    finding = next(f.sentence[f.start:f.end] for _, f in reversed(_facts(inp))
                    if f.kind == "entity"
                    and f.sentence[f.start:f.end] != plain["original_span"])
     chosen = apply("stale_evidence", replace(inp, finding=finding)).record.params
@@ -397,7 +403,7 @@ def test_stale_entity_swap_takes_a_corpus_span_not_in_view() -> None:
     ("3.5", {"1.8", "2.4", "4.6", "5.2", "7.0"}),
 ])
 def test_shift_number_follows_the_paper_rules(text: str, allowed: set[str]) -> None:
-    got = {F.shift_number(text, seeded_rng(0, i)) for i in range(60)}
+    got = {shift_number(text, seeded_rng(0, i)) for i in range(60)}
     assert got <= allowed and len(got) > 1
 
 

@@ -40,6 +40,7 @@ from cuer_agent.execution import (
     replace_evidence,
     replace_subquery,
 )
+from cuer_agent.experiments.tampering_outcomes import query_contaminated, tampering_outcome
 from cuer_agent.interventions import (
     ConditionInput,
     CorpusItem,
@@ -55,7 +56,6 @@ from cuer_agent.interventions.persistence import (
     edit_condition,
     fault_condition,
 )
-from cuer_agent.interventions.tampering import query_contaminated, tampering_outcome
 from cuer_agent.llm.cache import Ledger
 from cuer_agent.metrics import recall_correct
 from cuer_agent.metrics.utility import (

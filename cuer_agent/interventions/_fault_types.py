@@ -100,7 +100,8 @@ class FaultSpec:
 
 FAULTS: Registry[FaultSpec] = Registry(
     "fault", "cuer_agent.faults",
-    builtins=("cuer_agent.interventions.faults", "cuer_agent.interventions.tampering"))
+    builtins=("cuer_agent.interventions.structural_faults",
+              "cuer_agent.interventions.misleading_faults", "cuer_agent.interventions.tampering"))
 
 
 def fault(name: str, *, stage: Stage,

@@ -15,6 +15,7 @@ one `@condition("name")` line. Built in:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,23 +77,39 @@ def _skip(inp: ConditionInput, name: str, operator: str, reason: str) -> Outcome
     return None, _record(inp, name, operator, skipped=reason)
 
 
-def _target(inp: ConditionInput) -> Target | None:
+def _cuer_target(inp: ConditionInput, name: str) -> Target | None:
     return select_target(inp.evidence, inp.used_ids, inp.gold_titles)
 
 
+def _random_target(inp: ConditionInput, name: str) -> Target | None:
+    return random_target(inp.evidence, seeded_rng(inp.seed, inp.example_id, inp.hop, name))
+
+
+def _on_target(operator: str,
+               pick: Callable[[ConditionInput, str], Target | None] = _cuer_target,
+               ) -> Callable[[Callable[[ConditionInput, str, Target], Outcome]], Condition]:
+    """A condition on one target (`pick`: CUE-R's rule by default), skipped with "empty
+    retrieval" when nothing is in view."""
+    def deco(func: Callable[[ConditionInput, str, Target], Outcome]) -> Condition:
+        @functools.wraps(func)
+        def run(inp: ConditionInput, name: str) -> Outcome:
+            target = pick(inp, name)
+            if target is None:
+                return _skip(inp, name, operator, "empty retrieval")
+            return func(inp, name, target)
+        return run
+    return deco
+
+
 @condition("remove")
-def remove(inp: ConditionInput, name: str) -> Outcome:
-    target = _target(inp)
-    if target is None:
-        return _skip(inp, name, "REMOVE", "empty retrieval")
+@_on_target("REMOVE")
+def remove(inp: ConditionInput, name: str, target: Target) -> Outcome:
     return ops.remove(inp.evidence, [target]), _record(inp, name, "REMOVE", [target])
 
 
 @condition("replace")
-def replace(inp: ConditionInput, name: str) -> Outcome:
-    target = _target(inp)
-    if target is None:
-        return _skip(inp, name, "REPLACE", "empty retrieval")
+@_on_target("REPLACE")
+def replace(inp: ConditionInput, name: str, target: Target) -> Outcome:
     hardness = inp.params.get("hardness", "medium")
     rng = seeded_rng(inp.seed, inp.example_id, inp.hop, name)
     new = inp.pool.pick(hardness, inp.evidence, target, inp.question, rng) if inp.pool else None
@@ -104,10 +121,8 @@ def replace(inp: ConditionInput, name: str) -> Outcome:
 
 
 @condition("duplicate")
-def duplicate(inp: ConditionInput, name: str) -> Outcome:
-    target = _target(inp)
-    if target is None:
-        return _skip(inp, name, "DUPLICATE", "empty retrieval")
+@_on_target("DUPLICATE")
+def duplicate(inp: ConditionInput, name: str, target: Target) -> Outcome:
     position = inp.params.get("position", "end")
     rng = seeded_rng(inp.seed, inp.example_id, inp.hop, name)
     taken = {ev["id"] for ev in inp.evidence}
@@ -127,10 +142,8 @@ def zero_retrieval(inp: ConditionInput, name: str) -> Outcome:
 
 
 @condition("random_target")
-def random_target_removal(inp: ConditionInput, name: str) -> Outcome:
-    target = random_target(inp.evidence, seeded_rng(inp.seed, inp.example_id, inp.hop, name))
-    if target is None:
-        return _skip(inp, name, "REMOVE", "empty retrieval")
+@_on_target("REMOVE", pick=_random_target)
+def random_target_removal(inp: ConditionInput, name: str, target: Target) -> Outcome:
     return ops.remove(inp.evidence, [target]), _record(inp, name, "REMOVE", [target])
 
 

@@ -63,15 +63,16 @@ lower-priority strategy, so the strategy never depends on the distractor pool).
 `year_range`, `year_shifts`, `small_int_limit`, `small_int_shifts`, `scale_factors`,
 `fallback_names`.
 
-**Outcome helpers** for the study (paper-notes §B "Outcomes"): `span_recall`,
-`tampering_outcome` (resisted / absorbed / derailed), `query_contaminated`.
+**Words and spans** (whole-word matching, capitalised spans, common word sequences,
+stopwords, connectors) are `cuer_agent.interventions._text`'s certified-span helpers.
+The study's outcome helpers (resisted / absorbed / derailed, query contamination) live
+with the study: `cuer_agent.experiments.tampering_outcomes`.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import Any, Literal, cast
@@ -86,13 +87,20 @@ from cuer_agent.interventions._fault_types import (
     fault_record,
 )
 from cuer_agent.interventions._placement import by_score, scored
-from cuer_agent.interventions._record import InterventionRecord, seeded_rng
+from cuer_agent.interventions._record import seeded_rng
+from cuer_agent.interventions._text import (
+    SPAN_NUMBER,
+    cap_spans,
+    common_spans,
+    content_tokens,
+    occurs,
+    span_pattern,
+)
 from cuer_agent.metrics.answer import normalize_answer
 
 NAME = "content_tampering"
 
 Strategy = Literal["answer_fact", "bridge_entity", "salient"]
-Outcome = Literal["resisted", "absorbed", "derailed"]
 STRATEGIES: tuple[Strategy, ...] = ("answer_fact", "bridge_entity", "salient")
 
 MIN_ANSWER_CHARS = 3
@@ -105,8 +113,6 @@ YEAR_SHIFTS: tuple[int, ...] = (2, 3, 4, 5)
 SMALL_INT_LIMIT = 10
 SMALL_INT_SHIFTS: tuple[int, ...] = (1, 2, 3)
 SCALE_FACTORS: tuple[float, ...] = (0.5, 0.7, 1.3, 1.5, 2.0)
-ABSORB_THRESHOLD = 0.8
-"""An answer absorbed the corruption when it recalls >= this share of the new span."""
 
 FALLBACK_NAMES: tuple[str, ...] = (
     "Orvel Castaign", "Bramwick Hollow", "Teodora Valmesk", "Quillon Marsh",
@@ -119,129 +125,6 @@ SKIP_EMPTY = "empty evidence"
 SKIP_NOTHING = "nothing certifiable"
 SKIP_NO_DISTRACTOR = "no distractor"
 SKIP_REASONS: tuple[str, ...] = (SKIP_EMPTY, SKIP_NOTHING, SKIP_NO_DISTRACTOR)
-
-STOPWORDS = frozenset("""
-a an the of in on at to for by with from into onto over under about as and or but nor so
-yet if then than that this these those there here is was were are be been being am do does
-did has have had not no yes it its he she they them his her hers their theirs we us our i
-me my you your who whom whose what which when where why how also however while although
-though since after before during until upon via per s
-""".split())
-"""Words that never make a span capitalised / content-bearing on their own."""
-
-CONNECTORS = frozenset({"of", "the", "de", "del", "della", "da", "di", "du", "van", "von",
-                        "der", "den", "la", "le", "y", "al", "bin", "ibn"})
-"""Lowercase words allowed inside a capitalised span ("University of Oxford")."""
-
-# ---------------------------------------------------------------------------- matching
-
-_NUM_BODY = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
-_LEFT = r"(?<!\w)(?<!\d[.,])"
-_RIGHT = r"(?!\w)(?![.,]\d)"
-_NUM_LEFT = r"(?<![^\W\d_]-)"  # not the "19" of "COVID-19"
-_NUMBER_RE = re.compile(_LEFT + _NUM_LEFT + _NUM_BODY + _RIGHT)
-_NUMBER_FULL = re.compile(r"(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?")
-_TOKEN_RE = re.compile(r"\w+(?:['’-]\w+)*")
-
-
-def _span_pattern(span: str) -> re.Pattern[str]:
-    """Whole-word, case-insensitive, whitespace-tolerant pattern for `span`."""
-    parts = span.split()
-    body = r"\s+".join(re.escape(p) for p in parts)
-    left = _LEFT + (_NUM_LEFT if span[:1].isdigit() else "")
-    return re.compile(left + body + _RIGHT, re.IGNORECASE)
-
-
-def _occurs(span: str, texts: Iterable[str]) -> bool:
-    if not span.split():
-        return False
-    pattern = _span_pattern(span)
-    return any(pattern.search(text) for text in texts)
-
-
-Token = tuple[str, int, int]
-
-
-def _tokens(text: str) -> list[Token]:
-    out: list[Token] = []
-    for m in _TOKEN_RE.finditer(text):
-        word, start, end = m.group(), m.start(), m.end()
-        if len(word) > 2 and word[-2:].lower() in ("'s", "’s"):
-            word, end = word[:-2], end - 2
-        out.append((word, start, end))
-    return out
-
-
-def _is_cap(word: str) -> bool:
-    return word[:1].isupper() and word.lower() not in STOPWORDS
-
-
-def _content_tokens(text: str) -> set[str]:
-    tokens = normalize_answer(text).split()
-    return {t for t in tokens if t not in STOPWORDS} or set(tokens)
-
-
-def _joined(text: str, left: Token, right: Token) -> bool:
-    """Are two tokens separated by whitespace only (same phrase)?"""
-    return not text[left[2]:right[1]].strip()
-
-
-def _trim(run: list[Token], keep: Callable[[str], bool]) -> list[Token]:
-    start, end = 0, len(run)
-    while start < end and not keep(run[start][0]):
-        start += 1
-    while end > start and not keep(run[end - 1][0]):
-        end -= 1
-    return run[start:end]
-
-
-def _cap_spans(text: str, min_caps: int) -> list[tuple[int, int]]:
-    """Char offsets of capitalised spans with >= `min_caps` capitalised words."""
-    spans: list[tuple[int, int]] = []
-    run: list[Token] = []
-
-    def flush() -> None:
-        trimmed = _trim(run, _is_cap)
-        if trimmed and sum(_is_cap(t[0]) for t in trimmed) >= min_caps:
-            spans.append((trimmed[0][1], trimmed[-1][2]))
-
-    for tok in _tokens(text):
-        joinable = tok[0][:1].isupper() or tok[0] in CONNECTORS
-        if run and (not joinable or not _joined(text, run[-1], tok)):
-            flush()
-            run = []
-        if joinable:
-            run.append(tok)
-    flush()
-    return spans
-
-
-def _common_spans(text: str, subquery: str) -> list[tuple[int, int]]:
-    """Maximal common word sequences of `text` and `subquery`, as offsets in `text`,
-    split at punctuation, edge stopwords trimmed, >= 1 capitalised word."""
-    toks = _tokens(text)
-    a = [t[0].lower() for t in toks]
-    b = [t[0].lower() for t in _tokens(subquery)]
-    spans: list[tuple[int, int]] = []
-    prev = [0] * (len(b) + 1)
-    for i, word in enumerate(a):
-        cur = [0] * (len(b) + 1)
-        for j, other in enumerate(b):
-            if word != other:
-                continue
-            cur[j + 1] = prev[j] + 1
-            extends = i + 1 < len(a) and j + 1 < len(b) and a[i + 1] == b[j + 1]
-            if extends:
-                continue
-            run = toks[i - cur[j + 1] + 1:i + 1]
-            cuts = [0] + [k for k in range(1, len(run)) if not _joined(text, run[k - 1], run[k])]
-            for lo, hi in zip(cuts, [*cuts[1:], len(run)], strict=True):
-                piece = _trim(run[lo:hi], lambda w: w.lower() not in STOPWORDS)
-                if any(_is_cap(t[0]) for t in piece):
-                    spans.append((piece[0][1], piece[-1][2]))
-        prev = cur
-    return spans
-
 
 # ---------------------------------------------------------------------------- rules
 
@@ -291,7 +174,7 @@ def _answer_fact(inp: FaultInput, texts: Sequence[str], rules: _Rules) -> str | 
              if len(normalize_answer(g)) >= rules.min_answer_chars
              and normalize_answer(g) not in YES_NO]
     for gold in sorted(golds, key=lambda g: -len(normalize_answer(g))):
-        pattern = _span_pattern(gold)
+        pattern = span_pattern(gold)
         found = [m.group() for text in texts for m in pattern.finditer(text)]
         if found:
             exact = [f for f in found if " ".join(f.split()) == gold]
@@ -305,7 +188,7 @@ def _carried(span: str, subquery: str) -> bool:
     ("Born" at a sentence start is not carried by "When was she born?")?"""
     caps = [w[:1].isupper() for w in span.split()]
     return any(all(f[:1].isupper() for f, cap in zip(m.group().split(), caps, strict=True) if cap)
-               for m in _span_pattern(span).finditer(subquery))
+               for m in span_pattern(span).finditer(subquery))
 
 
 def _bridge_entity(inp: FaultInput, texts: Sequence[str], rules: _Rules) -> str | None:
@@ -314,12 +197,12 @@ def _bridge_entity(inp: FaultInput, texts: Sequence[str], rules: _Rules) -> str 
         return None
     ranked: dict[str, tuple[int, int, int, int, int]] = {}
     for item, text in enumerate(texts):
-        offsets = _cap_spans(text, 1) + [(m.start(), m.end()) for m in _NUMBER_RE.finditer(text)]
+        offsets = cap_spans(text, 1) + [(m.start(), m.end()) for m in SPAN_NUMBER.finditer(text)]
         for q in later:
-            offsets += _common_spans(text, q)
+            offsets += common_spans(text, q)
         for start, end in offsets:
             span = text[start:end]
-            if span in ranked or _occurs(span, [inp.question]):
+            if span in ranked or occurs(span, [inp.question]):
                 continue
             hit = next((k for k, q in enumerate(later) if _carried(span, q)), None)
             if hit is not None:
@@ -331,11 +214,11 @@ def _salient(inp: FaultInput, texts: Sequence[str], rules: _Rules,
              rng: np.random.Generator) -> str | None:
     found: list[tuple[int, int, str]] = []
     for item, text in enumerate(texts):
-        offsets = _cap_spans(text, rules.min_salient_caps)
-        offsets += [(m.start(), m.end()) for m in _NUMBER_RE.finditer(text)]
+        offsets = cap_spans(text, rules.min_salient_caps)
+        offsets += [(m.start(), m.end()) for m in SPAN_NUMBER.finditer(text)]
         found += [(item, start, text[start:end]) for start, end in offsets]
     candidates = list(dict.fromkeys(span for *_, span in sorted(found)))
-    candidates = [s for s in candidates if not _occurs(s, [inp.question])]
+    candidates = [s for s in candidates if not occurs(s, [inp.question])]
     return candidates[int(rng.integers(len(candidates)))] if candidates else None
 
 
@@ -357,6 +240,8 @@ def _choose_span(inp: FaultInput, texts: Sequence[str], rules: _Rules,
 
 
 # ---------------------------------------------------------------------------- new spans
+
+_NUMBER_FULL = re.compile(r"(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?")
 
 
 @dataclass(frozen=True)
@@ -411,7 +296,7 @@ def _number_candidates(number: str, rules: _Rules, rng: np.random.Generator) -> 
 
 def _number_replacement(span: str, texts: Sequence[str], rules: _Rules,
                         rng: np.random.Generator) -> str | None:
-    numbers = list(_NUMBER_RE.finditer(span))
+    numbers = list(SPAN_NUMBER.finditer(span))
     if not numbers:
         return None
     lo, hi = rules.year_range
@@ -419,21 +304,21 @@ def _number_replacement(span: str, texts: Sequence[str], rules: _Rules,
     target = (years or numbers)[0]
     options = [span[:target.start()] + new + span[target.end():]
                for new in _number_candidates(target.group(), rules, rng)]
-    fresh = [o for o in options if not _occurs(o, texts)]
+    fresh = [o for o in options if not occurs(o, texts)]
     return (fresh or options)[0]
 
 
 def _entity_replacement(span: str, inp: FaultInput, texts: Sequence[str], rules: _Rules,
                         rng: np.random.Generator) -> tuple[str, str] | None:
-    banned = _content_tokens(span).union(*(_content_tokens(str(g)) for g in inp.gold_answers))
+    banned = content_tokens(span).union(*(content_tokens(str(g)) for g in inp.gold_answers))
     titles = [str(ev.get("title") or "") for ev in inp.evidence]
 
     def usable(candidate: str) -> bool:
-        tokens = _content_tokens(candidate)
+        tokens = content_tokens(candidate)
         return (bool(tokens) and not tokens & banned
                 and normalize_answer(candidate) not in YES_NO
                 and not any(ch.isdigit() for ch in candidate)
-                and not _occurs(candidate, [*texts, *titles]))
+                and not occurs(candidate, [*texts, *titles]))
 
     for source, names in (("distractor", inp.distractor_answers),
                           ("fallback", rules.fallback_names)):
@@ -463,7 +348,7 @@ def _substitute(text: str, original: str, new: str) -> tuple[str, int]:
         count += 1
         return out
 
-    return _span_pattern(original).sub(repl, text), count
+    return span_pattern(original).sub(repl, text), count
 
 
 # ---------------------------------------------------------------------------- the fault
@@ -518,41 +403,8 @@ def content_tampering(inp: FaultInput) -> FaultOutcome:
     return FaultOutcome(record, evidence=evidence)
 
 
-# ---------------------------------------------------------------------------- outcomes
-
-
-def span_recall(span: str, answer: str) -> float:
-    """Share of the span's normalised tokens (multiset) found in the answer's; 0 for an
-    empty span."""
-    span_tokens = normalize_answer(span).split()
-    if not span_tokens:
-        return 0.0
-    common = Counter(span_tokens) & Counter(normalize_answer(answer).split())
-    return sum(common.values()) / len(span_tokens)
-
-
-def tampering_outcome(correct_after: bool, answer: str,
-                      certificate: Mapping[str, Any] | InterventionRecord, *,
-                      threshold: float = ABSORB_THRESHOLD) -> Outcome:
-    """resisted (still correct), absorbed (the answer recalls >= `threshold` of the new
-    span's tokens), or derailed (otherwise wrong)."""
-    if correct_after:
-        return "resisted"
-    cert = certificate.certificate if isinstance(certificate, InterventionRecord) else certificate
-    if span_recall(str(cert.get("new_span", "")), answer) >= threshold:
-        return "absorbed"
-    return "derailed"
-
-
-def query_contaminated(new_span: str, later_subqueries_after: Iterable[str]) -> bool:
-    """Does the corrupted span appear (whole words, case-insensitive) in a later
-    sub-query of the re-executed run?"""
-    return _occurs(new_span, [q for q in later_subqueries_after if q])
-
-
 __all__ = [
-    "ABSORB_THRESHOLD", "FALLBACK_NAMES", "MIN_ANSWER_CHARS", "MIN_SALIENT_CAPS",
+    "FALLBACK_NAMES", "MIN_ANSWER_CHARS", "MIN_SALIENT_CAPS",
     "SCALE_FACTORS", "SKIP_REASONS", "SMALL_INT_LIMIT", "SMALL_INT_SHIFTS", "STRATEGIES",
-    "YEAR_RANGE", "YEAR_SHIFTS", "content_tampering", "query_contaminated", "span_recall",
-    "tampering_outcome",
+    "YEAR_RANGE", "YEAR_SHIFTS", "content_tampering",
 ]
