@@ -304,13 +304,12 @@ def fast_openai(timeout: float, retry: Any = None) -> Iterator[None]:
     """Within the block, `make_backend("openai", ...)` builds fast-failing backends."""
     from cuer_agent.llm import backends
 
-    backends.backend_names()  # load the built-in registry first
-    saved = backends._BACKENDS["openai"]
-    backends._BACKENDS["openai"] = fast_openai_factory(timeout, retry)
+    saved = backends.BACKENDS.get("openai")  # loads the built-ins first
+    backends.BACKENDS.add("openai", fast_openai_factory(timeout, retry))
     try:
         yield
     finally:
-        backends._BACKENDS["openai"] = saved
+        backends.BACKENDS.add("openai", saved)
 
 
 def main() -> None:
