@@ -110,7 +110,8 @@ class Chunk:
         return Evidence(id=self.id, title=self.title, text=self.text, rank=rank, score=score)
 
 
-def _sentences(text: str) -> list[str]:
+def sentences(text: str) -> list[str]:
+    """The sentences of `text` (see `_SENTENCE`); the interventions split text with it too."""
     return [s for m in _SENTENCE.finditer(text) if (s := m.group().strip())]
 
 
@@ -129,7 +130,7 @@ def chunk_passages(passages: Iterable[Passage], max_words: int = DEFAULT_MAX_WOR
             continue
         packs: list[list[str]] = []
         size = 0
-        for sentence in _sentences(p.text):
+        for sentence in sentences(p.text):
             n = len(sentence.split())
             if not packs or size + n > max_words:
                 packs.append([sentence])

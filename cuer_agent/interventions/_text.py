@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from cuer_agent.metrics.answer import normalize_answer
-from cuer_agent.retrieval import STOPWORDS, tokenize
+from cuer_agent.retrieval import STOPWORDS, sentences, tokenize
 
 __all__ = [
     "ARTICLES",
@@ -74,7 +74,6 @@ def starts_upper(word: str) -> bool:
 # --- topics and facts (structural and misleading faults) ----------------------------------
 
 WORD = re.compile(r"\w+(?:['’]\w+)*")
-_SENTENCE = re.compile(r"\S.*?(?:[.!?][\"'”’)\]]*(?=\s)|$)", re.S)
 NUMBER = re.compile(r"(?<![\w.,])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w]|[.,]\d)")
 CONNECTORS = frozenset("of the and de du la le von van der da del y on upon a an over to from "
                        "in at for with into under".split())
@@ -94,12 +93,6 @@ def stems(text: str) -> set[str]:
 
 def has_words(text: str) -> bool:
     return WORD.search(text) is not None
-
-
-def sentences(text: str) -> list[str]:
-    """A sentence ends at . ! or ? (optionally closed by quotes/brackets) followed by white
-    space, so "3.5" and "U.S.A" stay inside one sentence; the last runs to the end."""
-    return [s for m in _SENTENCE.finditer(text) if (s := m.group().strip())]
 
 
 @dataclass(frozen=True)
