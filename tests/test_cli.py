@@ -233,3 +233,36 @@ def test_run_is_identical_across_processes_with_different_hash_seeds(tmp_path: P
                        capture_output=True)
         outs.append((out / "traces.jsonl").read_bytes())
     assert outs[0] == outs[1]
+
+
+def test_run_reads_a_config_file_and_flags_override_it(tmp_path: Path) -> None:
+    config = tmp_path / "study.toml"
+    config.write_text('[data]\nn = 4\nseed = 7\n\n[agent]\nhops = 2\nk = 3\nretries_per_hop = 0\n')
+
+    def recorded(name: str, *flags: str) -> dict:
+        code, _, err = cli("run", *flags, "--out", str(tmp_path / name), "--no-cache",
+                           "--no-progress")
+        assert code == 0, err
+        return json.loads((tmp_path / name / "config.json").read_text())
+
+    used = recorded("file", "--config", str(config))
+    assert (used["n"], used["seed"], used["hop_budget"], used["k"],
+            used["retries_per_hop"]) == (4, 7, 2, 3, 0)
+    assert "hops" not in used  # the synthetic questions have the budget's hop count
+    summary = json.loads((tmp_path / "file" / "summary.json").read_text())
+    assert set(summary["accuracy_by_gold_hops"]) == {"2"}
+
+    flags = ("--n", "3", "--seed", "0", "--hops", "3", "--k", "5", "--retries", "1")
+    over = recorded("flags", "--config", str(config), *flags)
+    assert (over["n"], over["seed"], over["hop_budget"], over["k"],
+            over["retries_per_hop"]) == (3, 0, 3, 5, 1)
+    # every value overridden: the run records what the flags alone record
+    alone = recorded("alone", *flags)
+    assert over == alone
+
+
+def test_run_config_without_the_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    code, _, err = cli("run", "--config", str(tmp_path / "none.toml"), "--out",
+                       str(tmp_path / "r"))
+    assert code == 2 and "no such config file" in err
+    assert not (tmp_path / "r").exists()

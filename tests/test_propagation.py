@@ -119,3 +119,43 @@ def test_unknown_fault_is_exit_2_before_work(tmp_path: Path) -> None:
     code, text = propagate(tmp_path / "r", "--faults", "gremlins")
     assert code == 2 and "unknown fault" in text
     assert not (tmp_path / "r").exists()
+
+
+def test_a_config_file_is_read_and_flags_override_it(tmp_path: Path) -> None:
+    config = tmp_path / "study.toml"
+    config.write_text('[data]\nn = 3\nseed = 7\n\n[agent]\nhops = 2\nk = 4\n\n'
+                      '[propagation]\nfaults = ["empty_retrieval"]\nstrict = false\n'
+                      'hop_operators = false\n')
+
+    def recorded(name: str, *flags: str) -> dict:
+        result = runner.invoke(app, ["propagate", "--config", str(config), *flags, "--out",
+                                     str(tmp_path / name), "--no-cache", "--no-progress"])
+        assert result.exit_code == 0, result.output
+        return json.loads((tmp_path / name / "config.json").read_text())
+
+    used = recorded("file")
+    assert (used["data"]["n"], used["data"]["seed"], used["data"]["hops"],
+            used["hop_budget"], used["k"]) == (3, 7, 2, 2, 4)
+    assert used["propagation"]["faults"] == ["empty_retrieval"]
+    assert not used["propagation"]["strict"] and not used["propagation"]["hop_operators"]
+    rows = [json.loads(line) for line in (tmp_path / "file" / "traces.jsonl").open()]
+    record = next(row["record"]["record_id"] for row in rows if row.get("record"))
+    result = runner.invoke(app, ["replay", str(tmp_path / "file"), "--record", record,
+                                 "--no-cache"])
+    assert result.exit_code == 0 and "identical" in result.stdout, result.output
+
+    over = recorded("flags", "--n", "2", "--seed", "3", "--hops", "3", "--faults",
+                    "query_drift", "--strict", "--hop-operators")
+    assert (over["data"]["n"], over["data"]["seed"], over["data"]["hops"],
+            over["hop_budget"]) == (2, 3, 3, 3)
+    assert over["propagation"]["faults"] == ["query_drift"]
+    assert over["propagation"]["seed"] == 3
+    assert over["propagation"]["strict"] and over["propagation"]["hop_operators"]
+
+
+def test_an_unknown_fault_in_the_config_is_exit_2_before_work(tmp_path: Path) -> None:
+    config = tmp_path / "study.toml"
+    config.write_text('[propagation]\nfaults = ["gremlins"]\n')
+    code, text = propagate(tmp_path / "r", "--config", str(config))
+    assert code == 2 and "unknown fault" in text
+    assert not (tmp_path / "r").exists()

@@ -114,6 +114,7 @@ def _propagation_rows(config: dict[str, Any], example_id: str,
     study = PropagationConfig.model_validate(config["propagation"])
     example = _find(ds, example_id)
     agent = AgentConfig(hop_budget=config["hop_budget"],
+                        k=int(config.get("k", AgentConfig.k)),  # recorded where not the default
                         retries_per_hop=int(config.get("retries_per_hop", 1)))
     executor = Executor(skills, agent,
                         meta={"backend": config["backend"]["name"],

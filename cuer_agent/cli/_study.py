@@ -1,0 +1,152 @@
+"""Opening a study from the command line, for every study command.
+
+The [data] and [agent] sections its flags and --config give (`study_sections`); the
+executor policy, the backend client and the examples (`open_study`), in that order so
+that bad values fail before any work; the run directory (`open_run`); the checks of
+--fault-persistence and --agent; a run's recorded backend; and the command line a run
+records as its provenance (`command_line`).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import typer
+
+from cuer_agent.cli._options import ExecutionFlags
+from cuer_agent.data._example import Dataset
+from cuer_agent.data._select import load_study_data
+from cuer_agent.errors import CuerError
+from cuer_agent.parallel import Parallelism
+
+
+def on_command_line(ctx: typer.Context, name: str) -> bool:
+    """Whether option `name` was given on the command line (not its default)."""
+    source = ctx.get_parameter_source(name)
+    # by name: typer carries its own copy of click, with its own ParameterSource enum
+    return source is not None and source.name == "COMMANDLINE"
+
+
+def given(ctx: typer.Context, name: str) -> Any:
+    """Option `name`'s value if it was given on the command line, else None: a --config
+    file's value (or the config's default, which is the option's) stands."""
+    return ctx.params[name] if on_command_line(ctx, name) else None
+
+
+def study_sections(study: Any, *, dataset: str | None, path: Path | None, n: int | None,
+                   seed: int | None, hops: int | None, retries: int | None,
+                   factory: str | None, k: int | None = None) -> tuple[Any, Any]:
+    """The [data] and [agent] sections with the flags given (not None) applied. The
+    synthetic world's questions have as many hops as the agent's budget unless [data]
+    hops says otherwise."""
+    from cuer_agent.config import merged
+
+    data = merged(study, "data", dataset=dataset, path=str(path) if path else None, n=n,
+                  seed=seed)
+    agent = merged(study, "agent", hops=hops, retries_per_hop=retries, factory=factory, k=k)
+    if data.dataset == "synthetic":
+        data = data.model_copy(update={"hops": data.hops or agent.hops})
+    return data, agent
+
+
+def joined(gold_hops: tuple[int, ...] | None) -> str | None:
+    """[data] gold_hops as --gold-hops spells it ("3,4")."""
+    return ",".join(map(str, gold_hops)) if gold_hops else None
+
+
+class OpenedStudy(NamedTuple):
+    parallel: Parallelism
+    skills: Any
+    dataset: Dataset
+
+
+def open_study(engine: Any, data: Any, flags: ExecutionFlags,
+               gold_hops: str | None) -> OpenedStudy:
+    """The executor policy, the backend client (its server checked, or its model loaded)
+    and the examples of [data], narrowed to `gold_hops` ("3,4") if given."""
+    parallel = flags.parallelism(engine.name)
+    skills = skill_client(engine, data.seed, flags.cache, flags.no_cache)
+    ds = load_study_data(data.dataset, data.path, data.n, data.hops, data.seed, gold_hops)
+    return OpenedStudy(parallel, skills, ds)
+
+
+def open_run(out: Path, config: dict[str, Any]) -> Any:
+    """The run directory, made with `config` or resumed if it holds the same one."""
+    from cuer_agent.runs import RunDir
+
+    run_dir = RunDir(out)
+    run_dir.open(config)
+    return run_dir
+
+
+def skill_client(engine: Any, seed: int, cache: Path | None, no_cache: bool) -> Any:
+    """Backend + cache + ledger from a [backend] section; checks the server (or loads the
+    model) before any work starts."""
+    from cuer_agent.llm.backends import SkillClient, make_backend
+    from cuer_agent.llm.cache import ResponseCache
+
+    client_backend = make_backend(engine.name, **engine.client_options(seed))
+    client_backend.check()  # type: ignore[attr-defined]
+    if no_cache:
+        return SkillClient(client_backend)
+    path = cache or Path(os.environ.get("CUER_CACHE",
+                                        Path.home() / ".cache" / "cuer-agent" / "responses.sqlite"))
+    return SkillClient(client_backend, cache=ResponseCache(path))
+
+
+def recorded(engine: Any, skills: Any) -> dict[str, Any]:
+    """The [backend] section as a run records it (timeout excluded), with the model the
+    backend resolved (a default model name, where none was given)."""
+    return {**engine.model_dump(mode="json"), "model": skills.backend.model}
+
+
+def replayed_engine(run_dir: Path, recorded: dict[str, Any], timeout: float | None) -> Any:
+    """The [backend] section a run recorded, so a replay asks the model the same way."""
+    from cuer_agent.config import validate_config
+
+    engine = validate_config({"backend": recorded}, run_dir / "config.json").backend
+    return engine if timeout is None else engine.model_copy(update={"timeout": timeout})
+
+
+def persistence(value: str | None) -> str:
+    """--fault-persistence, checked before any work."""
+    from cuer_agent.interventions.persistence import PERSISTENCES
+
+    if value is None:
+        return "query"
+    if value not in PERSISTENCES:
+        raise CuerError(f"--fault-persistence must be one of {', '.join(PERSISTENCES)}, "
+                        f"got {value!r}")
+    return value
+
+
+def check_agent(ref: str | None) -> None:
+    """--agent: the factory is imported, called and its spec checked against its graph
+    before any work (a mismatch is one line, exit 2)."""
+    if ref is not None:
+        from cuer_agent.agents import load_agent
+        load_agent(ref)
+
+
+EXECUTION_OPTIONS = frozenset({"out", "cache", "no_cache", "progress", "concurrency",
+                               "executor_name", "workers", "ray_address", "timeout"})
+"""Options that leave a study's results byte-identical: not part of its provenance."""
+
+
+def command_line(ctx: typer.Context) -> str:
+    """The command as given, with only the options that can change its results."""
+    words = ["cuer-agent", ctx.info_name or ""]
+    for param in ctx.command.params:
+        if (param.name in EXECUTION_OPTIONS or not param.opts
+                or not on_command_line(ctx, param.name or "")):
+            continue
+        value = ctx.params[param.name or ""]
+        if isinstance(value, bool):
+            words.append(param.opts[0] if value or not param.secondary_opts
+                         else param.secondary_opts[0])
+        else:
+            words += [param.opts[0], str(value)]
+    return shlex.join(words)

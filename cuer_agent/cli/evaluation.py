@@ -1,0 +1,157 @@
+"""The whole evaluation and what comes after a run: `evaluate` (CUE-R baseline + agentic
+fault propagation + diagnoser comparison), `replay` (re-execute one stored record) and
+`report` (rebuild an evaluate run's report).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cuer_agent.cli._app import app, user_errors
+from cuer_agent.cli._options import (
+    EXECUTION_FLAGS,
+    MODEL_FLAGS,
+    AgentRef,
+    CachePath,
+    ConfigPath,
+    DataPath,
+    ExecutionFlags,
+    FaultPersistence,
+    ModelFlags,
+    NoCache,
+    Retries,
+    Timeout,
+    names,
+    option_groups,
+)
+from cuer_agent.cli._study import (
+    check_agent,
+    command_line,
+    joined,
+    open_run,
+    open_study,
+    persistence,
+    replayed_engine,
+    skill_client,
+    study_sections,
+)
+from cuer_agent.errors import CuerError
+
+
+@app.command("replay")
+@user_errors
+def replay_cmd(
+    run_dir: Annotated[Path, typer.Argument(help="A cuer or propagate run directory.")],
+    record: Annotated[str, typer.Option(help="Record id, e.g. syn-0-3/query_drift@2.")],
+    agent: Annotated[str | None, typer.Option(
+        "--agent", help="The run's agent, if its recorded --agent reference moved "
+                        "(default: the one in config.json).")] = None,
+    timeout: Timeout = None,
+    cache: CachePath = None,
+    no_cache: NoCache = False,
+) -> None:
+    """Re-execute one stored record and check that the same trace comes out (exit 1 if not)."""
+    from cuer_agent.experiments.replay import replay
+    from cuer_agent.runs import read_config
+
+    run_config = read_config(run_dir)  # missing or corrupted → one line, exit 2
+    engine = run_config.get("backend")
+    if run_config.get("command") not in ("cuer", "propagate") or not isinstance(engine, dict):
+        raise CuerError(f"{run_dir / 'config.json'}: replay supports cuer and propagate run "
+                        f"directories (an evaluate run holds one of each: DIR/single_shot, "
+                        f"DIR/agentic), not {run_config.get('command', 'this')!r} runs")
+    skills = skill_client(replayed_engine(run_dir, engine, timeout),
+                          int(run_config.get("data", {}).get("seed", 0)), cache, no_cache)
+    check_agent(agent)
+    result = replay(run_dir, record, skills, agent)
+    if result.identical:
+        typer.echo(f"{record}: replayed trace is identical ({len(result.stored)} bytes)")
+        return
+    typer.echo(f"{record}: replayed trace DIFFERS from the stored one", err=True)
+    raise typer.Exit(code=1)
+
+
+@app.command("evaluate")
+@user_errors
+@option_groups
+def evaluate_cmd(
+    ctx: typer.Context,
+    hops: Annotated[int | None, typer.Option(help="Agent hop budget (synthetic: H-hop "
+                                             "questions). Default 3.")] = None,
+    config: ConfigPath = None,
+    dataset: Annotated[str | None, typer.Option(help="synthetic (default), hotpotqa, 2wiki, "
+                                                "musique.")] = None,
+    path: DataPath = None,
+    n: Annotated[int | None, typer.Option(help="Examples (default 100).")] = None,
+    backend: Annotated[str | None, typer.Option(help="extractive (default), llamacpp, ollama, "
+                                                "openai.")] = None,
+    llm: ModelFlags = MODEL_FLAGS,
+    strict: Annotated[bool | None, typer.Option(
+        help="Inject faults only where the clean answer was correct (default: strict). "
+             "--no-strict for a weak model that is rarely right.")] = None,
+    faults: Annotated[str | None, typer.Option(help="Comma-separated faults (default all).")] = (
+        None),
+    diagnosers: Annotated[str | None, typer.Option(help="Comma-separated diagnosers "
+                                                   "(default all).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed (synthetic world, faults).")] = None,
+    retries: Retries = None,
+    fault_persistence: FaultPersistence = None,
+    agent_ref: AgentRef = None,
+    out: Annotated[Path | None, typer.Option(help="Run directory (default "
+                                             "runs/evaluate-<dataset>-h<hops>).")] = None,
+    execution: ExecutionFlags = EXECUTION_FLAGS,
+) -> None:
+    """CUE-R baseline + agentic fault propagation + diagnoser comparison, with a report."""
+    from cuer_agent.config import load_config, merged
+    from cuer_agent.diagnosers import get_diagnoser
+    from cuer_agent.experiments.evaluate import run_evaluate
+    from cuer_agent.experiments.evaluate_report import print_headline
+    from cuer_agent.interventions._fault_types import get_fault
+    from cuer_agent.provenance import provenance
+
+    study = load_config(config)
+    data, agent = study_sections(study, dataset=dataset, path=path, n=n, seed=seed,
+                                 hops=hops, retries=retries, factory=agent_ref)
+    if data.n is None:
+        data = data.model_copy(update={"n": 100})
+    check_agent(agent.factory)
+    fault_names = names(faults) if faults else None
+    diagnoser_names = names(diagnosers) if diagnosers else None
+    study = study.model_copy(update={
+        "data": data, "agent": agent,
+        "backend": llm.engine(study, backend),
+        "propagation": merged(study, "propagation", faults=fault_names, seed=data.seed,
+                              strict=strict,
+                              fault_persistence=(persistence(fault_persistence)
+                                                 if fault_persistence else None)),
+        "diagnose": merged(study, "diagnose", names=diagnoser_names),
+        "cuer": merged(study, "cuer", seed=data.seed)})
+    for name in study.propagation.faults:
+        get_fault(name)
+    for name in study.diagnose.names:
+        get_diagnoser(name)
+    parallel, skills, ds = open_study(study.backend, data, execution, joined(data.gold_hops))
+    run_dir = open_run(out or Path("runs") / f"evaluate-{data.dataset}-h{agent.hops}",
+                       {"command": "evaluate", "source": ds.source,
+                        "study": study.model_dump(mode="json")})
+    summary = run_evaluate(ds, skills, run_dir, study, show_progress=execution.progress,
+                           parallel=parallel,
+                           provenance=provenance(command_line(ctx), data.path))
+    print_headline(summary, run_dir.path, skills.ledger.to_dict())
+
+
+@app.command("report")
+@user_errors
+def report_cmd(
+    run_dir: Annotated[Path, typer.Argument(help="An evaluate run directory.")],
+) -> None:
+    """Rebuild report.md and report.html from a run directory's summary.json."""
+    from cuer_agent.report import write_report
+
+    if not (run_dir / "summary.json").exists():
+        raise CuerError(f"{run_dir / 'summary.json'}: no such file (not a finished run)")
+    md, html = write_report(run_dir)
+    typer.echo(f"→ {md}\n→ {html}")

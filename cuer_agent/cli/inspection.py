@@ -1,0 +1,216 @@
+"""The commands that read what exists, run no study: `data stats`, `score`, `export`,
+`diagnose` (traces from any agent) and `trace show`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from cuer_agent.cli._app import app, data_app, print_json, trace_app, user_errors
+from cuer_agent.cli._options import (
+    MODEL_FLAGS,
+    CachePath,
+    DataPath,
+    ModelFlags,
+    NoCache,
+    names,
+    option_groups,
+)
+from cuer_agent.cli._study import skill_client
+from cuer_agent.errors import CuerError
+
+
+@data_app.command("stats")
+@user_errors
+def data_stats(
+    dataset: Annotated[str, typer.Option(help="hotpotqa, 2wiki, musique or synthetic.")],
+    path: DataPath = None,
+    hops: Annotated[int | None, typer.Option(help="Synthetic: only H-hop questions.")] = None,
+    n: Annotated[int | None, typer.Option(help="Use the first N examples.")] = None,
+    seed: Annotated[int, typer.Option(help="Synthetic world seed.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
+) -> None:
+    """Example and passage counts, hop histogram, question types, support recall@5."""
+    from cuer_agent.data import load_dataset
+    from cuer_agent.experiments.data_stats import dataset_stats
+
+    if n is not None and n < 1:
+        raise CuerError(f"--n must be >= 1, got {n}")
+    kwargs: dict[str, Any] = {}
+    if dataset == "synthetic":
+        kwargs = {"hops": hops, "seed": seed}
+    elif hops is not None:
+        raise CuerError("--hops applies to --dataset synthetic only")
+    ds = load_dataset(dataset, path, n=n, **kwargs)
+    stats = dataset_stats(ds)
+    if as_json:
+        print_json(stats)
+        return
+    table = Table(title=f"{stats['dataset']} ({stats['source']})", show_header=False)
+    for key in ("examples", "passages"):
+        table.add_row(key, str(stats[key]))
+    table.add_row("hops", ", ".join(f"{h}: {c}" for h, c in stats["hops"].items()))
+    table.add_row("question types",
+                  ", ".join(f"{t}: {c}" for t, c in stats["question_types"].items()))
+    if "support_recall_at_5" in stats:
+        table.add_row("support recall@5 by hop",
+                      ", ".join(f"{h}: {r:.2f}" for h, r in stats["support_recall_at_5"].items()))
+    Console().print(table)
+
+
+
+@app.command("score")
+@user_errors
+def score_cmd(
+    dataset: Annotated[str, typer.Option(help="hotpotqa, 2wiki or musique.")],
+    gold: Annotated[Path, typer.Option(help="Gold file in the dataset's original format.")],
+    pred: Annotated[Path, typer.Option(help='Predictions: {"answer": {id: answer}} '
+                                       "(MuSiQue also: JSONL of {id, predicted_answer}).")],
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
+) -> None:
+    """Score any system's predictions exactly as the official evaluators do (+ soft)."""
+    from cuer_agent.metrics.official import score_predictions
+
+    scores = score_predictions(dataset, gold, pred)
+    if as_json:
+        print_json(scores)
+        return
+    typer.echo(f"n {scores['n']}  em {scores['em']:.4f}  f1 {scores['f1']:.4f}  "
+               f"soft {scores['soft']:.4f}  missing {scores['missing']}")
+
+
+@app.command("export")
+@user_errors
+def export_cmd(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory (evaluate, propagate, "
+                                            "cuer or run).")],
+    fmt: Annotated[str, typer.Option("--format", help="openinference (OTLP/JSON lines).")] = (
+        "openinference"),
+    out: Annotated[Path | None, typer.Option(help="Output file (default "
+                                             "<run_dir>/openinference.jsonl).")] = None,
+    endpoint: Annotated[str | None, typer.Option(
+        help="Also POST the spans to this OTLP/HTTP collector (…/v1/traces is added unless "
+             "given), e.g. http://127.0.0.1:4318 or a Langfuse …/api/public/otel.")] = None,
+    protobuf: Annotated[bool, typer.Option(
+        "--protobuf", help="POST application/x-protobuf instead of JSON (Phoenix); needs "
+                           "opentelemetry-proto.")] = False,
+) -> None:
+    """Write every trace of a run as OpenInference spans (and optionally send them)."""
+    from cuer_agent.interchange import export_run, run_requests, send
+
+    if fmt != "openinference":
+        raise CuerError(f"--format must be openinference, got {fmt!r}")
+    path = out or run_dir / "openinference.jsonl"
+    n = export_run(run_dir, path)
+    typer.echo(f"{n} traces → {path}")
+    if endpoint:
+        sent = send(run_requests(run_dir), endpoint, protobuf=protobuf)
+        typer.echo(f"{sent} traces → {endpoint}")
+
+
+@app.command("diagnose")
+@user_errors
+@option_groups
+def diagnose_cmd(
+    traces: Annotated[Path, typer.Option(help="Traces file: OpenInference spans (OTLP/JSON "
+                                         "lines, hex or base64 ids) or cuer traces JSONL.")],
+    out: Annotated[Path, typer.Option(help="Output directory.")],
+    fmt: Annotated[str, typer.Option("--format", help="openinference (default) or cuer.")] = (
+        "openinference"),
+    diagnosers: Annotated[str | None, typer.Option(
+        help="Comma-separated diagnosers (default: every trace-only one). Gold-reading ones "
+             "need --gold; probing ones need an agent and are refused.")] = None,
+    gold: Annotated[Path | None, typer.Option(help="Gold file in the dataset's original "
+                                              "format (matched by example id, then "
+                                              "question).")] = None,
+    dataset: Annotated[str | None, typer.Option(help="The gold file's dataset: hotpotqa, "
+                                                "2wiki or musique.")] = None,
+    retrieval_tools: Annotated[str | None, typer.Option(
+        help="Comma-separated names of TOOL spans that are searches (a ReAct agent's search "
+             "tool): each call is a hop, its output text the evidence.")] = None,
+    backend: Annotated[str | None, typer.Option(help="Backend of llm-judge: extractive "
+                                                "(default), llamacpp, ollama, openai.")] = None,
+    llm: ModelFlags = MODEL_FLAGS,
+    seed: Annotated[int, typer.Option(help="Seed of seeded diagnosers (chance).")] = 0,
+    cache: CachePath = None,
+    no_cache: NoCache = False,
+) -> None:
+    """Diagnose traces from any agent: trace-only diagnosers, gold ones with --gold."""
+    from cuer_agent.config import StudyConfig
+    from cuer_agent.data import load_dataset
+    from cuer_agent.diagnosers import get_diagnoser
+    from cuer_agent.experiments.diagnose_traces import (
+        check_diagnosers,
+        run_diagnose_traces,
+        trace_only_diagnosers,
+    )
+
+    if (gold is None) != (dataset is None):
+        raise CuerError("--gold and --dataset go together")
+    study = StudyConfig()
+    study = study.model_copy(update={
+        "backend": llm.engine(study, backend),
+        "diagnose": study.diagnose.model_copy(update={"seed": seed})})
+    chosen = names(diagnosers) if diagnosers else tuple(trace_only_diagnosers())
+    # Before the model or the data loads: unknown, probing, or gold without --gold.
+    check_diagnosers([get_diagnoser(name) for name in chosen], has_gold=gold is not None)
+    skills = skill_client(study.backend, seed, cache, no_cache)
+    made = [get_diagnoser(name, skills=skills) for name in chosen]
+    examples = list(load_dataset(dataset, gold).examples) if gold and dataset else None
+    summary = run_diagnose_traces(traces, fmt, made, out, study, skills, examples=examples,
+                                  gold=str(gold) if gold else None,
+                                  retrieval_tools=names(retrieval_tools or ""))
+    typer.echo(f"{summary['mapped']}/{summary['traces']} traces mapped, "
+               f"{summary['unmapped_spans']['n']} spans left out; "
+               f"{len(made)} diagnosers → {out}")
+
+
+@trace_app.command("show")
+@user_errors
+def trace_show(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory.")],
+    example: Annotated[str, typer.Option(help="Example id.")],
+) -> None:
+    """Render one trace as a tree."""
+    from rich.tree import Tree
+
+    from cuer_agent.runs import read_rows
+    from cuer_agent.trace import Trace
+
+    path = run_dir / "traces.jsonl"
+    if not path.exists():
+        raise CuerError(f"{path}: no such file")
+    for row in read_rows(path):
+        trace = Trace.model_validate(row["trace"])
+        if trace.example_id == example:
+            break
+    else:
+        raise CuerError(f"{path}: no trace for example {example!r}")
+    root = Tree(f"[bold]{trace.question}[/]  ({trace.mode}, status {trace.status})")
+    for hop in trace.hops:
+        node = root.add(f"hop {hop.hop}" + (f" ({len(hop.attempts) + 1} attempts)"
+                                           if hop.attempts else ""))
+        for attempt in (*hop.attempts, hop):
+            _render_attempt(node if not hop.attempts else
+                            node.add(f"attempt {attempt.attempt}"), attempt)
+    root.add(f"answer: [bold green]{trace.answer or '—'}[/]  confidence: {trace.confidence}  "
+             f"used: {', '.join(trace.used_ids) or '—'}")
+    root.add(f"cost: {trace.cost.llm_calls} skill calls, "
+             f"{trace.cost.prompt_tokens + trace.cost.completion_tokens} tokens")
+    Console().print(root)
+
+
+def _render_attempt(node: Any, attempt: Any) -> None:
+    """One attempt of a hop: its sub-query, evidence (✓ = selected), finding, support."""
+    node.add(f"sub-query: [cyan]{attempt.subquery}[/]")
+    for ev in attempt.retrieved:
+        mark = "[green]✓[/]" if ev.id in attempt.selected else " "
+        node.add(f"{mark} {ev.rank}. {ev.title} [dim]({ev.id}, {ev.score:.2f})[/]")
+    node.add(f"finding: [magenta]{attempt.finding or '—'}[/]  support: {attempt.support}  "
+             f"confidence: {attempt.confidence}")
+
