@@ -109,7 +109,7 @@ def evaluate_cmd(
     from cuer_agent.diagnosers import get_diagnoser
     from cuer_agent.experiments.evaluate import run_evaluate
     from cuer_agent.experiments.evaluate_report import print_headline
-    from cuer_agent.interventions._fault_types import get_fault
+    from cuer_agent.interventions import get_fault
     from cuer_agent.provenance import provenance
 
     study = load_config(config)

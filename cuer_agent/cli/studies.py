@@ -213,7 +213,7 @@ def propagate_cmd(
     from cuer_agent.config import load_config, merged
     from cuer_agent.execution import AgentConfig, Executor
     from cuer_agent.experiments.propagation_report import propagation_tables, run_and_summarize
-    from cuer_agent.interventions._fault_types import get_fault
+    from cuer_agent.interventions import get_fault
 
     check_budget(hops, retries)
     study = load_config(config)
