@@ -3,7 +3,7 @@
 The [data] and [agent] sections its flags and --config give (`study_sections`); the
 executor policy, the backend client and the examples (`open_study`), in that order so
 that bad values fail before any work; the run directory (`open_run`); the checks of
---fault-persistence and --agent; a run's recorded backend; and the command line a run
+--fault-persistence and --agent; a replay's backend; and the command line a run
 records as its provenance (`command_line`).
 """
 
@@ -74,12 +74,11 @@ def open_study(engine: Any, data: Any, flags: ExecutionFlags,
 
 
 def open_run(out: Path, config: dict[str, Any]) -> Any:
-    """The run directory, made with `config` or resumed if it holds the same one."""
-    from cuer_agent.runs import RunDir
+    """The run directory, made with `config` (checked against its command's schema) or
+    resumed if it holds the same one."""
+    from cuer_agent.experiments.run_configs import open_run_dir
 
-    run_dir = RunDir(out)
-    run_dir.open(config)
-    return run_dir
+    return open_run_dir(out, config)
 
 
 def skill_client(engine: Any, seed: int, cache: Path | None, no_cache: bool) -> Any:
@@ -103,12 +102,10 @@ def recorded(engine: Any, skills: Any) -> dict[str, Any]:
     return {**engine.model_dump(mode="json"), "model": skills.backend.model}
 
 
-def replayed_engine(run_dir: Path, recorded: dict[str, Any], timeout: float | None) -> Any:
-    """The [backend] section a run recorded, so a replay asks the model the same way."""
-    from cuer_agent.config import validate_config
-
-    engine = validate_config({"backend": recorded}, run_dir / "config.json").backend
-    return engine if timeout is None else engine.model_copy(update={"timeout": timeout})
+def replayed_engine(recorded: Any, timeout: float | None) -> Any:
+    """The [backend] section a run recorded, so a replay asks the model the same way;
+    `timeout` (not recorded: it does not change a reply) if given."""
+    return recorded if timeout is None else recorded.model_copy(update={"timeout": timeout})
 
 
 def persistence(value: str | None) -> str:

@@ -55,16 +55,19 @@ def replay_cmd(
 ) -> None:
     """Re-execute one stored record and check that the same trace comes out (exit 1 if not)."""
     from cuer_agent.experiments.replay import replay
-    from cuer_agent.runs import read_config
+    from cuer_agent.experiments.run_configs import (
+        CuerRunConfig,
+        PropagateRunConfig,
+        read_run_config,
+    )
 
-    run_config = read_config(run_dir)  # missing or corrupted → one line, exit 2
-    engine = run_config.get("backend")
-    if run_config.get("command") not in ("cuer", "propagate") or not isinstance(engine, dict):
+    run_config = read_run_config(run_dir)  # missing, corrupted or unknown → one line, exit 2
+    if not isinstance(run_config, CuerRunConfig | PropagateRunConfig):
         raise CuerError(f"{run_dir / 'config.json'}: replay supports cuer and propagate run "
                         f"directories (an evaluate run holds one of each: DIR/single_shot, "
-                        f"DIR/agentic), not {run_config.get('command', 'this')!r} runs")
-    skills = skill_client(replayed_engine(run_dir, engine, timeout),
-                          int(run_config.get("data", {}).get("seed", 0)), cache, no_cache)
+                        f"DIR/agentic), not {run_config.command!r} runs")
+    skills = skill_client(replayed_engine(run_config.backend, timeout), run_config.data.seed,
+                          cache, no_cache)
     check_agent(agent)
     result = replay(run_dir, record, skills, agent)
     if result.identical:

@@ -1,9 +1,10 @@
 """`cuer-agent replay DIR --record ID`: re-execute one stored record from the run directory
 alone and check that the same trace (and the same intervention record) comes out.
 
-The run's `config.json` names the data, the backend and the study config; the example
-is re-run and its interventions re-derived (they are seeded, pure functions of the clean
-run), then the record's trace is compared byte for byte with the stored one.
+The run's `config.json` (read through `run_configs`) names the data, the backend and the
+study config; the example is re-run and its interventions re-derived (they are seeded,
+pure functions of the clean run), then the record's trace is compared byte for byte with
+the stored one.
 """
 
 from __future__ import annotations
@@ -18,6 +19,12 @@ from pydantic import ValidationError
 from cuer_agent.data._select import hop_questions, load_study_data
 from cuer_agent.errors import CuerError
 from cuer_agent.execution import AgentConfig, Executor
+from cuer_agent.experiments.run_configs import (
+    CuerRunConfig,
+    PropagateRunConfig,
+    RecordedData,
+    read_run_config,
+)
 from cuer_agent.interventions import InterventionRecord
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.runs import CONFIG_FILE, read_rows
@@ -42,22 +49,18 @@ def replay(run_dir: Path, record_id: str, skills: SkillClient,
            agent: str | None = None) -> ReplayResult:
     """Re-execute one record; `agent` replaces the ``--agent`` reference the run recorded
     (the same agent, found elsewhere)."""
-    config_path = run_dir / CONFIG_FILE
-    if not config_path.exists():
-        raise CuerError(f"{config_path}: no such file (not a run directory)")
-    config = json.loads(config_path.read_text(encoding="utf-8"))
-    if agent is not None:
-        config["agent"] = agent
+    config = read_run_config(run_dir)
     stored = _stored_row(run_dir, record_id)
     example_id = stored["record"]["example_id"]
-    command = config.get("command")
-    if command == "cuer":
+    if isinstance(config, CuerRunConfig):
         rows = _cuer_rows(config, example_id, skills)
-    elif command == "propagate":
+    elif isinstance(config, PropagateRunConfig):
+        if agent is not None:
+            config = config.model_copy(update={"agent": agent})
         rows = _propagation_rows(config, example_id, skills)
     else:
-        raise CuerError(f"{config_path}: replay supports cuer and propagate runs, "
-                        f"not {command!r}")
+        raise CuerError(f"{run_dir / CONFIG_FILE}: replay supports cuer and propagate runs, "
+                        f"not {config.command!r}")
     for row in rows:
         if row.get("record", {}).get("record_id") == record_id and row.get("trace"):
             replayed = json.dumps(row["trace"], sort_keys=True)
@@ -75,50 +78,43 @@ def _same_record(a: dict[str, Any], b: dict[str, Any]) -> bool:
         return a == b
 
 
-def _dataset(data: dict[str, Any]) -> Any:
-    gold_hops = data.get("gold_hops")
-    if isinstance(gold_hops, list):
-        gold_hops = ",".join(map(str, gold_hops))
-    return load_study_data(data["dataset"], data["path"], data["n"], data["hops"],
-                           data["seed"], gold_hops)
+def _dataset(data: RecordedData) -> Any:
+    gold_hops = ",".join(map(str, data.gold_hops)) if data.gold_hops else None
+    return load_study_data(data.dataset, data.path, data.n, data.hops, data.seed, gold_hops)
 
 
-def _cuer_rows(config: dict[str, Any], example_id: str,
+def _meta(config: CuerRunConfig | PropagateRunConfig, skills: SkillClient) -> dict[str, Any]:
+    return {"backend": config.backend.name, "model": skills.backend.model}
+
+
+def _cuer_rows(config: CuerRunConfig, example_id: str,
                skills: SkillClient) -> list[dict[str, Any]]:
-    from cuer_agent.experiments.cuer import CuerConfig, _example_rows
+    from cuer_agent.experiments.cuer import _example_rows
     from cuer_agent.experiments.run_agent import retriever_factory
 
-    ds = _dataset(config["data"])
-    study = CuerConfig.model_validate(config["cuer"])
+    ds = _dataset(config.data)
+    study = config.cuer
     if study.asks_per_hop(ds.name):
         ds = hop_questions(ds)
     example = _find(ds, example_id)
     executor = Executor(skills, AgentConfig(mode="single_shot", k=study.k),
-                        meta={"backend": config["backend"]["name"],
-                              "model": skills.backend.model})
+                        meta=_meta(config, skills))
     pairs = _example_rows(example, executor, study, study.conditions(),
                           retriever_factory(ds)(example))
     return [trace_row for trace_row, _ in pairs if trace_row is not None]
 
 
-def _propagation_rows(config: dict[str, Any], example_id: str,
+def _propagation_rows(config: PropagateRunConfig, example_id: str,
                       skills: SkillClient) -> list[dict[str, Any]]:
-    from cuer_agent.experiments.propagation import (
-        PropagationConfig,
-        distractor_answers,
-        example_rows,
-    )
+    from cuer_agent.experiments.propagation import distractor_answers, example_rows
     from cuer_agent.experiments.run_agent import retriever_factory
 
-    ds = _dataset(config["data"])
-    study = PropagationConfig.model_validate(config["propagation"])
+    ds = _dataset(config.data)
+    study = config.propagation
     example = _find(ds, example_id)
-    agent = AgentConfig(hop_budget=config["hop_budget"],
-                        k=int(config.get("k", AgentConfig.k)),  # recorded where not the default
-                        retries_per_hop=int(config.get("retries_per_hop", 1)))
-    executor = Executor(skills, agent,
-                        meta={"backend": config["backend"]["name"],
-                              "model": skills.backend.model}, agent=config.get("agent"))
+    agent = AgentConfig(hop_budget=config.hop_budget, k=config.k,
+                        retries_per_hop=config.retries_per_hop)
+    executor = Executor(skills, agent, meta=_meta(config, skills), agent=config.agent)
     return example_rows(example, executor, retriever_factory(ds)(example),
                         distractor_answers(ds, example, study.distractor_pool), study)
 

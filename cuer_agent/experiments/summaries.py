@@ -24,12 +24,14 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Tag, ValidationError
+from pydantic import BaseModel, Discriminator, Tag, ValidationError
 
+from cuer_agent._validation import problem
 from cuer_agent.config import StudyConfig
 from cuer_agent.errors import DataError
 from cuer_agent.experiments.cuer import CuerConfig
 from cuer_agent.experiments.propagation import PropagationConfig
+from cuer_agent.experiments.run_configs import RecordedConfig
 from cuer_agent.experiments.summary_cells import (
     Ablations,
     Accuracy,
@@ -161,13 +163,15 @@ class EvaluateSummary(Part):
     """Caveats a reader needs before quoting a number, derived from the results."""
 
 
-SCHEMAS: dict[str, type[Part]] = {
+SCHEMAS: dict[str, type[BaseModel]] = {
+    "config.schema.json": RecordedConfig,
     "run-summary.schema.json": RunSummary,
     "cuer-summary.schema.json": CuerSummary,
     "propagate-summary.schema.json": PropagateSummary,
     "evaluate-summary.schema.json": EvaluateSummary,
 }
-"""Schema file name (in `docs/schemas/`) → the model it is generated from."""
+"""Schema file name (in `docs/schemas/`) → the model it is generated from: a run's
+`config.json` (`run_configs`), and each study's `summary.json`."""
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "docs" / "schemas"
 
@@ -198,43 +202,6 @@ def write_schemas(directory: Path = SCHEMA_DIR) -> list[Path]:
         (directory / name).write_text(text, encoding="utf-8")
         paths.append(directory / name)
     return paths
-
-
-def _key_path(loc: tuple[str | int, ...], data: Any, *, key_last: bool) -> list[str]:
-    """The keys of an error location, without the union tags pydantic inserts (model
-    names: an element that is not a key of the data there — except the last one when
-    `key_last`: a missing key)."""
-    keys, here = [], data
-    for i, part in enumerate(loc):
-        if (part in here if isinstance(here, dict) else
-                isinstance(here, list) and isinstance(part, int) and 0 <= part < len(here)):
-            here = here[part]
-        elif not (key_last and i == len(loc) - 1):
-            continue
-        keys.append(str(part))
-    return keys
-
-
-def problem(exc: ValidationError, data: Any) -> str:
-    """One line: the first mismatch as `<key path>: <what is wrong>` — a missing key
-    names the unknown key beside it that may be its new name — and how many more."""
-    errors = exc.errors()
-    first, told = errors[0], 1
-    keyed = first["type"] in {"missing", "extra_forbidden"}
-    keys = _key_path(first["loc"], data, key_last=keyed)
-    if keyed:
-        *parent, key = keys
-        where = ".".join(parent)
-        what = f"{'missing' if first['type'] == 'missing' else 'unknown'} key {key!r}"
-        beside = [str(e["loc"][-1]) for e in errors
-                  if e["type"] == "extra_forbidden" and e["loc"][:-1] == first["loc"][:-1]]
-        if first["type"] == "missing" and beside:
-            what += f" (found {beside[0]!r} instead)"
-            told += 1
-    else:
-        where, what = ".".join(keys), first["msg"]
-    more = f", and {len(errors) - told} more problem(s)" if len(errors) > told else ""
-    return f"{where or '(top level)'}: {what}{more}"
 
 
 def validate_summary(summary: Any, model: type[Part], path: object) -> Part:

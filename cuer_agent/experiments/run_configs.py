@@ -1,0 +1,140 @@
+"""The one schema of a run directory's `config.json`, for every study command.
+
+A run directory records what was asked, enough to re-create the run; `command` says
+which study wrote it, and the rest of the file is that command's shape:
+
+- `run`: the flat fields of one agent run (`dataset`, `n`, `hop_budget`, `k`, ...).
+- `cuer`: `[data]`, `[backend]` and `[cuer]` as `StudyConfig` spells them.
+- `propagate`: `[data]`, `[backend]`, `[propagation]` and the agent's policy
+  (`hop_budget`, `retries_per_hop`, `agent`, and `k` only where it is not the default).
+- `evaluate`: the whole `StudyConfig` under `study`; its `single_shot/` and `agentic/`
+  subdirectories hold a `cuer` and a `propagate` config.
+
+The writers build these dicts as they always did (a run's bytes do not depend on this
+module); `validate_run_config` checks one before a run directory is made, and
+`read_run_config` is how `replay` (and anything else) reads one back: typed, with a
+wrong file named by its key path. The shapes differ by command because changing them
+would change the bytes of every existing run directory, and resume compares them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, field_validator
+
+from cuer_agent._validation import problem
+from cuer_agent.config import BackendSection, DataSection, StudyConfig
+from cuer_agent.errors import DataError
+from cuer_agent.execution import AgentConfig, Mode
+from cuer_agent.experiments.cuer import CuerConfig
+from cuer_agent.experiments.propagation import PropagationConfig
+from cuer_agent.runs import CONFIG_FILE, RunDir, read_config
+
+
+class _Recorded(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class RecordedData(DataSection):
+    """`[data]` as a study records it. `propagate` writes `gold_hops` as --gold-hops
+    spells it ("3,4"); read back, it is the tuple `[data]` holds."""
+
+    @field_validator("gold_hops", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(int(part) for part in value.split(",") if part.strip())
+        return value
+
+
+class RunCommandConfig(_Recorded):
+    """`cuer-agent run`: one agent (or single-shot) run over a data set."""
+
+    command: Literal["run"]
+    dataset: str
+    source: str
+    """The data's provenance string (file digest, or the synthetic world's parameters)."""
+    n: int | None
+    mode: Mode
+    hop_budget: int
+    k: int
+    seed: int
+    retries_per_hop: int
+    agent: str | None = None
+    """The `--agent` reference; None: cuer-agent's own agent."""
+    backend: BackendSection
+    hops: int | None = None
+    """Synthetic world: the questions' hop count, recorded only where it is not the
+    hop budget."""
+    gold_hops: str | None = None
+    """Real data: the gold hop counts kept ("3,4"), recorded only when given."""
+
+
+class CuerRunConfig(_Recorded):
+    """`cuer-agent cuer` (and `evaluate`'s `single_shot/`): the CUE-R study."""
+
+    command: Literal["cuer"]
+    data: RecordedData
+    backend: BackendSection
+    source: str
+    cuer: CuerConfig
+
+
+class PropagateRunConfig(_Recorded):
+    """`cuer-agent propagate` (and `evaluate`'s `agentic/`): the fault-propagation study."""
+
+    command: Literal["propagate"]
+    source: str
+    hop_budget: int
+    retries_per_hop: int
+    agent: str | None = None
+    """The `--agent` reference; None: cuer-agent's own agent."""
+    k: int = AgentConfig.k
+    """Retrieval depth; recorded only where it is not the default."""
+    data: RecordedData
+    backend: BackendSection
+    propagation: PropagationConfig
+
+
+class EvaluateRunConfig(_Recorded):
+    """`cuer-agent evaluate`: the whole study config."""
+
+    command: Literal["evaluate"]
+    source: str
+    study: StudyConfig
+
+
+AnyRunConfig = Annotated[RunCommandConfig | CuerRunConfig | PropagateRunConfig
+                         | EvaluateRunConfig, Field(discriminator="command")]
+
+
+class RecordedConfig(RootModel[AnyRunConfig]):
+    """A run directory's `config.json`: one shape per `command`."""
+
+
+def validate_run_config(config: dict[str, Any], path: object = CONFIG_FILE) -> AnyRunConfig:
+    """`config` as its command's model, or a `DataError` naming `path` and the first bad
+    key."""
+    try:
+        return RecordedConfig.model_validate(config).root
+    except ValidationError as exc:
+        raise DataError(path, f"{problem(exc, config)} (schema: config.schema.json)"
+                        ) from None
+
+
+def read_run_config(run_dir: str | Path) -> AnyRunConfig:
+    """A run directory's `config.json`, typed; missing, damaged or of no known shape →
+    one error naming the file."""
+    return validate_run_config(read_config(run_dir), Path(run_dir) / CONFIG_FILE)
+
+
+def open_run_dir(path: Path, config: dict[str, Any]) -> RunDir:
+    """The run directory at `path`, made with `config` or resumed if it holds the same
+    one. `config` is checked against its command's model first: a mismatch is a bug in
+    the writer (pydantic's `ValidationError`), and nothing is made."""
+    RecordedConfig.model_validate(config)
+    run_dir = RunDir(path)
+    run_dir.open(config)
+    return run_dir

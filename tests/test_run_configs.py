@@ -1,0 +1,93 @@
+"""A run directory's `config.json`: one schema for every study command, read back typed
+(`cuer_agent.experiments.run_configs`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from cuer_agent.cli import app
+from cuer_agent.errors import DataError
+from cuer_agent.experiments.run_configs import (
+    CuerRunConfig,
+    EvaluateRunConfig,
+    PropagateRunConfig,
+    RecordedData,
+    RunCommandConfig,
+    read_run_config,
+    validate_run_config,
+)
+
+SMALL = ["--n", "2", "--no-cache", "--no-progress"]
+
+
+def _invoke(*args: str) -> str:
+    result = CliRunner().invoke(app, [*args, *SMALL])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_every_study_command_writes_a_config_json_of_its_commands_shape(tmp_path: Path
+                                                                        ) -> None:
+    _invoke("run", "--out", str(tmp_path / "run"))
+    _invoke("cuer", "--out", str(tmp_path / "cuer"))
+    _invoke("propagate", "--hops", "2", "--out", str(tmp_path / "propagate"))
+    _invoke("evaluate", "--hops", "2", "--out", str(tmp_path / "evaluate"))
+    expected = {"run": RunCommandConfig, "cuer": CuerRunConfig,
+                "propagate": PropagateRunConfig, "evaluate": EvaluateRunConfig,
+                "evaluate/single_shot": CuerRunConfig, "evaluate/agentic": PropagateRunConfig}
+    for name, model in expected.items():
+        assert type(read_run_config(tmp_path / name)) is model, name
+
+
+def test_a_config_json_of_no_known_shape_is_one_error_naming_the_file_and_key(
+        tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps({"command": "cuer", "source": "x"}))
+    with pytest.raises(DataError) as err:
+        read_run_config(tmp_path)
+    message = str(err.value)
+    assert "config.json" in message and "missing key 'data'" in message
+    assert "\n" not in message
+
+
+def test_replay_of_a_damaged_config_json_exits_2_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps({"command": "propagate"}))
+    result = CliRunner().invoke(app, ["replay", str(tmp_path), "--record", "x/clean"])
+    assert result.exit_code == 2
+    assert "config.json" in result.output and "missing key" in result.output
+
+
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=4, unique=True))
+def test_gold_hops_read_back_the_same_whether_written_as_a_list_or_as_flags_spell_it(
+        hops: list[int]) -> None:
+    as_flag = RecordedData.model_validate({"gold_hops": ",".join(map(str, hops))})
+    as_list = RecordedData.model_validate({"gold_hops": hops})
+    assert as_flag.gold_hops == as_list.gold_hops == tuple(hops)
+
+
+def test_a_propagate_config_without_k_reads_the_agents_default_k() -> None:
+    config = validate_run_config({
+        "command": "propagate", "source": "s", "hop_budget": 3, "retries_per_hop": 1,
+        "data": {}, "backend": {}, "propagation": {}})
+    assert isinstance(config, PropagateRunConfig) and config.k == 5
+
+
+def test_an_evaluate_run_with_a_non_default_k_replays_its_agent_records_identically(
+        tmp_path: Path) -> None:
+    # Before run_configs, evaluate's agentic/ config left k out and replay assumed 5.
+    study = tmp_path / "study.toml"
+    study.write_text("[agent]\nk = 3\nhops = 2\n")
+    out = tmp_path / "evaluate"
+    _invoke("evaluate", "--config", str(study), "--out", str(out))
+    config = read_run_config(out / "agentic")
+    assert isinstance(config, PropagateRunConfig) and config.k == 3
+    first = json.loads((out / "agentic" / "traces.jsonl").read_text().splitlines()[0])
+    result = CliRunner().invoke(app, ["replay", str(out / "agentic"), "--record",
+                                      first["record"]["record_id"], "--no-cache"])
+    assert result.exit_code == 0, result.output
+    assert "identical" in result.output
