@@ -91,6 +91,11 @@ class AgentSpec:
     context: Callable[[SkillClient, Retriever, Any], Any] = field(
         default=default_context, compare=False)
     """Builds the graph's run context from skills, retriever and fault condition."""
+    shares_state: bool = False
+    """True only if the graph's nodes never change a state value in place (they return
+    new lists and dicts): the executor then keeps each snapshot as a shallow copy that
+    shares unchanged values with the next one, instead of a deep copy per node. False
+    (the safe default) for a graph whose nodes may append to or edit what they read."""
 
     # -- what every spec implements -------------------------------------------------------
     def input(self, example_id: str, question: str, *, hop_budget: int, k: int,

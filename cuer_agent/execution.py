@@ -44,8 +44,12 @@ that an intervention happened.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import pickle
+import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -134,6 +138,7 @@ class Executor:
         named = {"agent": self.spec.name} if agent else {}
         self.meta = {"mode": self.spec.mode, "k": self.config.k, **named, **(meta or {})}
         self._meta = meta
+        self._made = _Executions()
 
     # Pickled as its recipe; a worker process compiles its own graph (the checkpointer
     # holds live threads' state and is not shared).
@@ -206,7 +211,8 @@ class Executor:
                                self.snapshot(run, j - 1, "read"),
                                as_node=spec.boundaries["read"][1],
                                condition=_repaired(run.condition, j),
-                               stop=lambda key, after: spec.hop_done(key, after, j))
+                               stop=lambda key, after: spec.hop_done(key, after, j),
+                               stop_key=("hop_done", j))
         hops = spec.hops(result.final_state)
         return hops[j - 1] if len(hops) >= j else None
 
@@ -228,11 +234,42 @@ class Executor:
                  state: dict[str, Any], as_node: str | None,
                  condition: Condition | None = None,
                  stop: Callable[[str, dict[str, Any]], bool] | None = None,
-                 inherited: Cost = NO_COST) -> RunResult:
-        spec, graph = self.spec, self.graph
-        context = spec.context(self.skills, retriever, condition)
+                 inherited: Cost = NO_COST, stop_key: object = None) -> RunResult:
+        """Execute from `state` (entered as written by `as_node`; None: from the start).
+
+        With repeatable skills (`SkillClient.repeatable`) an execution is a function of
+        its inputs, so one already made here — same example, state, entry node, condition,
+        stop rule (`stop_key` names it) and inherited cost — is reused instead of
+        streamed again: the same result, and its requests counted again in every open
+        request log, as a re-run answered from the cache would be. Probes repeat many
+        forks (a diagnoser and its free variant, a fault and its repair); reusing them
+        leaves every output byte as it was and saves the graph's per-step work."""
+        spec = self.spec
         if condition is not None:  # a forced early stop lowers the budget of every execution
             state = spec.with_budget(state, condition.hop_budget(spec.budget(state)))
+        blob = pickle.dumps(state, pickle.HIGHEST_PROTOCOL)
+        key = None
+        if self.skills.repeatable and (stop is None or stop_key is not None):
+            key = _execution_key(blob, example_id, question, retriever, as_node, condition,
+                                 stop_key, inherited)
+            made = self._made.get(key)
+            if made is not None:
+                self.skills.replay(made[1])
+                return _fresh(made[0])
+        result, log = self._stream(example_id, question, retriever, blob, as_node,
+                                   condition, stop, inherited)
+        if key is not None and not result.trace.error:  # a failed request may succeed later
+            self._made.put(key, (result, log))
+        return _fresh(result)
+
+    def _stream(self, example_id: str, question: str, retriever: Retriever, blob: bytes,
+                as_node: str | None, condition: Condition | None,
+                stop: Callable[[str, dict[str, Any]], bool] | None,
+                inherited: Cost) -> tuple[RunResult, RequestLog]:
+        """Stream the graph from the pickled state `blob`, a snapshot after every node."""
+        spec, graph = self.spec, self.graph
+        state = pickle.loads(blob)
+        context = spec.context(self.skills, retriever, condition)
         # A fresh thread per execution: forks never share checkpoints (safe in parallel).
         thread = {"configurable": {"thread_id": uuid.uuid4().hex}}
         per_hop = 3 * (1 + self.config.retries_per_hop) + 1
@@ -240,9 +277,9 @@ class Executor:
         snapshots: dict[str, dict[str, Any]] = {}
         cost_at: dict[str, Cost] = {}
         nodes_run: list[str] = []
-        current: dict[str, Any] = _copy_state(state)
+        current: dict[str, Any] = pickle.loads(blob)
         if as_node is None:
-            snapshots["0:start"] = _copy_state(state)
+            snapshots["0:start"] = pickle.loads(blob)
             cost_at["0:start"] = inherited
             stream_input: Any = state
         else:
@@ -261,7 +298,7 @@ class Executor:
                 if mode == "updates":
                     last_node = next(iter(chunk))
                 elif last_node is not None:
-                    current = _copy_state(chunk)
+                    current = dict(chunk) if spec.shares_state else _copy_state(chunk)
                     key = spec.step_key(current, last_node)
                     snapshots[key] = current
                     cost_at[key] = _plus(inherited, log)
@@ -279,7 +316,51 @@ class Executor:
                  "completion_tokens": log.completion_tokens,
                  "parse_failures": log.parse_failures, "retries": log.retries}
         return RunResult(example_id, trace, snapshots, nodes_run, retriever, condition,
-                         [k[:16] for k in log], spent, current, question, cost_at)
+                         [k[:16] for k in log], spent, current, question, cost_at), log
+
+
+class _Executions:
+    """Executions already made by one executor, by `_execution_key`; the least recently
+    used are forgotten past `size` (a probe's repeats come soon after the original)."""
+
+    def __init__(self, size: int = 256) -> None:
+        self.size = size
+        self._items: OrderedDict[str, tuple[RunResult, RequestLog]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> tuple[RunResult, RequestLog] | None:
+        with self._lock:
+            made = self._items.get(key)
+            if made is not None:
+                self._items.move_to_end(key)
+            return made
+
+    def put(self, key: str, made: tuple[RunResult, RequestLog]) -> None:
+        with self._lock:
+            self._items[key] = made
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+
+def _execution_key(blob: bytes, example_id: str, question: str, retriever: Retriever,
+                   as_node: str | None, condition: Condition | None, stop_key: object,
+                   inherited: Cost) -> str:
+    """What decides an execution. The retriever is named by identity (a stored result
+    holds it, so no other object can take its id meanwhile); a condition by its repr,
+    which names its fault functions by identity too: equal keys, equal executions."""
+    digest = hashlib.sha256(blob)
+    digest.update(repr((example_id, question, id(retriever), as_node, repr(condition),
+                        repr(stop_key), repr(inherited))).encode())
+    return digest.hexdigest()
+
+
+def _fresh(result: RunResult) -> RunResult:
+    """A copy of a stored result whose containers a caller may replace or extend (`fork`
+    does) without touching the stored one; states and traces are never changed in place."""
+    return dataclasses.replace(result, snapshots=dict(result.snapshots),
+                               nodes_run=list(result.nodes_run),
+                               request_keys=list(result.request_keys), spent=dict(result.spent),
+                               cost_at=dict(result.cost_at))
 
 
 def _plus(cost: Cost, log: RequestLog) -> Cost:

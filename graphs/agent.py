@@ -19,7 +19,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from . import nodes
 from .spec import AGENT_SPEC, OurAgentSpec
-from .state import AgentContext, AgentState
+from .state import AgentContext, AgentState, InProcessSerializer
 
 Graph = CompiledStateGraph[AgentState, AgentContext, AgentState, AgentState]
 
@@ -45,7 +45,7 @@ def build_agent_graph() -> Graph:
     builder.add_edge("retrieve", "read")
     builder.add_conditional_edges("read", after_read, ["plan", "answer"])
     builder.add_edge("answer", END)
-    return builder.compile(checkpointer=InMemorySaver())
+    return builder.compile(checkpointer=InMemorySaver(serde=InProcessSerializer()))
 
 
 

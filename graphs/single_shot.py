@@ -12,7 +12,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from . import nodes
 from .spec import SINGLE_SHOT_SPEC, OurAgentSpec
-from .state import AgentContext, AgentState
+from .state import AgentContext, AgentState, InProcessSerializer
 
 Graph = CompiledStateGraph[AgentState, AgentContext, AgentState, AgentState]
 
@@ -24,7 +24,7 @@ def build_single_shot_graph() -> Graph:
     builder.add_edge(START, "retrieve")
     builder.add_edge("retrieve", "answer")
     builder.add_edge("answer", END)
-    return builder.compile(checkpointer=InMemorySaver())
+    return builder.compile(checkpointer=InMemorySaver(serde=InProcessSerializer()))
 
 
 

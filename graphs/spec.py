@@ -34,6 +34,9 @@ class OurAgentSpec(AgentSpec):
         "plan": ("plan", "plan"), "retrieve": ("retrieve", "retrieve"),
         "read": ("read", "read"), "answer": ("read", "read")})
     keys: tuple[str, ...] = _KEYS
+    shares_state: bool = True
+    """Our nodes return new values and never edit what they read (`state.py`);
+    tests/test_execution.py checks that no snapshot changes after it was taken."""
 
     def input(self, example_id: str, question: str, *, hop_budget: int, k: int,
               retries_per_hop: int) -> State:

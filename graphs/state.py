@@ -122,3 +122,19 @@ def initial_state(example_id: str, question: str, *, hop_budget: int, k: int,
                       retrieved=[], hops=[], done=False, final={},
                       cost={"llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0},
                       parse_failures=0, trace=[])
+
+
+class InProcessSerializer:
+    """A checkpoint serializer that stores values as they are, for a checkpointer that
+    lives in this process only (`InMemorySaver`). The executor seeds every fork's thread
+    from its own copy of a snapshot and deletes the thread afterwards, so a checkpoint is
+    never read by another process or after the run; since nodes never change a value in
+    place, storing it without an encode-decode round trip (LangGraph's default) returns
+    exactly what was stored, for a fraction of the CPU."""
+
+    def dumps_typed(self, obj: Any) -> tuple[str, Any]:
+        return ("in-process", obj)
+
+    def loads_typed(self, data: tuple[str, Any]) -> Any:
+        return data[1]
+

@@ -129,6 +129,22 @@ class SkillClient:
         finally:
             _COLLECTOR.reset(token)
 
+    @property
+    def repeatable(self) -> bool:
+        """Whether asking the same request again gives the same reply: a response cache
+        answers it, or the backend is deterministic by construction (the offline reader)."""
+        return self.cache is not None or bool(getattr(self.backend, "deterministic", False))
+
+    def replay(self, log: RequestLog) -> None:
+        """Count the requests of `log` in every open `collect` block, as if they were made
+        again here: a reused execution costs, in every log, what re-running it would."""
+        for keys in _COLLECTOR.get() or []:
+            keys.extend(log)
+            keys.retries += log.retries
+            keys.prompt_tokens += log.prompt_tokens
+            keys.completion_tokens += log.completion_tokens
+            keys.parse_failures += log.parse_failures
+
     def __call__(self, skill: str, request: BaseModel) -> SkillResult:
         rendered = self.backend.render(skill, request)
         key = cache_key(self.backend.name, self.backend.model, skill, rendered,

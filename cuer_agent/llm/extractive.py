@@ -327,6 +327,8 @@ class ExtractiveBackend:
     """Rule-based reader behind the backend protocol; makes no network calls."""
 
     name = "extractive"
+    deterministic = True
+    """The same request always gets the same reply (`SkillClient.repeatable`)."""
 
     def __init__(self, model: str = "rules-v1") -> None:
         self.model = model
