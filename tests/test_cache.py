@@ -67,3 +67,27 @@ def test_ledger_totals_and_rate() -> None:
     assert (out["calls"], out["cache_hits"], out["tokens"]) == (2, 2, 15)
     assert out["parse_failure_rate"] == 0.25
     assert "latency_s" not in out and "latency_s" not in out["by_skill"]["plan"]
+
+
+def test_a_reply_read_once_is_served_from_memory_without_the_file(tmp_path: Path) -> None:
+    ResponseCache(tmp_path / "c.sqlite").put("k", "plan", CachedReply("{}", 3, 4))
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    assert cache.get("k") == CachedReply("{}", 3, 4)
+    cache._conn.execute("DELETE FROM replies")  # only memory can answer now
+    assert cache.get("k") == CachedReply("{}", 3, 4)
+
+
+def test_a_miss_asks_the_file_again_so_another_processs_reply_is_found(tmp_path: Path
+                                                                       ) -> None:
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    assert cache.get("k") is None
+    ResponseCache(tmp_path / "c.sqlite").put("k", "plan", CachedReply("{}", 1, 1))
+    assert cache.get("k") == CachedReply("{}", 1, 1)
+
+
+def test_a_put_that_lost_the_race_serves_the_stored_reply_not_its_own(tmp_path: Path
+                                                                      ) -> None:
+    first, second = ResponseCache(tmp_path / "c.sqlite"), ResponseCache(tmp_path / "c.sqlite")
+    first.put("k", "plan", CachedReply('{"a": 1}', 1, 1))
+    second.put("k", "plan", CachedReply('{"a": 2}', 1, 1))  # ignored: the row exists
+    assert second.get("k") == CachedReply('{"a": 1}', 1, 1)

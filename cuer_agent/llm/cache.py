@@ -7,8 +7,10 @@ A finished command given again therefore makes zero backend calls, and a fork's 
 
 The cache is one SQLite file in WAL mode: safe for several threads (one connection
 guarded by a lock) and several processes (SQLite's own locking; `busy_timeout` waits
-instead of failing). Valid replies and parse failures are stored — both are the
-deterministic outcome of a temperature-0 request; transport errors are not.
+instead of failing), with the replies this process has read or written kept in memory
+in front of it (a stored reply never changes). Valid replies and parse failures are
+stored — both are the deterministic outcome of a temperature-0 request; transport
+errors are not.
 
 The `Ledger` counts what a run spent: backend calls, cache hits, tokens, latency,
 retries, parse failures, errors, per skill. It is written into every summary.
@@ -21,11 +23,15 @@ import json
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 CACHE_SCHEMA = 1
+MEMORY_ENTRIES = 50_000
+"""Replies a `ResponseCache` keeps in memory in front of its file (a few hundred bytes
+each)."""
 
 
 def cache_key(backend: str, model: str, skill: str, rendered: Any,
@@ -90,14 +96,23 @@ class ResponseCache:
         columns = {row[1] for row in self._conn.execute("PRAGMA table_info(replies)")}
         if "retries" not in columns:  # a cache written by an older version
             self._conn.execute("ALTER TABLE replies ADD COLUMN retries INTEGER DEFAULT 0")
+        self._known: OrderedDict[str, CachedReply] = OrderedDict()
+        self._stored = self._conn.total_changes
 
     def get(self, key: str) -> CachedReply | None:
         with self._lock:
+            known = self._known.get(key)
+            if known is not None:
+                self._known.move_to_end(key)
+                return known
             row = self._conn.execute(
                 "SELECT text, prompt_tokens, completion_tokens, error, retries FROM replies "
                 "WHERE key = ?", (key,)).fetchone()
-        return None if row is None else CachedReply(row[0], row[1], row[2], row[3] or "",
-                                                    row[4] or 0)
+            if row is None:
+                return None
+            reply = CachedReply(row[0], row[1], row[2], row[3] or "", row[4] or 0)
+            self._remember(key, reply)
+            return reply
 
     def put(self, key: str, skill: str, reply: CachedReply) -> None:
         # INSERT OR IGNORE: two workers racing on one request store the same reply once.
@@ -107,6 +122,18 @@ class ResponseCache:
                 "completion_tokens, error, retries) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (key, skill, reply.text, reply.prompt_tokens, reply.completion_tokens,
                  reply.error, reply.retries))
+            if self._conn.total_changes != self._stored:  # ours; else another's stands
+                self._stored = self._conn.total_changes
+                self._remember(key, reply)
+
+    def _remember(self, key: str, reply: CachedReply) -> None:
+        """The in-memory front: a stored reply never changes (rows are only inserted,
+        never updated), so one read or written here is served from memory afterwards;
+        the least recently used are forgotten past `MEMORY_ENTRIES`. Misses always ask
+        the file, which another process may have filled meanwhile."""
+        self._known[key] = reply
+        if len(self._known) > MEMORY_ENTRIES:
+            self._known.popitem(last=False)
 
     def __len__(self) -> int:
         with self._lock:
