@@ -16,8 +16,17 @@ counted. It reports:
 * repeats served by the response cache;
 * efficiency = (calls × latency / concurrency) / wall time — 1.0 means the server always
   had `concurrency` requests to work on;
-* this process's CPU time (all threads): when it approaches the wall time, the client —
-  not the server — is the bottleneck (one interpreter runs Python on one core at a time).
+* the client's CPU time (this process, all threads, plus worker processes) and its CPU
+  per model call;
+* the physical limit of the efficiency given that CPU: one interpreter runs Python on
+  one core at a time, so the study cannot take less wall time than its CPU time spread
+  over the cores it may use (1 for the thread executor; the workers, at most the cores,
+  for the process executor): limit = (calls × latency / concurrency) / (CPU / cores),
+  at most 1. When the measured efficiency is close to it, the client is the bottleneck.
+
+Repeats inside the study are served two ways: a repeated request by the response cache
+("cache hits"), a repeated execution (same state, entry node and fault) by the
+executor's reuse, which makes no request at all and so is not counted as a hit.
 
 It also checks that every setting wrote the same summary.json.
 """
@@ -25,6 +34,8 @@ It also checks that every setting wrote the same summary.json.
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import socket
 import subprocess
 import sys
@@ -55,6 +66,19 @@ def start_server(latency: float) -> tuple[subprocess.Popen[bytes], str]:
     raise SystemExit("the latency server did not start")
 
 
+def client_cpu() -> float:
+    """CPU seconds of this process and of its reaped children (process-executor workers;
+    the latency server is reaped only after the last run)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+def usable_cores(executor: str, workers: int | None) -> int:
+    """Cores the study's Python can run on at once (see the module docstring)."""
+    cores = os.cpu_count() or 1
+    return 1 if executor == "thread" else max(1, min(workers or cores, cores))
+
+
 def run_once(url: str, n: int, parallel: Any,
              tmp: Path) -> tuple[float, float, dict, int, bytes]:
     """One cold-cache evaluate study in this process: (wall, cpu, ledger, minimum,
@@ -69,7 +93,7 @@ def run_once(url: str, n: int, parallel: Any,
     study = StudyConfig.model_validate({
         "data": {"dataset": "synthetic", "n": n, "hops": 3},
         "backend": {"name": "openai", "model": "bench", "base_url": url}})
-    start, cpu = time.perf_counter(), time.process_time()
+    start, cpu = time.perf_counter(), client_cpu()
     backend = make_backend("openai", model="bench", base_url=url)
     backend.check()
     cache = ResponseCache(tmp / "cache.sqlite")
@@ -78,7 +102,7 @@ def run_once(url: str, n: int, parallel: Any,
     run_dir = RunDir(tmp / "run")
     run_dir.open({"benchmark": "throughput"})
     run_evaluate(dataset, skills, run_dir, study, show_progress=False, parallel=parallel)
-    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    wall, cpu = time.perf_counter() - start, client_cpu() - cpu
     return (wall, cpu, skills.ledger.to_dict(), len(cache),
             (tmp / "run" / "summary.json").read_bytes())
 
@@ -99,16 +123,20 @@ def main() -> None:
           f"3-hop examples, evaluate study, cold cache, executor {args.executor}"
           + (f" ×{args.workers}" if args.workers else ""))
     print(f"{'concurrency':>11} {'wall s':>8} {'calls':>6} {'minimum':>7} {'cache hits':>10} "
-          f"{'efficiency':>10} {'client cpu s':>12}")
+          f"{'efficiency':>10} {'limit':>6} {'client cpu s':>12} {'cpu/call ms':>11}")
+    cores = usable_cores(args.executor, args.workers)
     try:
         for c in (int(x) for x in args.concurrency.split(",")):
             policy = Parallelism(executor=args.executor, concurrency=c, workers=args.workers)
             with tempfile.TemporaryDirectory() as tmp:
                 wall, cpu, ledger, minimum, summary = run_once(url, args.n, policy, Path(tmp))
             summaries.add(summary)
-            efficiency = (ledger["calls"] * args.latency / c) / wall
+            busy = ledger["calls"] * args.latency / c  # the wall time of a server always busy
+            efficiency, limit = busy / wall, min(1.0, busy / (cpu / cores))
+            per_call = 1000 * cpu / max(ledger["calls"], 1)
             print(f"{c:>11} {wall:>8.2f} {ledger['calls']:>6} {minimum:>7} "
-                  f"{ledger['cache_hits']:>10} {efficiency:>10.2f} {cpu:>12.1f}", flush=True)
+                  f"{ledger['cache_hits']:>10} {efficiency:>10.2f} {limit:>6.2f} {cpu:>12.1f} "
+                  f"{per_call:>11.1f}", flush=True)
     finally:
         server.kill()
     print("identical summary.json at every setting:", len(summaries) == 1)
