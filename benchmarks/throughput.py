@@ -7,8 +7,8 @@ Starts `latency_server.py` in its own process on 127.0.0.1 (a model server is an
 process, usually another machine), then runs the `cuer-agent evaluate --hops 3` study
 (synthetic world, every fault and diagnoser, cold response cache) against it as an
 OpenAI-compatible backend at each concurrency. The study runs in this process, timed from
-loading the data to summary.json, so interpreter start-up and report plotting are not
-counted. It reports:
+loading the data to summary.json, so interpreter start-up (module imports, LangGraph's
+included) and report plotting are not counted. It reports:
 
 * wall time;
 * model calls, and the design minimum: the distinct requests the study needs (the rows a
@@ -83,6 +83,7 @@ def run_once(url: str, n: int, parallel: Any,
              tmp: Path) -> tuple[float, float, dict, int, bytes]:
     """One cold-cache evaluate study in this process: (wall, cpu, ledger, minimum,
     summary)."""
+    import cuer_agent.graphs.agent  # noqa: F401  start-up (LangGraph's import), not per call
     from cuer_agent.config import StudyConfig
     from cuer_agent.data._select import load_study_data
     from cuer_agent.experiments.evaluate import run_evaluate

@@ -42,6 +42,7 @@ input, the same passage, in any process); inputs (evidence dicts, corpus) never 
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from fractions import Fraction
@@ -49,7 +50,13 @@ from typing import Any
 
 import numpy as np
 
-from cuer_agent.interventions._fault_types import Evidence, FaultInput, FaultOutcome, fault_record
+from cuer_agent.interventions._fault_types import (
+    CorpusItem,
+    Evidence,
+    FaultInput,
+    FaultOutcome,
+    fault_record,
+)
 from cuer_agent.interventions._placement import Taken, mint_id, place
 from cuer_agent.interventions._text import (
     ARTICLES,
@@ -315,18 +322,37 @@ def _swap_entity(inp: FaultInput, fact: _Fact, rng: np.random.Generator) -> str 
              else rng.integers(0, size, size=_ENTITY_DRAWS).tolist())
     best: tuple[int, str] | None = None
     for index in order:
-        item = inp.corpus[index]
-        for sentence in [item.title, *sentences(item.text)]:
-            for cap in capitalized_spans(sentence):
-                other = _frame(sentence, cap.start, cap.end)
-                words = set(other[2])
-                if (cap.tokens < 2 or not content_words(cap.text) or words <= original_words
-                        or original_words <= words or cap.text.lower() in blocked):
-                    continue
-                score = _frame_score(frame, other)
-                if best is None or score > best[0]:
-                    best = (score, cap.text)
+        for span in _entity_spans(inp.corpus[index]):
+            if (span.words <= original_words or original_words <= span.words
+                    or span.lowered in blocked):
+                continue
+            score = _frame_score(frame, span.frame)
+            if best is None or score > best[0]:
+                best = (score, span.text)
     return best[1] if best else None
+
+
+@dataclass(frozen=True)
+class _Span:
+    text: str
+    lowered: str
+    words: frozenset[str]
+    frame: tuple[list[str], list[str], list[str]]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _entity_spans(item: CorpusItem) -> tuple[_Span, ...]:
+    """The candidate replacements in one corpus item — capitalized spans of two or more
+    tokens with a content word, with their sentence frames — in reading order. A pure
+    function of the item, kept because every swap draws from the same corpus."""
+    spans = []
+    for sentence in [item.title, *sentences(item.text)]:
+        for cap in capitalized_spans(sentence):
+            if cap.tokens < 2 or not content_words(cap.text):
+                continue
+            frame = _frame(sentence, cap.start, cap.end)
+            spans.append(_Span(cap.text, cap.text.lower(), frozenset(frame[2]), frame))
+    return tuple(spans)
 
 
 def _wrap_stale(sentence: str, original: str, rng: np.random.Generator) -> tuple[str, str]:
