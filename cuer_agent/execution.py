@@ -37,6 +37,14 @@ tests/test_agent_spec.py):
   counts nothing in its state gets its trace's cost from the same log, a fork's
   including what its prefix cost.
 
+* **reuse**: with repeatable skills (a response cache, or the deterministic offline
+  reader) an execution is a function of its inputs, so a repeated one — same example,
+  state, entry node, condition, stop rule and inherited cost — returns the stored result
+  and counts its requests again in every open request log (`SkillClient.replay`): every
+  output byte is as if it ran again. Snapshots are deep copies, or shallow ones sharing
+  unchanged values for a spec that declares `shares_state` (its nodes never edit a value
+  in place).
+
 Edits go through the spec's writers, which rewrite the observable trace consistently
 (an edited retrieval shows in the RETRIEVE step), because the trace must not reveal
 that an intervention happened.
