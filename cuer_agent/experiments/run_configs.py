@@ -11,10 +11,11 @@ which study wrote it, and the rest of the file is that command's shape:
   subdirectories hold a `cuer` and a `propagate` config.
 
 The writers build these dicts as they always did (a run's bytes do not depend on this
-module); `validate_run_config` checks one before a run directory is made, and
-`read_run_config` is how `replay` (and anything else) reads one back: typed, with a
-wrong file named by its key path. The shapes differ by command because changing them
-would change the bytes of every existing run directory, and resume compares them.
+module); `open_run_dir` checks one against its model before the run directory is made
+(a mismatch is a bug in the writer), and `read_run_config` is how `replay` (and anything
+else) reads one back: typed, with a wrong file named by its key path. The shapes differ
+by command because changing them would change the bytes of every existing run
+directory, and resume compares them.
 """
 
 from __future__ import annotations
