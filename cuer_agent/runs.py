@@ -22,6 +22,10 @@ from pydantic import BaseModel
 from cuer_agent.errors import ConfigError, DataError
 
 CONFIG_FILE = "config.json"
+RUN_OUTPUTS = frozenset({"summary.json", "ledger.json", "report.md", "report.html",
+                         "single_shot", "agentic"})
+"""What a run directory holds besides its config and JSONL rows (`evaluate`'s two
+studies are subdirectories)."""
 SUMMARY_FILE = "summary.json"
 
 
@@ -45,6 +49,12 @@ class RunDir:
                 raise ConfigError(f"{self.path} holds a run with a different config; "
                                   "choose another --out or delete it")
             return
+        found = sorted(p.name for p in self.path.iterdir()
+                       if p.suffix == ".jsonl" or p.name in RUN_OUTPUTS)
+        if found:  # resuming them under this config could mix two runs' rows
+            raise ConfigError(f"{self.path} holds run files ({', '.join(found)}) but no "
+                              f"{CONFIG_FILE}, so what made them is unknown; choose another "
+                              "--out or delete it")
         write_atomic(cfg_path, text)
 
     def rows(self, name: str) -> list[dict[str, Any]]:

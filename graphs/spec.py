@@ -36,7 +36,7 @@ class OurAgentSpec(AgentSpec):
     keys: tuple[str, ...] = _KEYS
     shares_state: bool = True
     """Our nodes return new values and never edit what they read (`state.py`);
-    tests/test_execution.py checks that no snapshot changes after it was taken."""
+    tests/test_execution_reuse.py checks that no snapshot changes after it was taken."""
 
     def input(self, example_id: str, question: str, *, hop_budget: int, k: int,
               retries_per_hop: int) -> State:

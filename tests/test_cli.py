@@ -266,3 +266,27 @@ def test_run_config_without_the_file_is_one_line_and_exit_2(tmp_path: Path) -> N
                        str(tmp_path / "r"))
     assert code == 2 and "no such config file" in err
     assert not (tmp_path / "r").exists()
+
+
+def test_a_backend_flag_other_than_the_files_drops_the_files_model_and_server(
+        tmp_path: Path) -> None:
+    config = tmp_path / "study.toml"
+    config.write_text('[backend]\nname = "ollama"\nmodel = "qwen3:8b"\n'
+                      'base_url = "http://127.0.0.1:9"\n')
+    code, _, err = cli("run", "--config", str(config), "--backend", "extractive", "--n", "1",
+                       "--out", str(tmp_path / "r"), "--no-cache", "--no-progress")
+    assert code == 0, err
+    backend = json.loads((tmp_path / "r" / "config.json").read_text())["backend"]
+    assert (backend["name"], backend["model"], backend["base_url"]) == ("extractive",
+                                                                        "rules-v1", None)
+
+
+def test_run_files_without_a_config_json_are_refused_not_resumed(tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    assert cli("run", "--n", "2", "--out", str(out), "--no-cache", "--no-progress")[0] == 0
+    (out / "config.json").unlink()
+    traces = (out / "traces.jsonl").read_bytes()
+    code, _, err = cli("run", "--n", "2", "--k", "3", "--out", str(out), "--no-cache",
+                       "--no-progress")
+    assert code == 2 and "no config.json" in err and "traces.jsonl" in err
+    assert (out / "traces.jsonl").read_bytes() == traces and not (out / "config.json").exists()

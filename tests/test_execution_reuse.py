@@ -53,6 +53,8 @@ def test_a_repeated_fork_is_reused_and_its_requests_are_counted_again(
                                                            second.parse_failures)
     assert one.trace.model_dump_json() == two.trace.model_dump_json()
     assert one.snapshots == two.snapshots and one.snapshots is not two.snapshots
+    ledger = skills.ledger.to_dict()  # what this process did: the repeat was not made
+    assert ledger["reused"] == len(second)
 
 
 def test_executions_are_not_reused_when_the_skills_may_answer_differently(

@@ -22,6 +22,7 @@ from cuer_agent.experiments.run_configs import (
     read_run_config,
     validate_run_config,
 )
+from cuer_agent.experiments.summaries import SCHEMA_DIR
 
 SMALL = ["--n", "2", "--no-cache", "--no-progress"]
 
@@ -91,3 +92,36 @@ def test_an_evaluate_run_with_a_non_default_k_replays_its_agent_records_identica
                                       first["record"]["record_id"], "--no-cache"])
     assert result.exit_code == 0, result.output
     assert "identical" in result.output
+
+
+def test_an_error_in_a_cuer_config_names_the_key_not_the_commands_tag(tmp_path: Path
+                                                                      ) -> None:
+    # the union's tag for a cuer config is "cuer", which is also a key of the file
+    _invoke("cuer", "--out", str(tmp_path / "cuer"))
+    path = tmp_path / "cuer" / "config.json"
+    config = json.loads(path.read_text())
+    config["backend"]["name"] = 5
+    path.write_text(json.dumps(config))
+    with pytest.raises(DataError, match=r"config\.json: backend\.name: "):
+        read_run_config(tmp_path / "cuer")
+
+
+def test_a_value_of_the_wrong_json_type_is_an_error_not_converted(tmp_path: Path) -> None:
+    _invoke("propagate", "--hops", "2", "--out", str(tmp_path / "p"))
+    path = tmp_path / "p" / "config.json"
+    config = json.loads(path.read_text())
+    config["hop_budget"] = "2"
+    path.write_text(json.dumps(config))
+    with pytest.raises(DataError, match="hop_budget: Input should be a valid integer"):
+        read_run_config(tmp_path / "p")
+
+
+def test_propagate_with_gold_hops_writes_a_config_the_published_schema_accepts(
+        tmp_path: Path) -> None:
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is not installed")
+    _invoke("propagate", "--hops", "2", "--gold-hops", "2", "--out", str(tmp_path / "p"))
+    config = json.loads((tmp_path / "p" / "config.json").read_text())
+    assert config["data"]["gold_hops"] == "2"
+    jsonschema.validate(config, json.loads((SCHEMA_DIR / "config.schema.json").read_text()))
+    recorded = read_run_config(tmp_path / "p")
+    assert isinstance(recorded, PropagateRunConfig) and recorded.data.gold_hops == (2,)

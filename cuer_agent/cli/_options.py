@@ -40,7 +40,7 @@ Concurrency = Annotated[int | None, typer.Option(
 ExecutorName = Annotated[str, typer.Option(
     "--executor", help="Where examples run: thread (default), process (local processes, for "
                        "CPU-bound work such as the extractive reader) or ray (a Ray cluster; "
-                       "pip install 'cuer-agent[ray]'). Results are identical.")]
+                       "pip install 'cuer-agent\\[ray]'). Results are identical.")]
 Workers = Annotated[int | None, typer.Option(
     help="Processes or Ray actors for --executor process|ray (default: the CPU count; Ray: "
          "the cluster's). Each runs concurrency/workers examples at once.")]
@@ -84,6 +84,11 @@ class ModelFlags:
         without --config passes the defaults, `StudyConfig()`)."""
         from cuer_agent.config import merged
 
+        if backend is not None and backend != study.backend.name:
+            # another backend than the file's: the file's model, server and threads
+            # belong to that one, not to this
+            study = study.model_copy(update={"backend": study.backend.model_copy(
+                update={"name": backend, "model": None, "base_url": None, "threads": None})})
         return merged(study, "backend", name=backend, model=self.model,
                       base_url=self.base_url, timeout=self.timeout, threads=self.threads,
                       omit=names(self.omit) if self.omit else None)

@@ -72,6 +72,8 @@ def print_headline(summary: dict[str, Any], run_dir: Path, invocation: dict[str,
                   f"requests recomputed by {prefix['forks']} forks: {prefix['total']}. This "
                   f"invocation: {invocation['calls']} backend calls (each distinct request once "
                   f"— the design minimum) and {invocation['cache_hits']} repeats served by the "
-                  f"response cache.")
+                  f"response cache" + (f"; {invocation['reused']} more repeats were not made, "
+                                       "inside repeated executions reused whole"
+                                       if invocation.get("reused") else "") + ".")
     md, html = write_report(run_dir)
     console.print(f"→ {run_dir}  ({md.name}, {html.name})")

@@ -20,10 +20,18 @@ directory, and resume compares them.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    RootModel,
+    ValidationError,
+    field_validator,
+)
 
 from cuer_agent._validation import problem
 from cuer_agent.config import BackendSection, DataSection, StudyConfig
@@ -34,6 +42,13 @@ from cuer_agent.experiments.propagation import PropagationConfig
 from cuer_agent.runs import CONFIG_FILE, RunDir, read_config
 
 
+def _gold_hops_as_flag(schema: dict[str, Any]) -> None:
+    """The published schema admits `gold_hops` in both written forms: a list, or the
+    string --gold-hops takes ("3,4")."""
+    schema["properties"]["gold_hops"]["anyOf"].insert(
+        1, {"type": "string", "pattern": "^[0-9]+(,[0-9]+)*$"})
+
+
 class _Recorded(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
@@ -41,6 +56,8 @@ class _Recorded(BaseModel):
 class RecordedData(DataSection):
     """`[data]` as a study records it. `propagate` writes `gold_hops` as --gold-hops
     spells it ("3,4"); read back, it is the tuple `[data]` holds."""
+
+    model_config = ConfigDict(json_schema_extra=_gold_hops_as_flag)
 
     @field_validator("gold_hops", mode="before")
     @classmethod
@@ -115,14 +132,27 @@ class RecordedConfig(RootModel[AnyRunConfig]):
     """A run directory's `config.json`: one shape per `command`."""
 
 
-def validate_run_config(config: dict[str, Any], path: object = CONFIG_FILE) -> AnyRunConfig:
-    """`config` as its command's model, or a `DataError` naming `path` and the first bad
-    key."""
+COMMANDS: dict[str, type[_Recorded]] = {
+    "run": RunCommandConfig, "cuer": CuerRunConfig, "propagate": PropagateRunConfig,
+    "evaluate": EvaluateRunConfig}
+"""`command` → the model of its config."""
+
+
+def validate_run_config(config: Any, path: object = CONFIG_FILE) -> AnyRunConfig:
+    """`config` (the parsed JSON) as its command's model, strictly: a value of the wrong
+    JSON type is an error, not converted. A mismatch is a `DataError` naming `path` and
+    the first bad key."""
+    command = config.get("command") if isinstance(config, dict) else None
+    # Its command's own model when the command is known, so an error's key path does
+    # not begin with the union's tag (a `cuer` config has a `cuer` key of its own).
+    model: Any = COMMANDS.get(command, RecordedConfig) if isinstance(command, str) else (
+        RecordedConfig)
     try:
-        return RecordedConfig.model_validate(config).root
+        validated = model.model_validate_json(json.dumps(config), strict=True)
     except ValidationError as exc:
         raise DataError(path, f"{problem(exc, config)} (schema: config.schema.json)"
                         ) from None
+    return validated.root if isinstance(validated, RecordedConfig) else validated
 
 
 def read_run_config(run_dir: str | Path) -> AnyRunConfig:

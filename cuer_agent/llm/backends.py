@@ -14,6 +14,7 @@ model, and reports a `SkillResult` whose `status` says what happened:
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -38,6 +39,11 @@ class RequestLog(list[str]):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     parse_failures: int = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.by_skill: Counter[str] = Counter()
+        """Requests per skill."""
 
 
 _COLLECTOR: ContextVar[list[RequestLog] | None] = ContextVar("cuer_request_keys", default=None)
@@ -137,9 +143,13 @@ class SkillClient:
 
     def replay(self, log: RequestLog) -> None:
         """Count the requests of `log` in every open `collect` block, as if they were made
-        again here: a reused execution costs, in every log, what re-running it would."""
+        again here: a reused execution costs, in every log, what re-running it would. The
+        ledger counts them as `reused`: not made, so neither calls nor cache hits."""
+        for skill, count in log.by_skill.items():
+            self.ledger.add(skill, reused=count)
         for keys in _COLLECTOR.get() or []:
             keys.extend(log)
+            keys.by_skill.update(log.by_skill)
             keys.retries += log.retries
             keys.prompt_tokens += log.prompt_tokens
             keys.completion_tokens += log.completion_tokens
@@ -151,6 +161,7 @@ class SkillClient:
                         self.backend.decoding())
         for keys in _COLLECTOR.get() or []:
             keys.append(key)
+            keys.by_skill[skill] += 1
         if self.cache is None:
             return self._call_backend(skill, request, rendered, key)
         while True:

@@ -164,6 +164,9 @@ class SkillCounts:
     """Skill outcomes that stayed invalid after the repair retry (served or cached)."""
     errors: int = 0
     """Requests that failed for good (transport errors after all retries)."""
+    reused: int = 0
+    """Requests not made again because the executor reused a repeated execution whole
+    (each would have been a cache hit, or a call to the deterministic offline reader)."""
 
 
 @dataclass
