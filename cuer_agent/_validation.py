@@ -10,6 +10,13 @@ from typing import Any
 from pydantic import ValidationError
 
 
+def message(error: Any) -> str:
+    """An error's text without pydantic's "Value error, " prefix (our validators' own
+    messages are already sentences)."""
+    text = str(error["msg"])
+    return text.removeprefix("Value error, ")
+
+
 def _key_path(loc: tuple[str | int, ...], data: Any, *, key_last: bool) -> list[str]:
     """The keys of an error location, without the union tags pydantic inserts (model
     names: an element that is not a key of the data there — except the last one when
@@ -42,6 +49,6 @@ def problem(exc: ValidationError, data: Any) -> str:
             what += f" (found {beside[0]!r} instead)"
             told += 1
     else:
-        where, what = ".".join(keys), first["msg"]
+        where, what = ".".join(keys), message(first)
     more = f", and {len(errors) - told} more problem(s)" if len(errors) > told else ""
     return f"{where or '(top level)'}: {what}{more}"

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from cuer_agent._validation import message
 from cuer_agent.errors import ConfigError
 from cuer_agent.experiments.cuer import CuerConfig
 from cuer_agent.experiments.propagation import PropagationConfig
@@ -143,7 +144,7 @@ def validate_config(raw: dict[str, Any], source: object = "<config>") -> StudyCo
     except ValidationError as exc:
         first = exc.errors()[0]
         key = ".".join(str(p) for p in first["loc"])
-        problem = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
+        problem = "unknown key" if first["type"] == "extra_forbidden" else message(first)
         raise ConfigError(f"{source}: {key}: {problem}") from None
 
 
@@ -156,4 +157,4 @@ def merged(config: StudyConfig, section: str, **overrides: Any) -> Any:
     except ValidationError as exc:
         first = exc.errors()[0]
         key = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"--{key.replace('_', '-')}: {first['msg']}") from None
+        raise ConfigError(f"--{key.replace('_', '-')}: {message(first)}") from None

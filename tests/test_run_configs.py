@@ -125,3 +125,16 @@ def test_propagate_with_gold_hops_writes_a_config_the_published_schema_accepts(
     jsonschema.validate(config, json.loads((SCHEMA_DIR / "config.schema.json").read_text()))
     recorded = read_run_config(tmp_path / "p")
     assert isinstance(recorded, PropagateRunConfig) and recorded.data.gold_hops == (2,)
+
+
+@pytest.mark.parametrize(("key", "value", "says"), [
+    ("hop_budget", 0, "hop_budget: Input should be greater than or equal to 1"),
+    ("k", 0, "k: Input should be greater than or equal to 1"),
+    ("propagation", {"faults": ["gremlins"]}, "propagation.faults: unknown fault 'gremlins'"),
+])
+def test_a_recorded_value_no_study_accepts_is_named_by_its_key(
+        key: str, value: object, says: str) -> None:
+    config = {"command": "propagate", "source": "s", "hop_budget": 3, "retries_per_hop": 1,
+              "data": {}, "backend": {}, "propagation": {}, key: value}
+    with pytest.raises(DataError, match=says):
+        validate_run_config(config, "DIR/config.json")

@@ -112,7 +112,6 @@ def evaluate_cmd(
     from cuer_agent.diagnosers import get_diagnoser
     from cuer_agent.experiments.evaluate import run_evaluate
     from cuer_agent.experiments.evaluate_report import print_headline
-    from cuer_agent.interventions import get_fault
     from cuer_agent.provenance import provenance
 
     study = load_config(config)
@@ -132,8 +131,6 @@ def evaluate_cmd(
                                                  if fault_persistence else None)),
         "diagnose": merged(study, "diagnose", names=diagnoser_names),
         "cuer": merged(study, "cuer", seed=data.seed)})
-    for name in study.propagation.faults:
-        get_fault(name)
     for name in study.diagnose.names:
         get_diagnoser(name)
     parallel, skills, ds = open_study(study.backend, data, execution, joined(data.gold_hops))

@@ -213,7 +213,6 @@ def propagate_cmd(
     from cuer_agent.config import load_config, merged
     from cuer_agent.execution import AgentConfig, Executor
     from cuer_agent.experiments.propagation_report import propagation_tables, run_and_summarize
-    from cuer_agent.interventions import get_fault
 
     check_budget(hops, retries)
     study = load_config(config)
@@ -225,8 +224,6 @@ def propagate_cmd(
                          strict=given(ctx, "strict"), seed=data.seed,
                          fault_persistence=(persistence(fault_persistence)
                                             if fault_persistence else None))
-    for name in propagation.faults:
-        get_fault(name)  # unknown name → one error line, before any work
     check_agent(agent.factory)
     engine = llm.engine(study, given(ctx, "backend"))
     gold = gold_hops if gold_hops is not None else joined(data.gold_hops)

@@ -27,10 +27,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rich.progress import Progress
 
 from cuer_agent.data import Dataset, Example
+from cuer_agent.errors import ConfigError
 from cuer_agent.execution import (
     Executor,
     RunResult,
@@ -101,6 +102,18 @@ class PropagationConfig(BaseModel):
     agentic_weights: tuple[float, float, float, float] = (0.4, 0.24, 0.16, 0.2)
     bootstrap_resamples: int = Field(1000, ge=100)
     bootstrap_seed: int = 42
+
+    @field_validator("faults")
+    @classmethod
+    def _registered(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        """Every fault is registered (a built-in or an entry point): a config file or
+        flag naming another fails here, naming its key, before any work."""
+        for name in value:
+            try:
+                get_fault(name)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
+        return value
 
 
 def used_across_hops(trace: Trace) -> list[str]:

@@ -76,10 +76,10 @@ class RunCommandConfig(_Recorded):
     """The data's provenance string (file digest, or the synthetic world's parameters)."""
     n: int | None
     mode: Mode
-    hop_budget: int
-    k: int
+    hop_budget: int = Field(ge=1)
+    k: int = Field(ge=1)
     seed: int
-    retries_per_hop: int
+    retries_per_hop: int = Field(ge=0)
     agent: str | None = None
     """The `--agent` reference; None: cuer-agent's own agent."""
     backend: BackendSection
@@ -105,11 +105,11 @@ class PropagateRunConfig(_Recorded):
 
     command: Literal["propagate"]
     source: str
-    hop_budget: int
-    retries_per_hop: int
+    hop_budget: int = Field(ge=1)
+    retries_per_hop: int = Field(ge=0)
     agent: str | None = None
     """The `--agent` reference; None: cuer-agent's own agent."""
-    k: int = AgentConfig.k
+    k: int = Field(AgentConfig.k, ge=1)
     """Retrieval depth; recorded only where it is not the default."""
     data: RecordedData
     backend: BackendSection
