@@ -115,6 +115,8 @@ def read_config(run_dir: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: no such file (not a run directory)")
     try:
         config = json.loads(path.read_bytes())
+    except OSError as exc:  # a directory, or no permission
+        raise DataError(path, f"cannot be read ({exc.strerror}); nothing was changed") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         line = exc.lineno if isinstance(exc, json.JSONDecodeError) else None
         raise DataError(path, f"corrupted, not valid JSON ({exc}); nothing was changed: "

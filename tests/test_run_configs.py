@@ -138,3 +138,9 @@ def test_a_recorded_value_no_study_accepts_is_named_by_its_key(
               "data": {}, "backend": {}, "propagation": {}, key: value}
     with pytest.raises(DataError, match=says):
         validate_run_config(config, "DIR/config.json")
+
+
+def test_a_config_json_that_is_a_directory_is_one_error_line(tmp_path: Path) -> None:
+    (tmp_path / "config.json").mkdir()
+    result = CliRunner().invoke(app, ["replay", str(tmp_path), "--record", "x/clean"])
+    assert result.exit_code == 2 and "config.json: cannot be read" in result.output
