@@ -26,7 +26,7 @@ included) and report plotting are not counted. It reports:
 
 Repeats inside the study are served two ways: a repeated request by the response cache
 ("cache hits"), a repeated execution (same state, entry node and fault) by the
-executor's reuse, which makes no request at all and so is not counted as a hit.
+executor's reuse, whose requests are not made at all ("reused").
 
 It also checks that every setting wrote the same summary.json.
 """
@@ -124,7 +124,8 @@ def main() -> None:
           f"3-hop examples, evaluate study, cold cache, executor {args.executor}"
           + (f" ×{args.workers}" if args.workers else ""))
     print(f"{'concurrency':>11} {'wall s':>8} {'calls':>6} {'minimum':>7} {'cache hits':>10} "
-          f"{'efficiency':>10} {'limit':>6} {'client cpu s':>12} {'cpu/call ms':>11}")
+          f"{'reused':>6} {'efficiency':>10} {'limit':>6} {'client cpu s':>12} "
+          f"{'cpu/call ms':>11}")
     cores = usable_cores(args.executor, args.workers)
     try:
         for c in (int(x) for x in args.concurrency.split(",")):
@@ -136,7 +137,8 @@ def main() -> None:
             efficiency, limit = busy / wall, min(1.0, busy / (cpu / cores))
             per_call = 1000 * cpu / max(ledger["calls"], 1)
             print(f"{c:>11} {wall:>8.2f} {ledger['calls']:>6} {minimum:>7} "
-                  f"{ledger['cache_hits']:>10} {efficiency:>10.2f} {limit:>6.2f} {cpu:>12.1f} "
+                  f"{ledger['cache_hits']:>10} {ledger['reused']:>6} {efficiency:>10.2f} "
+                  f"{limit:>6.2f} {cpu:>12.1f} "
                   f"{per_call:>11.1f}", flush=True)
     finally:
         server.kill()
