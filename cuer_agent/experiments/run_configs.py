@@ -142,16 +142,21 @@ def validate_run_config(config: Any, path: object = CONFIG_FILE) -> AnyRunConfig
     """`config` (the parsed JSON) as its command's model, strictly: a value of the wrong
     JSON type is an error, not converted. A mismatch is a `DataError` naming `path` and
     the first bad key."""
-    command = config.get("command") if isinstance(config, dict) else None
-    # Its command's own model when the command is known, so an error's key path does
-    # not begin with the union's tag (a `cuer` config has a `cuer` key of its own).
-    model: Any = COMMANDS.get(command, RecordedConfig) if isinstance(command, str) else (
-        RecordedConfig)
     try:
-        validated = model.model_validate_json(json.dumps(config), strict=True)
+        return _strictly(config)
     except ValidationError as exc:
         raise DataError(path, f"{problem(exc, config)} (schema: config.schema.json)"
                         ) from None
+
+
+def _strictly(config: Any) -> AnyRunConfig:
+    """`config` through its command's own model when the command is known (so an error's
+    key path does not begin with the union's tag: a `cuer` config has a `cuer` key of
+    its own), as JSON and strictly; pydantic's `ValidationError` if it does not fit."""
+    command = config.get("command") if isinstance(config, dict) else None
+    model: Any = COMMANDS.get(command, RecordedConfig) if isinstance(command, str) else (
+        RecordedConfig)
+    validated = model.model_validate_json(json.dumps(config), strict=True)
     return validated.root if isinstance(validated, RecordedConfig) else validated
 
 
@@ -165,7 +170,7 @@ def open_run_dir(path: Path, config: dict[str, Any]) -> RunDir:
     """The run directory at `path`, made with `config` or resumed if it holds the same
     one. `config` is checked against its command's model first: a mismatch is a bug in
     the writer (pydantic's `ValidationError`), and nothing is made."""
-    RecordedConfig.model_validate(config)
+    _strictly(config)
     run_dir = RunDir(path)
     run_dir.open(config)
     return run_dir
