@@ -22,11 +22,11 @@ from pydantic import BaseModel
 from cuer_agent.errors import ConfigError, DataError
 
 CONFIG_FILE = "config.json"
-RUN_OUTPUTS = frozenset({"summary.json", "ledger.json", "report.md", "report.html",
+SUMMARY_FILE = "summary.json"
+RUN_OUTPUTS = frozenset({SUMMARY_FILE, "ledger.json", "report.md", "report.html",
                          "single_shot", "agentic"})
 """What a run directory holds besides its config and JSONL rows (`evaluate`'s two
 studies are subdirectories)."""
-SUMMARY_FILE = "summary.json"
 
 
 def canonical_json(obj: Any, *, indent: int | None = None) -> str:
@@ -39,7 +39,8 @@ class RunDir:
         self.path = Path(path)
 
     def open(self, config: dict[str, Any]) -> None:
-        """Create the directory, or check that an existing one was made by the same config."""
+        """Create the directory, or check that an existing one was made by the same config.
+        Run files without a config are refused: what made them is unknown."""
         self.path.mkdir(parents=True, exist_ok=True)
         cfg_path = self.path / CONFIG_FILE
         text = canonical_json(config, indent=2) + "\n"
