@@ -152,6 +152,7 @@ def cuer_cmd(
     from cuer_agent.experiments.cuer import run_cuer
     from cuer_agent.experiments.cuer_report import cuer_table, write_cuer_summary
     from cuer_agent.experiments.run_agent import retriever_factory
+    from cuer_agent.experiments.run_configs import cuer_record
 
     study = load_config(config)
     data = merged(study, "data", dataset=dataset, path=str(path) if path else None, n=n,
@@ -165,9 +166,8 @@ def cuer_cmd(
     parallel, skills, ds = open_study(engine, data, execution, None)
     if cfg.asks_per_hop(ds.name):
         ds = hop_questions(ds)
-    run_dir = open_run(out, {"command": "cuer", "data": data.model_dump(mode="json"),
-                             "backend": engine.model_dump(mode="json"), "source": ds.source,
-                             "cuer": cfg.model_dump(mode="json")})
+    run_dir = open_run(out, cuer_record(source=ds.source, data=data.model_dump(mode="json"),
+                                        backend=engine.model_dump(mode="json"), cuer=cfg))
     executor = Executor(skills, AgentConfig(mode="single_shot", k=cfg.k),
                         meta={"backend": engine.name, "model": skills.backend.model})
     run_cuer(ds, executor, run_dir, cfg, retriever_for=retriever_factory(ds),
@@ -213,6 +213,7 @@ def propagate_cmd(
     from cuer_agent.config import load_config, merged
     from cuer_agent.execution import AgentConfig, Executor
     from cuer_agent.experiments.propagation_report import propagation_tables, run_and_summarize
+    from cuer_agent.experiments.run_configs import propagate_record
 
     check_budget(hops, retries)
     study = load_config(config)
@@ -228,16 +229,13 @@ def propagate_cmd(
     engine = llm.engine(study, given(ctx, "backend"))
     gold = gold_hops if gold_hops is not None else joined(data.gold_hops)
     parallel, skills, ds = open_study(engine, data, execution, gold)
-    run_dir = open_run(out, {
-        "command": "propagate", "source": ds.source, "hop_budget": agent.hops,
-        "retries_per_hop": agent.retries_per_hop, "agent": agent.factory,
-        "data": {"dataset": ds.name, "path": data.path, "n": data.n,
-                 "hops": data.hops if data.dataset == "synthetic" else None,
-                 "seed": data.seed, "gold_hops": gold},
-        "backend": recorded(engine, skills),
-        "propagation": propagation.model_dump(mode="json"),
-        # only a --config file sets k: without one a run records what it always did
-        **({"k": agent.k} if agent.k != AgentConfig.k else {})})
+    run_dir = open_run(out, propagate_record(
+        source=ds.source, hops=agent.hops, retries_per_hop=agent.retries_per_hop,
+        agent=agent.factory, k=agent.k,
+        data={"dataset": ds.name, "path": data.path, "n": data.n,
+              "hops": data.hops if data.dataset == "synthetic" else None,
+              "seed": data.seed, "gold_hops": gold},
+        backend=recorded(engine, skills), propagation=propagation))
     executor = Executor(skills, AgentConfig(hop_budget=agent.hops, k=agent.k,
                                             retries_per_hop=agent.retries_per_hop),
                         meta={"backend": engine.name, "model": skills.backend.model},

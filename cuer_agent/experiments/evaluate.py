@@ -31,7 +31,7 @@ from cuer_agent.experiments.evaluate_notes import honest_notes
 from cuer_agent.experiments.propagation import DIAGNOSES, RECORDS, TRACES, run_propagation
 from cuer_agent.experiments.propagation_summary import summarize_propagation
 from cuer_agent.experiments.run_agent import ledger_from_rows, retriever_factory
-from cuer_agent.experiments.run_configs import open_run_dir
+from cuer_agent.experiments.run_configs import cuer_record, open_run_dir, propagate_record
 from cuer_agent.experiments.summaries import EvaluateSummary
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.parallel import Parallelism
@@ -45,10 +45,10 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
     retriever_for = retriever_factory(dataset)
     meta = {"backend": config.backend.name, "model": skills.backend.model}
 
-    single_dir = open_run_dir(run_dir.path / "single_shot", {
-        "command": "cuer", "data": config.data.model_dump(mode="json"),
-        "backend": config.backend.model_dump(mode="json"), "source": dataset.source,
-        "cuer": config.cuer.model_dump(mode="json")})
+    data = config.data.model_dump(mode="json")
+    backend = config.backend.model_dump(mode="json")
+    single_dir = open_run_dir(run_dir.path / "single_shot", cuer_record(
+        source=dataset.source, data=data, backend=backend, cuer=config.cuer))
     single = Executor(skills, AgentConfig(mode="single_shot", k=config.cuer.k), meta=meta)
     per_hop = config.cuer.asks_per_hop(dataset.name)
     single_data = hop_questions(dataset) if per_hop else dataset
@@ -57,14 +57,10 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
     single_summary = {**write_cuer_summary(single_dir, config.cuer),
                       "questions": "per_hop" if per_hop else "whole"}
 
-    agentic_dir = open_run_dir(run_dir.path / "agentic", {
-        "command": "propagate", "source": dataset.source, "hop_budget": config.agent.hops,
-        "retries_per_hop": config.agent.retries_per_hop, "agent": config.agent.factory,
-        "data": config.data.model_dump(mode="json"),
-        "backend": config.backend.model_dump(mode="json"),
-        "propagation": config.propagation.model_dump(mode="json"),
-        # as `propagate` records it: k only where it is not the default (replay reads it)
-        **({"k": config.agent.k} if config.agent.k != AgentConfig.k else {})})
+    agentic_dir = open_run_dir(run_dir.path / "agentic", propagate_record(
+        source=dataset.source, hops=config.agent.hops,
+        retries_per_hop=config.agent.retries_per_hop, agent=config.agent.factory,
+        k=config.agent.k, data=data, backend=backend, propagation=config.propagation))
     agent = Executor(skills, AgentConfig(hop_budget=config.agent.hops, k=config.agent.k,
                                          retries_per_hop=config.agent.retries_per_hop),
                      meta=meta, agent=config.agent.factory)

@@ -138,6 +138,25 @@ COMMANDS: dict[str, type[_Recorded]] = {
 """`command` → the model of its config."""
 
 
+def cuer_record(*, source: str, data: dict[str, Any], backend: dict[str, Any],
+                cuer: CuerConfig) -> dict[str, Any]:
+    """The `config.json` of a CUE-R study (`cuer`, and `evaluate`'s `single_shot/`)."""
+    return {"command": "cuer", "source": source, "data": data, "backend": backend,
+            "cuer": cuer.model_dump(mode="json")}
+
+
+def propagate_record(*, source: str, hops: int, retries_per_hop: int, agent: str | None,
+                     k: int, data: dict[str, Any], backend: dict[str, Any],
+                     propagation: PropagationConfig) -> dict[str, Any]:
+    """The `config.json` of a propagation study (`propagate`, and `evaluate`'s
+    `agentic/`). `k` is recorded only where it is not the default, so a run without a
+    config file records what it always did; `replay` reads the default back."""
+    return {"command": "propagate", "source": source, "hop_budget": hops,
+            "retries_per_hop": retries_per_hop, "agent": agent, "data": data,
+            "backend": backend, "propagation": propagation.model_dump(mode="json"),
+            **({"k": k} if k != AgentConfig.k else {})}
+
+
 def validate_run_config(config: Any, path: object = CONFIG_FILE) -> AnyRunConfig:
     """`config` (the parsed JSON) as its command's model, strictly: a value of the wrong
     JSON type is an error, not converted. A mismatch is a `DataError` naming `path` and
