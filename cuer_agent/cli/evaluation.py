@@ -54,22 +54,13 @@ def replay_cmd(
     no_cache: NoCache = False,
 ) -> None:
     """Re-execute one stored record and check that the same trace comes out (exit 1 if not)."""
-    from cuer_agent.experiments.replay import replay
-    from cuer_agent.experiments.run_configs import (
-        CuerRunConfig,
-        PropagateRunConfig,
-        read_run_config,
-    )
+    from cuer_agent.experiments.replay import replay, replayable_config
 
-    run_config = read_run_config(run_dir)  # missing, corrupted or unknown → one line, exit 2
-    if not isinstance(run_config, CuerRunConfig | PropagateRunConfig):
-        raise CuerError(f"{run_dir / 'config.json'}: replay supports cuer and propagate run "
-                        f"directories (an evaluate run holds one of each: DIR/single_shot, "
-                        f"DIR/agentic), not {run_config.command!r} runs")
+    run_config = replayable_config(run_dir)  # missing, damaged or not replayable → exit 2
     skills = skill_client(replayed_engine(run_config.backend, timeout), run_config.data.seed,
                           cache, no_cache)
     check_agent(agent)
-    result = replay(run_dir, record, skills, agent)
+    result = replay(run_dir, run_config, record, skills, agent)
     if result.identical:
         typer.echo(f"{record}: replayed trace is identical ({len(result.stored)} bytes)")
         return

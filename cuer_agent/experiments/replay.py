@@ -45,22 +45,30 @@ def _stored_row(run_dir: Path, record_id: str) -> dict[str, Any]:
     raise CuerError(f"{run_dir / 'traces.jsonl'}: no trace for record {record_id!r}")
 
 
-def replay(run_dir: Path, record_id: str, skills: SkillClient,
-           agent: str | None = None) -> ReplayResult:
-    """Re-execute one record; `agent` replaces the ``--agent`` reference the run recorded
-    (the same agent, found elsewhere)."""
+def replayable_config(run_dir: Path) -> CuerRunConfig | PropagateRunConfig:
+    """The run's `config.json`, typed; a missing, damaged or unknown one, or one of a
+    study replay cannot re-run, is one error line naming the file."""
     config = read_run_config(run_dir)
+    if not isinstance(config, CuerRunConfig | PropagateRunConfig):
+        raise CuerError(f"{run_dir / CONFIG_FILE}: replay supports cuer and propagate run "
+                        f"directories (an evaluate run holds one of each: DIR/single_shot, "
+                        f"DIR/agentic), not {config.command!r} runs")
+    return config
+
+
+def replay(run_dir: Path, config: CuerRunConfig | PropagateRunConfig, record_id: str,
+           skills: SkillClient, agent: str | None = None) -> ReplayResult:
+    """Re-execute one record of the run `config` (`replayable_config`) describes; `agent`
+    replaces the ``--agent`` reference the run recorded (the same agent, found
+    elsewhere)."""
     stored = _stored_row(run_dir, record_id)
     example_id = stored["record"]["example_id"]
     if isinstance(config, CuerRunConfig):
         rows = _cuer_rows(config, example_id, skills)
-    elif isinstance(config, PropagateRunConfig):
+    else:
         if agent is not None:
             config = config.model_copy(update={"agent": agent})
         rows = _propagation_rows(config, example_id, skills)
-    else:
-        raise CuerError(f"{run_dir / CONFIG_FILE}: replay supports cuer and propagate runs, "
-                        f"not {config.command!r}")
     for row in rows:
         if row.get("record", {}).get("record_id") == record_id and row.get("trace"):
             replayed = json.dumps(row["trace"], sort_keys=True)
