@@ -57,11 +57,11 @@ import hashlib
 import pickle
 import threading
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from cuer_agent._lru import LRU
 from cuer_agent.agents import AgentSpec, Boundary, State, hop_of_key, load_agent
 from cuer_agent.data import Example
 from cuer_agent.graphs.state import AgentState, Condition
@@ -332,22 +332,16 @@ class _Executions:
     used are forgotten past `size` (a probe's repeats come soon after the original)."""
 
     def __init__(self, size: int = 256) -> None:
-        self.size = size
-        self._items: OrderedDict[str, tuple[RunResult, RequestLog]] = OrderedDict()
+        self._made: LRU[str, tuple[RunResult, RequestLog]] = LRU(size)
         self._lock = threading.Lock()
 
     def get(self, key: str) -> tuple[RunResult, RequestLog] | None:
         with self._lock:
-            made = self._items.get(key)
-            if made is not None:
-                self._items.move_to_end(key)
-            return made
+            return self._made.get(key)
 
     def put(self, key: str, made: tuple[RunResult, RequestLog]) -> None:
         with self._lock:
-            self._items[key] = made
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
+            self._made.put(key, made)
 
 
 def _execution_key(blob: bytes, example_id: str, question: str, retriever: Retriever,

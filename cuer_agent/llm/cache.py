@@ -23,10 +23,11 @@ import json
 import sqlite3
 import threading
 import time
-from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from cuer_agent._lru import LRU
 
 CACHE_SCHEMA = 1
 MEMORY_ENTRIES = 50_000
@@ -96,14 +97,16 @@ class ResponseCache:
         columns = {row[1] for row in self._conn.execute("PRAGMA table_info(replies)")}
         if "retries" not in columns:  # a cache written by an older version
             self._conn.execute("ALTER TABLE replies ADD COLUMN retries INTEGER DEFAULT 0")
-        self._known: OrderedDict[str, CachedReply] = OrderedDict()
+        # The in-memory front: a stored reply never changes (rows are only inserted),
+        # so one read or written here is served from memory afterwards. Misses always
+        # ask the file, which another process may have filled meanwhile.
+        self._known: LRU[str, CachedReply] = LRU(MEMORY_ENTRIES)
         self._stored = self._conn.total_changes
 
     def get(self, key: str) -> CachedReply | None:
         with self._lock:
             known = self._known.get(key)
             if known is not None:
-                self._known.move_to_end(key)
                 return known
             row = self._conn.execute(
                 "SELECT text, prompt_tokens, completion_tokens, error, retries FROM replies "
@@ -111,7 +114,7 @@ class ResponseCache:
             if row is None:
                 return None
             reply = CachedReply(row[0], row[1], row[2], row[3] or "", row[4] or 0)
-            self._remember(key, reply)
+            self._known.put(key, reply)
             return reply
 
     def put(self, key: str, skill: str, reply: CachedReply) -> None:
@@ -124,16 +127,7 @@ class ResponseCache:
                  reply.error, reply.retries))
             if self._conn.total_changes != self._stored:  # ours; else another's stands
                 self._stored = self._conn.total_changes
-                self._remember(key, reply)
-
-    def _remember(self, key: str, reply: CachedReply) -> None:
-        """The in-memory front: a stored reply never changes (rows are only inserted,
-        never updated), so one read or written here is served from memory afterwards;
-        the least recently used are forgotten past `MEMORY_ENTRIES`. Misses always ask
-        the file, which another process may have filled meanwhile."""
-        self._known[key] = reply
-        if len(self._known) > MEMORY_ENTRIES:
-            self._known.popitem(last=False)
+                self._known.put(key, reply)
 
     def __len__(self) -> int:
         with self._lock:
