@@ -7,8 +7,8 @@ Starts `latency_server.py` in its own process on 127.0.0.1 (a model server is an
 process, usually another machine), then runs the `cuer-agent evaluate --hops 3` study
 (synthetic world, every fault and diagnoser, cold response cache) against it as an
 OpenAI-compatible backend at each concurrency. The study runs in this process, timed from
-loading the data to summary.json, so interpreter start-up (module imports, LangGraph's
-included) and report plotting are not counted. It reports:
+loading the data to summary.json, so interpreter start-up (module imports: LangGraph's
+and the backend clients') and report plotting are not counted. It reports:
 
 * wall time;
 * model calls, and the design minimum: the distinct requests the study needs (the rows a
@@ -87,13 +87,14 @@ def run_once(url: str, n: int, parallel: Any,
     from cuer_agent.config import StudyConfig
     from cuer_agent.data._select import load_study_data
     from cuer_agent.experiments.evaluate import run_evaluate
-    from cuer_agent.llm.backends import SkillClient, make_backend
+    from cuer_agent.llm.backends import BACKENDS, SkillClient, make_backend
     from cuer_agent.llm.cache import ResponseCache
     from cuer_agent.runs import RunDir
 
     study = StudyConfig.model_validate({
         "data": {"dataset": "synthetic", "n": n, "hops": 3},
         "backend": {"name": "openai", "model": "bench", "base_url": url}})
+    BACKENDS.names()  # start-up too: imports the backend modules (the openai client's own)
     start, cpu = time.perf_counter(), client_cpu()
     backend = make_backend("openai", model="bench", base_url=url)
     backend.check()

@@ -91,3 +91,30 @@ def test_a_put_that_lost_the_race_serves_the_stored_reply_not_its_own(tmp_path: 
     first.put("k", "plan", CachedReply('{"a": 1}', 1, 1))
     second.put("k", "plan", CachedReply('{"a": 2}', 1, 1))  # ignored: the row exists
     assert second.get("k") == CachedReply('{"a": 1}', 1, 1)
+
+
+def test_a_repeated_request_is_rendered_once_and_keyed_as_a_fresh_render_would_be(
+        tmp_path: Path) -> None:
+    from cuer_agent.llm.backends import SkillClient
+    from cuer_agent.llm.extractive import ExtractiveBackend
+    from cuer_agent.llm.skills import PlanRequest
+
+    renders: list[str] = []
+
+    class Counting(ExtractiveBackend):
+        def render(self, skill, request):  # type: ignore[no-untyped-def]
+            renders.append(skill)
+            return super().render(skill, request)
+
+    backend = Counting()
+    skills = SkillClient(backend, cache=ResponseCache(tmp_path / "c.sqlite"))
+    first = PlanRequest(question="Who directed Quorin Rising?", hop=1, hop_budget=3)
+    again = PlanRequest(question="Who directed Quorin Rising?", hop=1, hop_budget=3)
+    other = PlanRequest(question="Who wrote Quorin Rising?", hop=1, hop_budget=3)
+    with skills.collect() as log:
+        replies = [skills("plan", r).response for r in (first, again, other)]
+    assert renders == ["plan", "plan"]  # `again` equals `first`: rendered once
+    assert replies[0] == replies[1] != replies[2]
+    fresh = [cache_key(backend.name, backend.model, "plan", ExtractiveBackend().render(
+        "plan", r), backend.decoding()) for r in (first, again, other)]
+    assert list(log) == fresh

@@ -23,6 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
+from cuer_agent._lru import LRU
 from cuer_agent._registry import Registry
 from cuer_agent.errors import CuerError
 from cuer_agent.llm.cache import CachedReply, Ledger, ResponseCache, cache_key
@@ -103,6 +104,11 @@ class SkillResult:
     cached: bool = False
 
 
+PROMPT_ENTRIES = 4096
+"""Rendered prompts a `SkillClient` keeps (with their cache keys), least recently used
+forgotten first."""
+
+
 class SkillClient:
     """Cache + ledger + validation around one backend."""
 
@@ -113,6 +119,8 @@ class SkillClient:
         self.ledger = ledger if ledger is not None else Ledger()
         self._in_flight: dict[str, threading.Event] = {}
         self._in_flight_lock = threading.Lock()
+        self._prompts: LRU[str, tuple[Any, str]] = LRU(PROMPT_ENTRIES)
+        self._prompts_lock = threading.Lock()
 
     # Pickled as its recipe (backend settings, cache path) for a worker process; the
     # worker starts a ledger of its own, whose counts travel back with its results
@@ -156,9 +164,7 @@ class SkillClient:
             keys.parse_failures += log.parse_failures
 
     def __call__(self, skill: str, request: BaseModel) -> SkillResult:
-        rendered = self.backend.render(skill, request)
-        key = cache_key(self.backend.name, self.backend.model, skill, rendered,
-                        self.backend.decoding())
+        rendered, key = self._prompt(skill, request)
         for keys in _COLLECTOR.get() or []:
             keys.append(key)
             keys.by_skill[skill] += 1
@@ -187,6 +193,23 @@ class SkillClient:
                 with self._in_flight_lock:
                     del self._in_flight[key]
                 done.set()
+
+    def _prompt(self, skill: str, request: BaseModel) -> tuple[Any, str]:
+        """The backend's rendering of `request` and its cache key, made once per distinct
+        request while it is among the last `PROMPT_ENTRIES`: forks and probes ask the same
+        thing many times, and rendering (sorted, indented JSON) was most of what a
+        repeated request cost. The request's own JSON names it: equal JSON, equal prompt
+        (a backend renders from the skill and the request alone)."""
+        name = f"{skill}\n{request.model_dump_json()}"
+        with self._prompts_lock:
+            made = self._prompts.get(name)
+        if made is None:
+            rendered = self.backend.render(skill, request)
+            made = (rendered, cache_key(self.backend.name, self.backend.model, skill, rendered,
+                                        self.backend.decoding()))
+            with self._prompts_lock:
+                self._prompts.put(name, made)
+        return made
 
     def _call_backend(self, skill: str, request: BaseModel, rendered: Any,
                       key: str) -> SkillResult:

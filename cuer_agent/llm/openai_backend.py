@@ -8,6 +8,11 @@ which Qwen3 on vLLM or llama.cpp honours and other templates ignore; api.openai.
 which rejects that field, gets nothing. A reply with `finish_reason: "length"` hit the
 limit.
 The client's own retries are off (`max_retries=0`); `RemoteBackend` retries and counts.
+A plain-HTTP server reached without a proxy is spoken to through
+`cuer_agent.llm._http.KeepAliveTransport` (mounted under the official client, which still
+builds the requests and maps errors): it costs about 1 ms less CPU per request than
+httpx2's default transport, and at high concurrency the client's CPU is what limits how
+busy a server stays. `https://` (api.openai.com) keeps httpx2's own transport.
 The API key comes from `OPENAI_API_KEY` only and is never written anywhere; servers that
 need no key get a placeholder.
 """
@@ -17,10 +22,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import httpx
+import httpx2
 import openai
 
 from cuer_agent.errors import ConfigError
+from cuer_agent.llm._http import KeepAliveTransport, use_keep_alive
 from cuer_agent.llm._remote import (
     RETRYABLE_STATUS,
     Failure,
@@ -44,8 +50,13 @@ class OpenAIBackend(RemoteBackend):
             raise ConfigError("backend openai: OPENAI_API_KEY is not set (or pass --base-url "
                               "for a local OpenAI-compatible server)")
         self.base_url = base_url
+        # A plain-HTTP server (vLLM, llama.cpp, LM Studio) gets the lean keep-alive
+        # transport: the client's CPU per request bounds how busy a study keeps it.
+        http_client = (openai.DefaultHttpxClient(mounts={"http://": KeepAliveTransport()})
+                       if use_keep_alive(base_url) else None)
         self._client = openai.OpenAI(api_key=key or _NO_KEY, base_url=_v1(base_url),
-                                     timeout=self.timeout, max_retries=0)
+                                     timeout=self.timeout, max_retries=0,
+                                     http_client=http_client)
 
     def _send(self, messages: list[dict[str, str]], schema: dict[str, Any],
               max_tokens: int) -> Sent:
@@ -53,7 +64,7 @@ class OpenAIBackend(RemoteBackend):
         # errors, without re-validating our own JSON body against its TypedDicts (that
         # transform alone cost ~1.6 ms of GIL-held CPU per call — a third of our
         # per-request overhead at concurrency 16).
-        raw = self._client.post("/chat/completions", cast_to=httpx.Response,
+        raw = self._client.post("/chat/completions", cast_to=httpx2.Response,
                                 body=openai_body(self, messages, schema, max_tokens,
                                                  template_kwargs=self.base_url is not None))
         return chat_reply(raw.json())
@@ -82,7 +93,7 @@ class OpenAIBackend(RemoteBackend):
         except openai.AuthenticationError:
             raise ConfigError("backend openai: the server rejected the API key "
                               "(set OPENAI_API_KEY)") from None
-        except (openai.APIConnectionError, openai.APITimeoutError, httpx.HTTPError):
+        except (openai.APIConnectionError, openai.APITimeoutError, httpx2.HTTPError):
             raise ConfigError(f"backend openai: cannot reach {self.base_url or 'api.openai.com'}"
                               ) from None
         except openai.APIStatusError:
