@@ -115,6 +115,15 @@ def test_any_record_replays_to_the_same_trace(study: Path) -> None:
         assert "identical" in result.stdout
 
 
+def test_replaying_a_skipped_record_is_exit_2_giving_its_skip_reason(study: Path) -> None:
+    rows = [json.loads(line) for line in (study / "records.jsonl").open()]
+    skipped = next(r["record"] for r in rows if r["record"].get("skipped"))
+    result = runner.invoke(app, ["replay", str(study), "--record", skipped["record_id"],
+                                 "--no-cache"])
+    assert result.exit_code == 2
+    assert f"was skipped ({skipped['skipped']})" in result.output
+
+
 def test_unknown_fault_is_exit_2_before_work(tmp_path: Path) -> None:
     code, text = propagate(tmp_path / "r", "--faults", "gremlins")
     assert code == 2 and "unknown fault" in text

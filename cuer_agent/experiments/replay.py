@@ -39,9 +39,17 @@ class ReplayResult:
 
 
 def _stored_row(run_dir: Path, record_id: str) -> dict[str, Any]:
+    """The stored trace row of `record_id`; none → one error line saying why: the record
+    was skipped (its reason, from records.jsonl), or the run has no such record."""
     for row in read_rows(run_dir / "traces.jsonl"):
         if row.get("record", {}).get("record_id") == record_id:
             return row
+    records = run_dir / "records.jsonl"
+    for row in read_rows(records) if records.exists() else []:
+        record = row.get("record", {})
+        if record.get("record_id") == record_id and record.get("skipped"):
+            raise CuerError(f"{records}: record {record_id!r} was skipped "
+                            f"({record['skipped']}), so it has no trace to replay")
     raise CuerError(f"{run_dir / 'traces.jsonl'}: no trace for record {record_id!r}")
 
 
