@@ -63,6 +63,16 @@ def test_replay_of_a_damaged_config_json_exits_2_naming_it(tmp_path: Path) -> No
     assert "config.json" in result.output and "missing key" in result.output
 
 
+def test_replay_of_a_config_naming_an_unknown_backend_exits_2_naming_file_and_key(
+        tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps({
+        "command": "propagate", "source": "s", "hop_budget": 3, "retries_per_hop": 1,
+        "data": {}, "backend": {"name": "nosuch"}, "propagation": {}}))
+    result = CliRunner().invoke(app, ["replay", str(tmp_path), "--record", "x/clean"])
+    assert result.exit_code == 2
+    assert "config.json: backend.name: unknown backend 'nosuch'" in result.output
+
+
 @given(st.lists(st.integers(1, 4), min_size=1, max_size=4, unique=True))
 def test_gold_hops_read_back_the_same_whether_written_as_a_list_or_as_flags_spell_it(
         hops: list[int]) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from cuer_agent.data._select import hop_questions, load_study_data
-from cuer_agent.errors import CuerError
+from cuer_agent.errors import CuerError, DataError
 from cuer_agent.execution import AgentConfig, Executor
 from cuer_agent.experiments.run_configs import (
     CuerRunConfig,
@@ -26,7 +26,7 @@ from cuer_agent.experiments.run_configs import (
     read_run_config,
 )
 from cuer_agent.interventions import InterventionRecord
-from cuer_agent.llm.backends import SkillClient
+from cuer_agent.llm.backends import BACKENDS, SkillClient
 from cuer_agent.runs import CONFIG_FILE, read_rows
 
 
@@ -61,6 +61,10 @@ def replayable_config(run_dir: Path) -> CuerRunConfig | PropagateRunConfig:
         raise CuerError(f"{run_dir / CONFIG_FILE}: replay supports cuer and propagate run "
                         f"directories (an evaluate run holds one of each: DIR/single_shot, "
                         f"DIR/agentic), not {config.command!r} runs")
+    if config.backend.name not in BACKENDS:  # loads the backends: replay builds one next
+        raise DataError(run_dir / CONFIG_FILE,
+                        f"backend.name: unknown backend {config.backend.name!r}; choose from "
+                        f"{', '.join(BACKENDS.names())}")
     return config
 
 
