@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -130,9 +130,23 @@ def read_config(run_dir: str | Path) -> dict[str, Any]:
 
 
 def example_of(row: dict[str, Any]) -> str:
-    """The example a row belongs to (study rows carry it in their intervention record)."""
+    """The example a row belongs to (study rows carry it in their intervention record,
+    a `run` row in its trace)."""
     record = row.get("record")
-    return record["example_id"] if isinstance(record, dict) else row["example_id"]
+    if isinstance(record, dict):
+        return str(record["example_id"])
+    trace = row.get("trace")
+    return str(trace["example_id"] if isinstance(trace, dict) else row["example_id"])
+
+
+def request_failed(rows: Iterable[dict[str, Any]]) -> set[str]:
+    """Examples with a trace cut short by a request that failed after all its attempts
+    (`trace.error`). That is the model server's failure, not the agent's — a server that
+    went down mid-run fails every request after it — so a resumed run redoes these
+    examples instead of keeping them: rerunning the command once the server is back
+    completes the run. A request that fails on every attempt fails the same way again."""
+    return {example_of(r) for r in rows
+            if isinstance(r.get("trace"), dict) and r["trace"].get("error")}
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -44,6 +44,7 @@ from chaos_server import (
     ChaosServer,
     fast_openai,
 )
+from fake_servers import Behaviour, FakeOpenAIServer
 
 FAST = RetryPolicy(initial_interval=0.01, max_interval=0.05)  # 4 attempts, as by default
 CLIENT_TIMEOUT = 1.0  # long enough that only injected stalls time out, even on a busy CI
@@ -442,6 +443,46 @@ def test_sigkill_at_20_points_then_resume_gives_the_uninterrupted_run_directory(
     # The SQLite response cache survives every kill: intact, and holding exactly the
     # replies of the uninterrupted run.
     assert cache_rows(tmp_path / "killed.sqlite") == cache_rows(tmp_path / "reference.sqlite")
+
+
+# --- 4b. a server that goes down mid-run --------------------------------------------------------
+
+OUTAGE = {
+    "run": ["run", "--dataset", "synthetic", "--hops", "3", "--n", "6", "--seed", "7"],
+    "evaluate": ["evaluate", "--hops", "2", "--n", "2", "--seed", "7",
+                 "--faults", "empty_retrieval", "--diagnosers", "chance"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(OUTAGE))
+def test_examples_a_server_outage_failed_are_redone_when_the_command_is_rerun(
+        command: str, openai_server: FakeOpenAIServer, tmp_path: Path) -> None:
+    """The server answers the first requests, then fails every one (it went down): the
+    run ends with its later examples cut short by request errors. Rerun once the server
+    is back, the same command redoes exactly those examples and ends with the files of a
+    run that never saw the outage."""
+    def invoke(out: str) -> None:
+        code, _, err = cli(*OUTAGE[command], "--no-cache", "--no-progress", "--concurrency",
+                           "1", "--out", str(tmp_path / out), "--backend", "openai",
+                           "--model", "test-model", "--base-url", openai_server.url)
+        assert code == 0, err
+
+    with fast_openai(CLIENT_TIMEOUT, FAST):
+        invoke("reference")
+        answered = len(openai_server.requests) // 3
+        openai_server.reset()
+        openai_server.script(*[Behaviour()] * answered, *[Behaviour(status=500)] * 10_000)
+        invoke("outage")
+        statuses = Counter(t["status"] for t in traces_by_id(tmp_path / "outage").values())
+        assert statuses["error"] and statuses["ok"], statuses  # cut short mid-run
+        openai_server.reset()
+        invoke("outage")  # the server is back
+        redone = len(openai_server.requests)
+    ref, got = chaos.jsonl_lines(tmp_path / "reference"), chaos.jsonl_lines(tmp_path / "outage")
+    assert got == ref
+    assert (tmp_path / "outage" / "summary.json").read_bytes() == \
+        (tmp_path / "reference" / "summary.json").read_bytes()
+    assert 0 < redone < answered * 3  # only the failed examples were asked again
 
 
 # --- 5. damaged run-directory files ------------------------------------------------------------

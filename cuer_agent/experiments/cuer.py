@@ -43,7 +43,7 @@ from cuer_agent.metrics.utility import (
 from cuer_agent.parallel import Parallelism, fan_out, ordered_map
 from cuer_agent.retrieval import BM25Retriever
 from cuer_agent.roles import RoleThresholds
-from cuer_agent.runs import RunDir, example_of
+from cuer_agent.runs import RunDir, example_of, request_failed
 from cuer_agent.trace import Trace
 
 TRACES, RECORDS = "traces.jsonl", "records.jsonl"
@@ -219,8 +219,9 @@ def _rows(record: InterventionRecord, result: RunResult, example: Example,
 
 
 def _complete_examples(run_dir: RunDir, expected: int) -> set[str]:
-    """Examples with all their rows; rows of a half-written example are dropped so that
-    the rerun writes them once."""
+    """Examples with all their rows and no trace a failed request cut short
+    (`request_failed`); rows of other examples (half-written, or failed by the server) are
+    dropped so that the rerun writes them once."""
     records = run_dir.rows(RECORDS)
     counts = Counter(row["record"]["example_id"] for row in records)
     # Every record row with metrics has its trace row (skipped conditions have neither).
@@ -229,6 +230,7 @@ def _complete_examples(run_dir: RunDir, expected: int) -> set[str]:
     trace_rows = run_dir.rows(TRACES)
     traces = Counter(example_of(row) for row in trace_rows)
     complete = {ex for ex, c in counts.items() if c == expected and traces[ex] == traced[ex]}
+    complete -= request_failed(trace_rows)  # the server's failure, not the agent's: redo
     # A cut-off example may have trace rows and no record row yet: prune both files.
     run_dir.keep_examples(RECORDS, complete, records)
     run_dir.keep_examples(TRACES, complete, trace_rows)

@@ -66,7 +66,8 @@ def honest_notes(summary: dict[str, Any], backend: str,
                      "still failed after every retry (their `error` field in traces.jsonl says "
                      "why). An injected run among them, or one that ended in a parse failure, "
                      "is neither recovered nor failed: it is counted apart (`errors` per fault "
-                     "and hop) and never diagnosed.")
+                     "and hop) and never diagnosed. Rerunning the same command redoes the "
+                     "examples they belong to (the server may be back).")
     ours = not (summary.get("config", {}).get("agent") or {}).get("factory")
     notes += recovery_notes(summary.get("agentic", {}), backend, ours=ours)
     faults = summary.get("agentic", {}).get("faults", {})

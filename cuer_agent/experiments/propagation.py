@@ -68,7 +68,7 @@ from cuer_agent.metrics.utility import (
 )
 from cuer_agent.parallel import Parallelism, fan_out, ordered_map
 from cuer_agent.retrieval import BM25Retriever
-from cuer_agent.runs import RunDir, example_of
+from cuer_agent.runs import RunDir, example_of, request_failed
 from cuer_agent.trace import HopAttempt, Trace
 
 TRACES, RECORDS, DIAGNOSES = "traces.jsonl", "records.jsonl", "diagnoses.jsonl"
@@ -423,12 +423,13 @@ def run_propagation(dataset: Dataset, executor: Executor, run_dir: RunDir,
 
 
 def _complete(run_dir: RunDir) -> set[str]:
-    """Examples whose closing "done" row is written and whose rows are all there; other
-    rows are dropped (an example cut off mid-write, or damaged since)."""
+    """Examples whose closing "done" row is written, whose rows are all there, and none
+    of whose traces a failed request cut short (`request_failed`); other rows are dropped
+    (an example cut off mid-write, damaged since, or failed by the server) and redone."""
     files = {name: run_dir.rows(name) for name in (RECORDS, TRACES, DIAGNOSES)}
     closing = {r["record"]["example_id"]: r.get("rows") for r in files[RECORDS]
                if r["record"]["condition"] == "done"}
-    done = set(closing)
+    done = set(closing) - request_failed(files[TRACES])  # the server's failure: redo
     for name, rows in files.items():
         held = Counter(example_of(r) for r in rows
                        if r.get("record", {}).get("condition") != "done")

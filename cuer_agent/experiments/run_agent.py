@@ -22,7 +22,7 @@ from cuer_agent.llm.cache import Ledger
 from cuer_agent.metrics import answer_scores
 from cuer_agent.parallel import Parallelism, ordered_map
 from cuer_agent.retrieval import BM25Retriever, Retriever
-from cuer_agent.runs import RunDir
+from cuer_agent.runs import RunDir, example_of, request_failed
 from cuer_agent.trace import Trace
 
 TRACES = "traces.jsonl"
@@ -77,7 +77,12 @@ class RunTask:
 def run_dataset(dataset: Dataset, executor: Executor, run_dir: RunDir, *,
                 engine: str = "bm25s", show_progress: bool = True,
                 parallel: Parallelism | int = 1) -> dict[str, Any]:
-    done = {row["trace"]["example_id"] for row in run_dir.rows(TRACES)}
+    rows = run_dir.rows(TRACES)
+    failed = request_failed(rows)  # the server's failure, not the agent's: redone
+    if failed:
+        rows = [row for row in rows if example_of(row) not in failed]
+        run_dir.rewrite(TRACES, rows)
+    done = {example_of(row) for row in rows}
     todo = [ex for ex in dataset.examples if ex.id not in done]
     task = RunTask(executor, retriever_factory(dataset, engine=engine))
     with Progress(disable=not show_progress, transient=True) as progress:
@@ -85,6 +90,8 @@ def run_dataset(dataset: Dataset, executor: Executor, run_dir: RunDir, *,
         for row in ordered_map(task, todo, parallel):
             run_dir.append(TRACES, row)
             progress.advance(bar)
+    if failed:  # a redone example was appended after later ones: back to data order
+        run_dir.sort_examples(TRACES, {ex.id: i for i, ex in enumerate(dataset.examples)})
     rows = run_dir.rows(TRACES)
     summary = summarize(dataset, rows)
     summary["mode"] = executor.spec.mode
