@@ -3,10 +3,10 @@
 Why: at the request rates a study reaches against a local or self-hosted server (vLLM,
 llama.cpp, LM Studio on `http://`), the client's own CPU per request decides how busy it
 can keep the server (`benchmarks/throughput.py`). httpx2's default transport (httpcore2 +
-h11, a connection pool) cost about 1.2 ms of GIL-held CPU more per model call than the
-standard library's `http.client` on one kept-alive connection per thread, measured on the
-whole evaluate study (`benchmarks/throughput.py --latency 0 --n 12 --concurrency 1`:
-9.9 → 8.7 ms per call).
+h11, a connection pool with its locks and events) cost more GIL-held CPU per model call
+than the standard library's `http.client` on one kept-alive connection per thread:
+measured on the whole evaluate study (`benchmarks/throughput.py --latency 0.1 --n 12
+--concurrency 1,16`), 10.5 → 9.7 ms per call at concurrency 1 and 12.0 → 10.0 ms at 16.
 
 What it is: an `httpx2.BaseTransport`, mounted under the official client
 (`openai.DefaultHttpxClient(mounts={"http://": KeepAliveTransport()})`), so the openai
@@ -40,7 +40,6 @@ from urllib.parse import urlsplit
 import httpx2
 
 __all__ = ["KeepAliveTransport", "use_keep_alive"]
-
 
 
 def use_keep_alive(base_url: str | None) -> bool:
