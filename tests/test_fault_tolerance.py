@@ -461,20 +461,23 @@ def test_examples_a_server_outage_failed_are_redone_when_the_command_is_rerun(
     run ends with its later examples cut short by request errors. Rerun once the server
     is back, the same command redoes exactly those examples and ends with the files of a
     run that never saw the outage."""
-    def invoke(out: str) -> None:
-        code, _, err = cli(*OUTAGE[command], "--no-cache", "--no-progress", "--concurrency",
-                           "1", "--out", str(tmp_path / out), "--backend", "openai",
-                           "--model", "test-model", "--base-url", openai_server.url)
+    def invoke(out: str) -> str:
+        code, stdout, err = cli(*OUTAGE[command], "--no-cache", "--no-progress",
+                                "--concurrency", "1", "--out", str(tmp_path / out),
+                                "--backend", "openai", "--model", "test-model",
+                                "--base-url", openai_server.url)
         assert code == 0, err
+        return stdout + err
 
     with fast_openai(CLIENT_TIMEOUT, FAST):
         invoke("reference")
         answered = len(openai_server.requests) // 3
         openai_server.reset()
         openai_server.script(*[Behaviour()] * answered, *[Behaviour(status=500)] * 10_000)
-        invoke("outage")
+        said = invoke("outage")
         statuses = Counter(t["status"] for t in traces_by_id(tmp_path / "outage").values())
         assert statuses["error"] and statuses["ok"], statuses  # cut short mid-run
+        assert re.search(r"[Rr]erun|Run the same command again", said)  # and says so
         openai_server.reset()
         invoke("outage")  # the server is back
         redone = len(openai_server.requests)

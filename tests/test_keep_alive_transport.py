@@ -15,6 +15,7 @@ import httpx2
 import openai
 import pytest
 
+from cuer_agent.errors import ConfigError
 from cuer_agent.llm._http import KeepAliveTransport, use_keep_alive
 from cuer_agent.llm.openai_backend import OpenAIBackend
 
@@ -148,3 +149,18 @@ def test_the_openai_backend_mounts_the_transport_for_a_plain_http_server(server)
     http = backend._client._client
     assert isinstance(http._transport_for_url(httpx2.URL(_url(server, "/v1/x"))),
                       KeepAliveTransport)
+
+
+def test_a_server_unreachable_through_a_proxy_names_the_proxy_not_its_password(
+        server, monkeypatch) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again: the proxy is down
+    for name in ("no_proxy", "NO_PROXY", "HTTP_PROXY", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("http_proxy", f"http://user:secret@127.0.0.1:{port}")
+    backend = OpenAIBackend("m", base_url=_url(server, ""), timeout=2)
+    with pytest.raises(ConfigError) as caught:
+        backend.check()
+    assert f"through the proxy http://127.0.0.1:{port}" in str(caught.value)
+    assert "secret" not in str(caught.value)

@@ -73,6 +73,18 @@ def open_study(engine: Any, data: Any, flags: ExecutionFlags,
     return OpenedStudy(parallel, skills, ds)
 
 
+def warn_request_errors(summary: dict[str, Any]) -> None:
+    """Say (on stderr) how many traces a failed request cut short, and how to repair
+    them: the scores above count them as they are, and only the warning tells a server
+    outage from a weak agent."""
+    errors = summary.get("ledger", {}).get("errors")
+    if errors:
+        typer.echo(f"warning: {errors} trace(s) stopped early: a request to the model server "
+                   "failed after every retry (their `error` in traces.jsonl says why). Run "
+                   "the same command again, once the server answers, to redo their examples.",
+                   err=True)
+
+
 def open_run(out: Path, config: dict[str, Any]) -> Any:
     """The run directory, made with `config` (checked against its command's schema) or
     resumed if it holds the same one."""

@@ -38,6 +38,7 @@ from cuer_agent.cli._study import (
     persistence,
     recorded,
     study_sections,
+    warn_request_errors,
 )
 from cuer_agent.data._select import hop_questions
 from cuer_agent.errors import ConfigError, CuerError
@@ -118,6 +119,7 @@ def run_cmd(
                f"{summary['ledger']['calls']}); this invocation: backend calls "
                f"{invocation['calls']}, cache hits {invocation['cache_hits']}, parse "
                f"failures {invocation['parse_failures']}  → {out}")
+    warn_request_errors(summary)
 
 
 @app.command("cuer")
@@ -178,6 +180,7 @@ def cuer_cmd(
         cuer_table(summary, title=f"CUE-R on {ds.name} (n={summary['n']})"))
     for finding in summary["findings"]:
         typer.echo(finding)
+    warn_request_errors(summary)
     typer.echo(f"→ {out}")
 
 
@@ -244,4 +247,5 @@ def propagate_cmd(
                                 show_progress=execution.progress, parallel=parallel)
     for table in propagation_tables(summary):
         Console(width=max(Console().width, 120)).print(table)
+    warn_request_errors(summary)
     typer.echo(f"→ {out}")

@@ -39,7 +39,7 @@ from urllib.parse import urlsplit
 
 import httpx2
 
-__all__ = ["KeepAliveTransport", "use_keep_alive"]
+__all__ = ["KeepAliveTransport", "proxy_for", "use_keep_alive"]
 
 
 def use_keep_alive(base_url: str | None) -> bool:
@@ -47,11 +47,23 @@ def use_keep_alive(base_url: str | None) -> bool:
     if not base_url:
         return False
     parts = urlsplit(base_url)
-    if parts.scheme != "http" or not parts.hostname:
-        return False
+    return parts.scheme == "http" and bool(parts.hostname) and proxy_for(base_url) is None
+
+
+def proxy_for(base_url: str | None) -> str | None:
+    """The proxy the environment (`http_proxy`, `https_proxy`, `all_proxy`, `no_proxy`)
+    sends requests to `base_url` through, as scheme://host:port (credentials left out:
+    it goes into error messages), or None."""
+    parts = urlsplit(base_url or "")
+    if not parts.hostname:
+        return None
     proxies = urllib.request.getproxies()
-    return not (proxies.get("http") or proxies.get("all")) or bool(
-        urllib.request.proxy_bypass(parts.hostname))
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    if not proxy or urllib.request.proxy_bypass(parts.hostname):
+        return None
+    where = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    port = f":{where.port}" if where.port else ""
+    return f"{where.scheme}://{where.hostname}{port}"  # never its user or password
 
 
 class KeepAliveTransport(httpx2.BaseTransport):

@@ -26,7 +26,7 @@ import httpx2
 import openai
 
 from cuer_agent.errors import ConfigError
-from cuer_agent.llm._http import KeepAliveTransport, use_keep_alive
+from cuer_agent.llm._http import KeepAliveTransport, proxy_for, use_keep_alive
 from cuer_agent.llm._remote import (
     RETRYABLE_STATUS,
     Failure,
@@ -94,7 +94,10 @@ class OpenAIBackend(RemoteBackend):
             raise ConfigError("backend openai: the server rejected the API key "
                               "(set OPENAI_API_KEY)") from None
         except (openai.APIConnectionError, openai.APITimeoutError, httpx2.HTTPError):
+            proxy = proxy_for(_v1(self.base_url) or "https://api.openai.com")
             raise ConfigError(f"backend openai: cannot reach {self.base_url or 'api.openai.com'}"
+                              + (f" through the proxy {proxy} (set in the environment; "
+                                 "no_proxy lists hosts to reach directly)" if proxy else "")
                               ) from None
         except openai.APIStatusError:
             return  # some servers have no /models; the first request will tell
