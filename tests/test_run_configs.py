@@ -19,6 +19,7 @@ from cuer_agent.experiments.run_configs import (
     PropagateRunConfig,
     RecordedData,
     RunCommandConfig,
+    absent_keys,
     read_run_config,
     validate_run_config,
 )
@@ -154,3 +155,29 @@ def test_a_config_json_that_is_a_directory_is_one_error_line(tmp_path: Path) -> 
     (tmp_path / "config.json").mkdir()
     result = CliRunner().invoke(app, ["replay", str(tmp_path), "--record", "x/clean"])
     assert result.exit_code == 2 and "config.json: cannot be read" in result.output
+
+
+def test_every_commands_config_records_every_key_its_writer_does_not_leave_out_by_design(
+        tmp_path: Path) -> None:
+    runner = CliRunner()
+    for command in ("run", "cuer", "propagate"):
+        out = tmp_path / command
+        result = runner.invoke(app, [command, "--n", "2", "--hops", "2", "--no-cache",
+                                     "--no-progress", "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        assert absent_keys(read_run_config(out)) == [], command
+
+
+def test_replay_that_differs_names_the_keys_a_hand_edited_config_lacks(tmp_path: Path) -> None:
+    out = tmp_path / "p"
+    runner = CliRunner()
+    result = runner.invoke(app, ["propagate", "--n", "2", "--hops", "2", "--no-cache",
+                                 "--no-progress", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    config = json.loads((out / "config.json").read_text())
+    del config["data"]["hops"]  # 2-hop questions; the default asks 3-hop ones
+    (out / "config.json").write_text(json.dumps(config))
+    result = runner.invoke(app, ["replay", str(out), "--record", "syn-0-0/clean",
+                                 "--no-cache"])
+    assert result.exit_code == 1, result.output
+    assert "DIFFERS" in result.output and "has no data.hops" in result.output

@@ -55,6 +55,7 @@ def replay_cmd(
 ) -> None:
     """Re-execute one stored record and check that the same trace comes out (exit 1 if not)."""
     from cuer_agent.experiments.replay import replay, replayable_config
+    from cuer_agent.experiments.run_configs import absent_keys
 
     run_config = replayable_config(run_dir)  # missing, damaged or not replayable → exit 2
     skills = skill_client(replayed_engine(run_config.backend, timeout), run_config.data.seed,
@@ -65,6 +66,10 @@ def replay_cmd(
         typer.echo(f"{record}: replayed trace is identical ({len(result.stored)} bytes)")
         return
     typer.echo(f"{record}: replayed trace DIFFERS from the stored one", err=True)
+    absent = absent_keys(run_config)
+    if absent:
+        typer.echo(f"note: {run_dir / 'config.json'} has no {', '.join(absent)}; replay used "
+                   "the default (the run recorded it: was the file edited?)", err=True)
     raise typer.Exit(code=1)
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -51,6 +51,9 @@ def _gold_hops_as_flag(schema: dict[str, Any]) -> None:
 
 class _Recorded(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    OPTIONAL_KEYS: ClassVar[frozenset[str]] = frozenset()
+    """Keys its writer records only where they are not the default."""
 
 
 class RecordedData(DataSection):
@@ -89,6 +92,8 @@ class RunCommandConfig(_Recorded):
     gold_hops: str | None = None
     """Real data: the gold hop counts kept ("3,4"), recorded only when given."""
 
+    OPTIONAL_KEYS = frozenset({"hops", "gold_hops"})
+
 
 class CuerRunConfig(_Recorded):
     """`cuer-agent cuer` (and `evaluate`'s `single_shot/`): the CUE-R study."""
@@ -114,6 +119,8 @@ class PropagateRunConfig(_Recorded):
     data: RecordedData
     backend: BackendSection
     propagation: PropagationConfig
+
+    OPTIONAL_KEYS = frozenset({"k"})
 
 
 class EvaluateRunConfig(_Recorded):
@@ -155,6 +162,23 @@ def propagate_record(*, source: str, hops: int, retries_per_hop: int, agent: str
             "retries_per_hop": retries_per_hop, "agent": agent, "data": data,
             "backend": backend, "propagation": propagation.model_dump(mode="json"),
             **({"k": k} if k != AgentConfig.k else {})}
+
+
+def absent_keys(config: BaseModel, prefix: str = "") -> list[str]:
+    """Key paths a config read back without, so their defaults stand in: what a writer
+    always records but the file lacks (edited by hand, or written by an older version).
+    Keys a writer leaves out by design (`OPTIONAL_KEYS`, fields excluded from dumps such
+    as the timeout) are not listed."""
+    optional: frozenset[str] = getattr(config, "OPTIONAL_KEYS", frozenset())
+    absent = []
+    for name, field in type(config).model_fields.items():
+        value = getattr(config, name)
+        if name not in config.model_fields_set:
+            if name not in optional and not field.exclude:
+                absent.append(prefix + name)
+        elif isinstance(value, BaseModel):
+            absent += absent_keys(value, f"{prefix}{name}.")
+    return absent
 
 
 def validate_run_config(config: Any, path: object = CONFIG_FILE) -> AnyRunConfig:
