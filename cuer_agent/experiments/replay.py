@@ -27,7 +27,7 @@ from cuer_agent.experiments.run_configs import (
 )
 from cuer_agent.interventions import InterventionRecord
 from cuer_agent.llm.backends import BACKENDS, SkillClient
-from cuer_agent.runs import CONFIG_FILE, read_rows
+from cuer_agent.runs import CONFIG_FILE, read_rows, scan_rows
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ def _stored_row(run_dir: Path, record_id: str) -> dict[str, Any]:
         if row.get("record", {}).get("record_id") == record_id:
             return row
     records = run_dir / "records.jsonl"
-    for row in read_rows(records) if records.exists() else []:
+    for row in scan_rows(records, torn_tail_ok=True) if records.exists() else []:
         record = row.get("record", {})
         if record.get("record_id") == record_id and record.get("skipped"):
             raise CuerError(f"{records}: record {record_id!r} was skipped "

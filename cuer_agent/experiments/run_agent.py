@@ -79,10 +79,8 @@ def run_dataset(dataset: Dataset, executor: Executor, run_dir: RunDir, *,
                 parallel: Parallelism | int = 1) -> dict[str, Any]:
     rows = run_dir.rows(TRACES)
     failed = request_failed(rows)  # the server's failure, not the agent's: redone
-    if failed:
-        rows = [row for row in rows if example_of(row) not in failed]
-        run_dir.rewrite(TRACES, rows)
-    done = {example_of(row) for row in rows}
+    done = {example_of(row) for row in rows} - failed
+    run_dir.keep_examples(TRACES, done, rows)
     todo = [ex for ex in dataset.examples if ex.id not in done]
     task = RunTask(executor, retriever_factory(dataset, engine=engine))
     with Progress(disable=not show_progress, transient=True) as progress:
