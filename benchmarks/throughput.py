@@ -7,8 +7,9 @@ Starts `latency_server.py` in its own process on 127.0.0.1 (a model server is an
 process, usually another machine), then runs the `cuer-agent evaluate --hops 3` study
 (synthetic world, every fault and diagnoser, cold response cache) against it as an
 OpenAI-compatible backend at each concurrency. The study runs in this process, timed from
-loading the data to summary.json, so interpreter start-up (module imports: LangGraph's
-and the backend clients') and report plotting are not counted. It reports:
+loading the data to summary.json, so start-up (module imports: LangGraph's and the
+backend clients'; the backend's HTTP client) and report plotting are not counted. It
+reports:
 
 * wall time;
 * model calls, and the design minimum: the distinct requests the study needs (the rows a
@@ -28,6 +29,16 @@ Repeats inside the study are served two ways: a repeated request by the response
 ("cache hits"), a repeated execution (same state, entry node and fault) by the
 executor's reuse, whose requests are not made at all ("reused").
 
+Before the first timed run, one untimed study on one example loads the modules the
+study imports lazily (scipy, networkx, bm25s …): start-up, like LangGraph's import, so
+that the first setting's row counts what the later ones count.
+
+Last, the study is run once more at concurrency 1 with the last setting's response cache
+kept warm, so every request is a cache hit: its CPU over the cold run's calls is the
+client's CPU per model call apart from sending requests (the official openai client, its
+transport, the server's replies parsed) — what the rest of the study (LangGraph, the
+agent, faults, probes, metrics) costs per call.
+
 It also checks that every setting wrote the same summary.json.
 """
 
@@ -36,6 +47,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import socket
 import subprocess
 import sys
@@ -79,34 +91,40 @@ def usable_cores(executor: str, workers: int | None) -> int:
     return 1 if executor == "thread" else max(1, min(workers or cores, cores))
 
 
-def run_once(url: str, n: int, parallel: Any,
-             tmp: Path) -> tuple[float, float, dict, int, bytes]:
-    """One cold-cache evaluate study in this process: (wall, cpu, ledger, minimum,
-    summary)."""
+def run_once(url: str, n: int, parallel: Any, cache_path: Path,
+             run_path: Path) -> tuple[float, float, dict, int, bytes]:
+    """One evaluate study in this process with the response cache at `cache_path` (cold
+    when the file is new): (wall, cpu, ledger, cached rows, summary)."""
     import cuer_agent.graphs.agent  # noqa: F401  start-up (LangGraph's import), not per call
     from cuer_agent.config import StudyConfig
     from cuer_agent.data._select import load_study_data
     from cuer_agent.experiments.evaluate import run_evaluate
-    from cuer_agent.llm.backends import BACKENDS, SkillClient, make_backend
+    from cuer_agent.llm.backends import SkillClient, make_backend
     from cuer_agent.llm.cache import ResponseCache
     from cuer_agent.runs import RunDir
 
     study = StudyConfig.model_validate({
         "data": {"dataset": "synthetic", "n": n, "hops": 3},
         "backend": {"name": "openai", "model": "bench", "base_url": url}})
-    BACKENDS.names()  # start-up too: imports the backend modules (the openai client's own)
-    start, cpu = time.perf_counter(), client_cpu()
+    # start-up too: the backend clients' import, the HTTP client and its TLS context
     backend = make_backend("openai", model="bench", base_url=url)
     backend.check()
-    cache = ResponseCache(tmp / "cache.sqlite")
+    start, cpu = time.perf_counter(), client_cpu()
+    cache = ResponseCache(cache_path)
     skills = SkillClient(backend, cache=cache)
     dataset = load_study_data("synthetic", None, n, 3, study.data.seed)
-    run_dir = RunDir(tmp / "run")
+    run_dir = RunDir(run_path)
     run_dir.open({"benchmark": "throughput"})
     run_evaluate(dataset, skills, run_dir, study, show_progress=False, parallel=parallel)
     wall, cpu = time.perf_counter() - start, client_cpu() - cpu
     return (wall, cpu, skills.ledger.to_dict(), len(cache),
-            (tmp / "run" / "summary.json").read_bytes())
+            (run_path / "summary.json").read_bytes())
+
+
+def warm_up(url: str, parallel: Any) -> None:
+    """One untimed study on one example: the modules the study imports lazily."""
+    with tempfile.TemporaryDirectory() as tmp:
+        run_once(url, 1, parallel, Path(tmp) / "cache.sqlite", Path(tmp) / "run")
 
 
 def main() -> None:
@@ -128,11 +146,14 @@ def main() -> None:
           f"{'reused':>6} {'efficiency':>10} {'limit':>6} {'client cpu s':>12} "
           f"{'cpu/call ms':>11}")
     cores = usable_cores(args.executor, args.workers)
+    tmp = Path(tempfile.mkdtemp())
     try:
-        for c in (int(x) for x in args.concurrency.split(",")):
+        warm_up(url, Parallelism(executor=args.executor, concurrency=1, workers=args.workers))
+        for i, c in enumerate(int(x) for x in args.concurrency.split(",")):
             policy = Parallelism(executor=args.executor, concurrency=c, workers=args.workers)
-            with tempfile.TemporaryDirectory() as tmp:
-                wall, cpu, ledger, minimum, summary = run_once(url, args.n, policy, Path(tmp))
+            cache_path = tmp / f"cache{i}.sqlite"
+            wall, cpu, ledger, minimum, summary = run_once(url, args.n, policy, cache_path,
+                                                           tmp / f"run{i}")
             summaries.add(summary)
             busy = ledger["calls"] * args.latency / c  # the wall time of a server always busy
             efficiency, limit = busy / wall, min(1.0, busy / (cpu / cores))
@@ -141,8 +162,16 @@ def main() -> None:
                   f"{ledger['cache_hits']:>10} {ledger['reused']:>6} {efficiency:>10.2f} "
                   f"{limit:>6.2f} {cpu:>12.1f} "
                   f"{per_call:>11.1f}", flush=True)
+        # The last setting again, its cache warm: no request is sent.
+        _, warm_cpu, warm, _, summary = run_once(url, args.n, Parallelism(), cache_path,
+                                                 tmp / "warm")
+        summaries.add(summary)
+        print(f"warm cache (concurrency 1, {warm['calls']} calls, {warm['cache_hits']} cache "
+              f"hits): client cpu {warm_cpu:.1f} s = {1000 * warm_cpu / ledger['calls']:.1f} ms "
+              "per model call of the cold run without sending requests")
     finally:
         server.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
     print("identical summary.json at every setting:", len(summaries) == 1)
 
 
