@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from cuer_agent.data._example import Example
 from cuer_agent.errors import DataError
+from cuer_agent.graphs.nodes import step as step_dict
 from cuer_agent.trace import (
     SCHEMA_VERSION,
     Action,
@@ -68,6 +69,26 @@ def test_jsonl_file_round_trip_is_lossless(tmp_path_factory, batch: list[Trace])
     path = tmp_path_factory.mktemp("t") / "traces.jsonl"
     assert write_traces(path, batch) == len(batch)
     assert read_traces(path) == batch
+
+
+@given(step.flatmap(lambda s: st.tuples(st.just(s), st.integers(1, 4),
+                                         st.sampled_from([None, 1, 0]))))
+@settings(max_examples=200)
+def test_the_graphs_step_dicts_are_what_the_step_model_dumps(case) -> None:
+    model, attempt, whole_confidence = case
+    fields = model.state.model_dump()  # tuples, as the nodes pass them
+    if whole_confidence is not None:  # an int confidence is dumped as the float it is
+        fields["confidence"] = whole_confidence
+    expected = Step(action=model.action, hop=model.hop, attempt=attempt,
+                    state=StepState(**fields), note=model.note).model_dump(mode="json")
+    got = step_dict(model.action, model.hop, model.note, attempt, **fields)
+    assert got == expected
+    assert json.dumps(got) == json.dumps(expected)  # same keys in the same order, same types
+
+
+def test_a_step_with_an_unknown_state_field_is_refused() -> None:
+    with pytest.raises(TypeError, match="candiate"):
+        step_dict(Action.INFER, 1, candiate="Paris")
 
 
 def test_trace_records_schema_version() -> None:
