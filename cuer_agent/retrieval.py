@@ -37,12 +37,14 @@ import functools
 import hashlib
 import math
 import re
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from cuer_agent._lru import LRU
 from cuer_agent.data._example import Dataset, Passage
 from cuer_agent.errors import ConfigError
 from cuer_agent.trace import Evidence, evidence_id
@@ -87,6 +89,9 @@ _SENTENCE = re.compile(r"\S.*?(?:[.!?][\"'”’)\]]*(?=\s)|$)", re.S)
 DEFAULT_MAX_WORDS = 2000
 """Large enough that every paragraph of the shipped datasets stays one chunk ``c0``
 (the longest HotpotQA dev paragraph has 1,309 words); chunking is for user corpora."""
+RETRIEVALS_KEPT = 4096
+"""Answers a retriever keeps, per (query, k): a study's forks and probes repeat the
+sub-queries of a few hundred hops."""
 
 
 def tokenize(text: str) -> list[str]:
@@ -257,6 +262,8 @@ class BM25Retriever:
         self.k1, self.b = k1, b
         self._engine = ENGINES[engine]((tokenize(f"{c.title}\n{c.text}") for c in self.chunks),
                                        k1, b, idf)
+        self._answers: LRU[tuple[str, int], tuple[Evidence, ...]] = LRU(RETRIEVALS_KEPT)
+        self._answers_lock = threading.Lock()
 
     @classmethod
     def from_passages(cls, passages: Iterable[Passage], *, max_words: int = DEFAULT_MAX_WORDS,
@@ -310,6 +317,18 @@ class BM25Retriever:
         return idf, total / n if n else 0.0
 
     def retrieve(self, query: str, k: int) -> list[Evidence]:
+        """The top `k` chunks for `query`. A deterministic tool: forks and probes ask
+        the same sub-queries again and again, so answers are kept (`RETRIEVALS_KEPT`;
+        `Evidence` is frozen, so callers may share the items)."""
+        with self._answers_lock:
+            kept = self._answers.get((query, k))
+        if kept is None:
+            kept = tuple(self._search(query, k))
+            with self._answers_lock:
+                self._answers.put((query, k), kept)
+        return list(kept)
+
+    def _search(self, query: str, k: int) -> list[Evidence]:
         if k <= 0 or not self.chunks:
             return []
         scores = self._engine.scores(tokenize(query))

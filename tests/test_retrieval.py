@@ -117,6 +117,20 @@ def test_query_of_stopwords_or_unknown_words_returns_nothing(engine: str) -> Non
     assert BM25Retriever(empty_text, engine=engine).retrieve("film", 5) == []
 
 
+def test_a_repeated_query_is_answered_from_memory_as_a_fresh_list(monkeypatch) -> None:
+    retriever = BM25Retriever.from_passages(PASSAGES)
+    first = retriever.retrieve("Which film did Mara Velt direct?", 3)
+    searched: list[str] = []
+    monkeypatch.setattr(retriever, "_search",
+                        lambda query, k: searched.append(query) or [])  # type: ignore[func-returns-value]
+    again = retriever.retrieve("Which film did Mara Velt direct?", 3)
+    assert again == first and again is not first and searched == []
+    again.clear()  # a caller's list is its own
+    assert retriever.retrieve("Which film did Mara Velt direct?", 3) == first
+    assert retriever.retrieve("Which film did Mara Velt direct?", 2) == []  # k is part of the key
+    assert searched == ["Which film did Mara Velt direct?"]
+
+
 def test_unknown_engine_or_idf_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="unknown retrieval engine"):
         BM25Retriever(chunk_passages(PASSAGES), engine="nope")
