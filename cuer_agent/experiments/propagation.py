@@ -416,7 +416,9 @@ def run_propagation(dataset: Dataset, executor: Executor, run_dir: RunDir,
                 "rows": {RECORDS: len(rows), TRACES: len(traces),
                          DIAGNOSES: len(diagnoses)}}])
             progress.advance(bar)
-    if todo:  # a redone example was appended after later ones: back to data order
+    # A resumed run may have appended a redone example after later ones: back to data
+    # order (a fresh run appends in data order, and reading its files back is waste).
+    if todo and done:
         order = {ex.id: i for i, ex in enumerate(dataset.examples)}
         for name in (RECORDS, TRACES, DIAGNOSES):
             run_dir.sort_examples(name, order)
