@@ -88,14 +88,24 @@ class RunDir:
         if len(kept) != len(rows):
             self.rewrite(name, kept)
 
-    def sort_examples(self, name: str, order: dict[str, int]) -> None:
-        """Put the rows of `name` back in data order (stable within an example) when a
-        redone example was appended after later ones — the bytes of an uninterrupted run."""
-        rows = self.rows(name)
-        ranks = [order.get(example_of(r), len(order)) for r in rows]
-        if ranks != sorted(ranks):
-            self.rewrite(name, [r for _, r in sorted(zip(ranks, rows, strict=True),
-                                                      key=lambda pair: pair[0])])
+    def restore_data_order(self, names: Iterable[str], example_ids: list[str],
+                           kept: Iterable[str]) -> None:
+        """After an invocation appended the examples it ran (`example_ids`: the data
+        order; `kept`: the examples already complete when it started), put the rows of
+        `names` back in data order (stable within an example) if one of them went after
+        a kept later example — a redone example of a resumed run. That is decided from
+        the ids, so a fresh run, or one resumed where it stopped, is not read back."""
+        order = {ex: i for i, ex in enumerate(example_ids)}
+        kept = set(kept)
+        ran = [order[ex] for ex in example_ids if ex not in kept]
+        if not ran or all(order.get(ex, -1) < min(ran) for ex in kept):
+            return
+        for name in names:
+            rows = self.rows(name)
+            ranks = [order.get(example_of(r), len(order)) for r in rows]
+            if ranks != sorted(ranks):
+                self.rewrite(name, [r for _, r in sorted(zip(ranks, rows, strict=True),
+                                                          key=lambda pair: pair[0])])
 
     def write_summary(self, summary: dict[str, Any],
                       model: type[BaseModel] | None = None) -> None:

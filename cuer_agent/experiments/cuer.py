@@ -161,7 +161,7 @@ def run_cuer(dataset: Dataset, executor: Executor, run_dir: RunDir, config: Cuer
     expected = 1 + len(config.conditions())
     done = _complete_examples(run_dir, expected)
     todo = [ex for ex in dataset.examples if ex.id not in done]
-    resumed = bool(done)
+    kept = set(done)
     task = CuerTask(executor, config, retriever_for)
     with Progress(disable=not show_progress, transient=True) as progress:
         bar = progress.add_task("CUE-R", total=len(dataset.examples), completed=len(done))
@@ -171,12 +171,7 @@ def run_cuer(dataset: Dataset, executor: Executor, run_dir: RunDir, config: Cuer
             run_dir.append_rows(RECORDS, [r for _, r in rows])
             done.add(example_id)
             progress.advance(bar)
-    # A resumed run may have appended a redone example after later ones: back to data
-    # order (a fresh run appends in data order, and reading its files back is waste).
-    if todo and resumed:
-        order = {ex.id: i for i, ex in enumerate(dataset.examples)}
-        for name in (RECORDS, TRACES):
-            run_dir.sort_examples(name, order)
+    run_dir.restore_data_order((RECORDS, TRACES), [ex.id for ex in dataset.examples], kept)
     return done
 
 

@@ -416,12 +416,8 @@ def run_propagation(dataset: Dataset, executor: Executor, run_dir: RunDir,
                 "rows": {RECORDS: len(rows), TRACES: len(traces),
                          DIAGNOSES: len(diagnoses)}}])
             progress.advance(bar)
-    # A resumed run may have appended a redone example after later ones: back to data
-    # order (a fresh run appends in data order, and reading its files back is waste).
-    if todo and done:
-        order = {ex.id: i for i, ex in enumerate(dataset.examples)}
-        for name in (RECORDS, TRACES, DIAGNOSES):
-            run_dir.sort_examples(name, order)
+    run_dir.restore_data_order((RECORDS, TRACES, DIAGNOSES),
+                               [ex.id for ex in dataset.examples], done)
 
 
 def _complete(run_dir: RunDir) -> set[str]:

@@ -88,8 +88,7 @@ def run_dataset(dataset: Dataset, executor: Executor, run_dir: RunDir, *,
         for row in ordered_map(task, todo, parallel):
             run_dir.append(TRACES, row)
             progress.advance(bar)
-    if failed:  # a redone example was appended after later ones: back to data order
-        run_dir.sort_examples(TRACES, {ex.id: i for i, ex in enumerate(dataset.examples)})
+    run_dir.restore_data_order((TRACES,), [ex.id for ex in dataset.examples], done)
     rows = run_dir.rows(TRACES)
     summary = summarize(dataset, rows)
     summary["mode"] = executor.spec.mode
