@@ -83,6 +83,10 @@ class AgentSpec:
     """State keys the spec reads or writes (checked against the graph's state)."""
     budget_key: str = "hop_budget"
     """The state key holding the most hops the agent may take (it must honour it)."""
+    retries_key: str | None = None
+    """The state key holding how often the agent may retry one hop, if it retries: the
+    study's control run sets it to 0 (the same agent without its retries). None: the
+    agent does not retry, and the control is not run."""
     issues_query: Role = "plan"
     """The role of the node that sends the sub-query (asks the context's ``issue``): a
     query fault at hop h is injected by re-running that node of hop h, no earlier one."""
@@ -146,6 +150,12 @@ class AgentSpec:
 
     def budget(self, state: State) -> int:
         return int(state[self.budget_key])
+
+    def with_retries(self, state: State, retries: int) -> State:
+        """The state with at most `retries` retries per hop (`retries_key`)."""
+        if self.retries_key is None:
+            raise ValueError(f"agent {self.name!r} declares no retries_key")
+        return {**state, self.retries_key: retries}
 
 
 def hop_of_key(key: str) -> int | None:
@@ -233,7 +243,7 @@ def check_spec(graph: Any, spec: Any, where: str = "agent") -> None:
                           "plays")
     channels = {c for c in getattr(graph, "channels", {})
                 if not c.startswith(("__", "branch:"))}
-    for key in (*spec.keys, spec.budget_key):
+    for key in (*spec.keys, spec.budget_key, *([spec.retries_key] if spec.retries_key else [])):
         if key not in channels:
             raise ConfigError(f"{where}: state key {key!r} is not in the graph's state "
                               f"schema (keys: {', '.join(sorted(channels))})")

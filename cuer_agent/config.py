@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -37,6 +37,21 @@ class DataSection(_Section):
     gold_hops: tuple[int, ...] | None = None
     """Real data: keep only examples with these gold hop counts (e.g. [3] for 3-hop)."""
     seed: int = 0
+    redundancy: int | tuple[float, ...] | Literal["mix"] = "mix"
+    """Synthetic world: in how many passages each fact is stated — 1, 2 or 3, weights of
+    1, 2 and 3 passages (e.g. [0.5, 0.5]), or "mix" (equal weights). Recovery from a
+    withheld fact depends on it."""
+
+    @field_validator("redundancy", mode="before")
+    @classmethod
+    def _redundancy(cls, value: Any) -> Any:
+        if value == "mix":
+            return value
+        from cuer_agent.data.synthetic import check_redundancy
+        try:
+            return check_redundancy(value)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
 
 
 class BackendSection(_Section):

@@ -414,5 +414,11 @@ def identity(spec: AgentSpec, state: State) -> State:
     return state
 
 
+def without_retries(spec: AgentSpec, state: State) -> State:
+    """The same agent, never retrying a hop (the study's control)."""
+    return spec.with_retries(state, 0)
+
+
 __all__ = ["AgentConfig", "AgentState", "Executor", "RunResult", "build_trace", "force_answer",
-           "hop_of_key", "identity", "our_system", "replace_evidence", "replace_subquery"]
+           "hop_of_key", "identity", "our_system", "replace_evidence", "replace_subquery",
+           "without_retries"]

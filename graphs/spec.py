@@ -34,6 +34,7 @@ class OurAgentSpec(AgentSpec):
         "plan": ("plan", "plan"), "retrieve": ("retrieve", "retrieve"),
         "read": ("read", "read"), "answer": ("read", "read")})
     keys: tuple[str, ...] = _KEYS
+    retries_key: str | None = "retries_per_hop"
     shares_state: bool = True
     """Our nodes return new values and never edit what they read (`state.py`);
     tests/test_execution_reuse.py checks that no snapshot changes after it was taken."""
@@ -100,6 +101,6 @@ class OurAgentSpec(AgentSpec):
 
 AGENT_SPEC = OurAgentSpec()
 SINGLE_SHOT_SPEC = OurAgentSpec(
-    name="single-shot", mode="single_shot",
+    name="single-shot", mode="single_shot", retries_key=None,
     roles={"retrieve": ("retrieve",), "answer": ("answer",)},
     boundaries={"retrieve": ("retrieve", "retrieve")})

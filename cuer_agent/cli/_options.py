@@ -55,9 +55,13 @@ Retries = Annotated[int | None, typer.Option(
     "--retries", help="Retries per hop when VERIFY finds a hop unsupported (default 1; "
                       "0 = the agent never retries).")]
 FaultPersistence = Annotated[str | None, typer.Option(
-    "--fault-persistence", help="How long a fault holds: query (default: whenever its "
+    "--fault-persistence", help="How long an evidence fault holds: corpus (default: a state "
+                                "of the index for the rest of the run), query (whenever its "
                                 "sub-query is asked again), hop (every retrieval at the hop; "
                                 "unrecoverable by design) or once (a one-shot state edit).")]
+Redundancy = Annotated[str | None, typer.Option(
+    "--redundancy", help="Synthetic world: in how many passages each fact is stated: 1, 2, "
+                         "3, mix (default) or weights of 1, 2, 3 passages (0.5,0.5).")]
 ShowProgress = Annotated[bool, typer.Option(help="Show a progress bar.")]
 CachePath = Annotated[Path | None, typer.Option(
     help="Response cache (SQLite). Default: $CUER_CACHE or ~/.cache/cuer-agent/responses.sqlite")]

@@ -38,14 +38,15 @@ def given(ctx: typer.Context, name: str) -> Any:
 
 def study_sections(study: Any, *, dataset: str | None, path: Path | None, n: int | None,
                    seed: int | None, hops: int | None, retries: int | None,
-                   factory: str | None, k: int | None = None) -> tuple[Any, Any]:
+                   factory: str | None, k: int | None = None,
+                   redundancy: str | None = None) -> tuple[Any, Any]:
     """The [data] and [agent] sections with the flags given (not None) applied. The
     synthetic world's questions have as many hops as the agent's budget unless [data]
     hops says otherwise."""
     from cuer_agent.config import merged
 
     data = merged(study, "data", dataset=dataset, path=str(path) if path else None, n=n,
-                  seed=seed)
+                  seed=seed, redundancy=redundancy_flag(redundancy))
     agent = merged(study, "agent", hops=hops, retries_per_hop=retries, factory=factory, k=k)
     if data.dataset == "synthetic":
         data = data.model_copy(update={"hops": data.hops or agent.hops})
@@ -69,7 +70,8 @@ def open_study(engine: Any, data: Any, flags: ExecutionFlags,
     and the examples of [data], narrowed to `gold_hops` ("3,4") if given."""
     parallel = flags.parallelism(engine.name)
     skills = skill_client(engine, data.seed, flags.cache, flags.no_cache)
-    ds = load_study_data(data.dataset, data.path, data.n, data.hops, data.seed, gold_hops)
+    ds = load_study_data(data.dataset, data.path, data.n, data.hops, data.seed, gold_hops,
+                          data.redundancy)
     return OpenedStudy(parallel, skills, ds)
 
 
@@ -120,12 +122,24 @@ def replayed_engine(recorded: Any, timeout: float | None) -> Any:
     return recorded if timeout is None else recorded.model_copy(update={"timeout": timeout})
 
 
+def redundancy_flag(value: str | None) -> object:
+    """--redundancy as [data] redundancy takes it: "mix", an integer or weights."""
+    if value is None or value.strip() == "mix":
+        return None if value is None else "mix"
+    try:
+        parts = [float(p) for p in value.split(",")]
+    except ValueError:
+        raise CuerError(f"--redundancy must be 1, 2, 3, mix or weights like 0.5,0.5; "
+                        f"got {value!r}") from None
+    return int(parts[0]) if len(parts) == 1 and parts[0].is_integer() else parts
+
+
 def persistence(value: str | None) -> str:
     """--fault-persistence, checked before any work."""
     from cuer_agent.interventions.persistence import PERSISTENCES
 
     if value is None:
-        return "query"
+        return "corpus"
     if value not in PERSISTENCES:
         raise CuerError(f"--fault-persistence must be one of {', '.join(PERSISTENCES)}, "
                         f"got {value!r}")

@@ -22,6 +22,7 @@ from cuer_agent.cli._options import (
     FaultPersistence,
     ModelFlags,
     NoCache,
+    Redundancy,
     Retries,
     Timeout,
     names,
@@ -98,6 +99,7 @@ def evaluate_cmd(
     seed: Annotated[int | None, typer.Option(help="Seed (synthetic world, faults).")] = None,
     retries: Retries = None,
     fault_persistence: FaultPersistence = None,
+    redundancy: Redundancy = None,
     agent_ref: AgentRef = None,
     out: Annotated[Path | None, typer.Option(help="Run directory (default "
                                              "runs/evaluate-<dataset>-h<hops>).")] = None,
@@ -112,7 +114,8 @@ def evaluate_cmd(
 
     study = load_config(config)
     data, agent = study_sections(study, dataset=dataset, path=path, n=n, seed=seed,
-                                 hops=hops, retries=retries, factory=agent_ref)
+                                 hops=hops, retries=retries, factory=agent_ref,
+                                 redundancy=redundancy)
     if data.n is None:
         data = data.model_copy(update={"n": 100})
     check_agent(agent.factory)

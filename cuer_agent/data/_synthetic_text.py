@@ -40,8 +40,11 @@ NAME_REF_P = 0.75
 """Probability that a fact sentence names its subject (else surname/description/pronoun)."""
 UNCUED_FACT_P = 0.1
 """Probability that a fact is stated in an `UNCUED_FACTS` form."""
-SIBLING_FILLER_P = 0.35
-"""Probability that a passage names one of its family siblings."""
+SIBLING_FILLER_P = 0.3
+"""Probability that a paragraph names one of its family siblings."""
+PARAGRAPH_WEIGHTS: tuple[float, ...] = (0.3, 0.35, 0.25, 0.1)
+"""Weights of an article's drawn paragraph count 1, 2, 3, 4 (an article has at least as
+many paragraphs as its most redundant fact needs)."""
 
 # --- invented words -----------------------------------------------------------------
 # Syllables are onset + vowel + coda; the clusters and vowel pairs make words that read
@@ -337,30 +340,68 @@ def _sentence(template: str, ref: Ref, fields: dict[str, str]) -> str:
     return text[0].upper() + text[1:] if text[0].islower() else text
 
 
-def render_passage(dice: Dice, t: str, name: str, refs: tuple[Ref, ...], facts: list[Fact],
-                   siblings: list[str], detail: str) -> str:
-    """An intro, then one sentence per fact, one or two fillers and maybe a sibling mention,
-    in random order."""
+def place_facts(dice: Dice, redundancies: Sequence[int]) -> tuple[int, list[tuple[int, ...]]]:
+    """How an entity's article is laid out: its number of paragraphs (at least the largest
+    redundancy, otherwise drawn from `PARAGRAPH_WEIGHTS`) and, per fact, the `r` distinct
+    paragraphs that state it (uniformly among them)."""
+    drawn = 1 + weighted_index(dice, PARAGRAPH_WEIGHTS)
+    count = max(drawn, *redundancies) if redundancies else drawn
+    placement = []
+    for r in redundancies:
+        slots = list(range(count))
+        chosen = []
+        for _ in range(r):
+            chosen.append(slots.pop(dice.index(len(slots))))
+        placement.append(tuple(sorted(chosen)))
+    return count, placement
+
+
+def weighted_index(dice: Dice, weights: Sequence[float]) -> int:
+    """An index drawn with the given (normalised) weights."""
+    u, total = dice.random() * sum(weights), 0.0
+    for i, w in enumerate(weights):
+        total += w
+        if u < total:
+            return i
+    return len(weights) - 1
+
+
+def render_article(dice: Dice, t: str, name: str, refs: tuple[Ref, ...], facts: list[Fact],
+                   placement: list[tuple[int, ...]], count: int, siblings: list[str],
+                   detail: str) -> list[str]:
+    """The `count` paragraphs of an entity's article. Paragraph 0 opens with the intro;
+    every paragraph states the facts placed in it (`placement[i]` for `facts[i]`, each
+    sentence drawn on its own: subject reference, cued or uncued form), one or two
+    fillers (distinct within the article while the type has enough) and, now and then,
+    a sibling mention; the body of each paragraph is in random order."""
     name_ref: Ref = (name, possessive(name), name)
     fields = {"skind": TYPE_NOUN[t], "kind": "", "o": "", "sib": ""}
-    body = []
-    for rel, obj, kind in facts:
-        ref = name_ref if dice.chance(NAME_REF_P) else dice.pick(refs)
-        uncued = UNCUED_FACTS.get(rel, ())
-        forms = uncued if uncued and dice.chance(UNCUED_FACT_P) else FACTS[rel]
-        fields["o"], fields["kind"] = obj, kind
-        body.append(_sentence(dice.pick(forms), ref, fields))
     fillers = FILLERS[t]
-    chosen = [dice.index(len(fillers))]
-    if dice.chance(0.5):  # a second, different filler
-        chosen.append((chosen[0] + 1 + dice.index(len(fillers) - 1)) % len(fillers))
-    for i in chosen:
-        body.append(_sentence(fillers[i], name_ref if dice.chance(0.5) else dice.pick(refs),
-                              fields))
-    if siblings and dice.chance(SIBLING_FILLER_P):
-        fields["sib"] = dice.pick(siblings)
-        body.append(_sentence(dice.pick(SIBLING_FILLERS), dice.pick(refs), fields))
-    dice.shuffle(body)
-    intro = dice.pick(INTROS[t]).format(name=name, detail=detail,
-                                        a_detail=f"{article(detail)} {detail}")
-    return " ".join([intro, *body])
+    unused = list(range(len(fillers)))
+    paragraphs = []
+    for j in range(count):
+        body = []
+        for (rel, obj, kind), where in zip(facts, placement, strict=True):
+            if j not in where:
+                continue
+            ref = name_ref if dice.chance(NAME_REF_P) else dice.pick(refs)
+            uncued = UNCUED_FACTS.get(rel, ())
+            forms = uncued if uncued and dice.chance(UNCUED_FACT_P) else FACTS[rel]
+            fields["o"], fields["kind"] = obj, kind
+            body.append(_sentence(dice.pick(forms), ref, fields))
+        for _ in range(2 if dice.chance(0.5) else 1):
+            if not unused:
+                unused = list(range(len(fillers)))
+            i = unused.pop(dice.index(len(unused)))
+            body.append(_sentence(fillers[i], name_ref if dice.chance(0.5) else dice.pick(refs),
+                                  fields))
+        if siblings and dice.chance(SIBLING_FILLER_P):
+            fields["sib"] = dice.pick(siblings)
+            body.append(_sentence(dice.pick(SIBLING_FILLERS), dice.pick(refs), fields))
+        dice.shuffle(body)
+        if j == 0:
+            intro = dice.pick(INTROS[t]).format(name=name, detail=detail,
+                                                a_detail=f"{article(detail)} {detail}")
+            body.insert(0, intro)
+        paragraphs.append(" ".join(body))
+    return paragraphs

@@ -59,6 +59,33 @@ MIX: tuple[tuple[str, int, int], ...] = (
     ("comparison", 2, 3), ("yesno", 2, 3),
 )
 """The hops=None question mix: (qtype, hops, count per block of 20)."""
+MAX_FACTS = 3
+"""Facts per entity at most: its type's relations and its literal."""
+MAX_REDUNDANCY = 3
+Redundancy = int | tuple[float, ...]
+"""How many passages state each fact: a fixed number (1-3), or weights of 1, 2, 3."""
+REDUNDANCY_MIX: tuple[float, float, float] = (1 / 3, 1 / 3, 1 / 3)
+"""The default: each fact is stated in 1, 2 or 3 passages, equally often."""
+STALE_SCALES: tuple[float, ...] = (0.5, 0.7, 1.3, 1.5)
+"""A stale population is the true one scaled by one of these (paper-notes §B's factors)."""
+YEAR_SHIFTS: tuple[int, ...] = (2, 3, 4, 5)
+"""A stale year is the true one shifted by one of these, either way."""
+
+
+def check_redundancy(value: object) -> Redundancy:
+    """A valid redundancy (`Redundancy`), or `ConfigError` naming what is wrong."""
+    if isinstance(value, bool):
+        raise ConfigError(f"redundancy must be 1-{MAX_REDUNDANCY} or weights, got {value!r}")
+    if isinstance(value, int):
+        if not 1 <= value <= MAX_REDUNDANCY:
+            raise ConfigError(f"redundancy must be between 1 and {MAX_REDUNDANCY}, got {value}")
+        return value
+    if isinstance(value, (list, tuple)) and 0 < len(value) <= MAX_REDUNDANCY:
+        weights = tuple(float(w) for w in value)
+        if all(w >= 0 for w in weights) and sum(weights) > 0:
+            return weights
+    raise ConfigError(f"redundancy must be 1-{MAX_REDUNDANCY} or up to {MAX_REDUNDANCY} "
+                      f"non-negative weights of 1, 2, 3 passages, got {value!r}")
 
 
 # --- seeding -----------------------------------------------------------------------------
@@ -83,7 +110,15 @@ class World:
     size: int
     graph: nx.MultiDiGraph
     passages: list[Passage]
-    """`passages[e]` is entity `e`'s passage (`index == e`, `title == name`)."""
+    """Every paragraph of every article: entity `e`'s are `passages[start[e]:start[e + 1]]`
+    (`title` = its name, `index` = paragraph number)."""
+    start: np.ndarray
+    fact_mask: np.ndarray
+    """`fact_mask[e, slot]`: bit p is set when paragraph p of e's article states the fact
+    in `slot` (`fact_slot`)."""
+    redundancy: Redundancy
+    details: list[str]
+    """Each entity's intro detail ("film director", "drama")."""
     names: list[str]
     types: list[str]
     by_type: dict[str, np.ndarray]
@@ -94,7 +129,98 @@ class World:
 
     def __repr__(self) -> str:
         return (f"World(seed={self.seed}, size={self.size}, "
-                f"edges={self.graph.number_of_edges()})")
+                f"edges={self.graph.number_of_edges()}, passages={len(self.passages)})")
+
+    def article(self, entity: int) -> list[Passage]:
+        """The paragraphs of an entity's article, in order."""
+        return self.passages[int(self.start[entity]):int(self.start[entity + 1])]
+
+    def fact_slot(self, entity: int, relation: str) -> int:
+        """Where a fact of the entity is kept: its type's relations in order, then its
+        literal (KeyError for a relation the type lacks)."""
+        t = self.types[entity]
+        rels = [rel for rel, _ in ENTITY_RELATIONS[t]] + [LITERALS[t]]
+        if relation not in rels:
+            raise KeyError(f"{self.names[entity]!r} has no relation {relation!r}")
+        return rels.index(relation)
+
+    def fact_passages(self, entity: int, relation: str) -> list[Passage]:
+        """The paragraphs that state the fact (as many as its redundancy)."""
+        mask = int(self.fact_mask[entity, self.fact_slot(entity, relation)])
+        return [p for p in self.article(entity) if mask >> p.index & 1]
+
+    def redundancy_of(self, entity: int, relation: str) -> int:
+        """In how many passages the fact is stated."""
+        return len(self.fact_passages(entity, relation))
+
+    def alternatives(self, name: str) -> list[str]:
+        """Other names of the same type, family siblings first, then the rest in entity
+        order (empty for a string that names no entity): what the world could have said
+        in a name's place."""
+        entity = self._by_name.get(name)
+        if entity is None:
+            return []
+        siblings = self.siblings(entity)
+        rest = [int(e) for e in self.by_type[self.types[entity]].tolist()
+                if e != entity and e not in siblings]
+        return [self.names[e] for e in (*siblings, *sorted(rest))]
+
+    def counterfactual_value(self, entity: int, relation: str, kind: str,
+                             rng: np.random.Generator) -> str:
+        """Another value of the fact, as the world would state it. `conflicting`: the value
+        a family sibling has for the relation (the confusion a real corpus holds), else any
+        other; `stale`: a year shifted by 2-5, a population scaled (`STALE_SCALES`), or
+        another entity of the object's type."""
+        true = self.answer(entity, relation)
+        literal = relation == LITERALS[self.types[entity]]
+        if kind == "conflicting":
+            values = [self.answer(s, relation) for s in self.siblings(entity)]
+            values = sorted({v for v in values if v != true})
+            if values:
+                return values[int(rng.integers(len(values)))]
+        if literal:
+            value = int(self.graph.nodes[entity][relation])
+            if relation == "population":
+                unit = 1000 if self.types[entity] == "country" else 10
+                scale = STALE_SCALES[int(rng.integers(len(STALE_SCALES)))]
+                new = max(unit, int(value * scale) // unit * unit)
+            else:
+                shift = YEAR_SHIFTS[int(rng.integers(len(YEAR_SHIFTS)))]
+                later = rng.random() >= 0.5 and value + shift <= LAST_YEAR
+                new = value + shift if later else value - shift
+            return _format_literal(relation, new)
+        obj_type = self.types[self.target(entity, relation)]
+        pool = [int(e) for e in self.by_type[obj_type].tolist() if self.names[e] != true]
+        return self.names[pool[int(rng.integers(len(pool)))]]
+
+    def counterfactual_paragraph(self, entity: int, relation: str, value: str,
+                                 *seed_parts: object) -> Passage:
+        """A paragraph of the entity's article as the world's own generator writes it when
+        the fact says `value`: the article is drawn afresh (paragraph count, where each
+        fact is stated, sentence forms, fillers) and one of its later paragraphs stating
+        the fact is taken (the intro paragraph only if no draw of 16 has another). Its
+        `index` is the article's next paragraph number, as a new paragraph would get."""
+        dice = txt.Dice(_seed_int("counterfactual", self.seed, self.size, entity, relation,
+                                  value, *seed_parts))
+        t, name = self.types[entity], self.names[entity]
+        slot = self.fact_slot(entity, relation)
+        facts: list[txt.Fact] = []
+        for rel, obj_type in ENTITY_RELATIONS[t]:
+            facts.append((rel, self.answer(entity, rel), txt.TYPE_NOUN[obj_type]))
+        facts.append((LITERALS[t], self.answer(entity, LITERALS[t]), ""))
+        facts[slot] = (relation, value, facts[slot][2])
+        siblings = [self.names[m] for m in self.siblings(entity)]
+        refs = txt.other_refs(t, self.stem(entity), dice)
+        for _ in range(16):
+            count, placement = txt.place_facts(
+                dice, _redundancies(dice, self.redundancy, len(facts)))
+            later = [p for p in placement[slot] if p > 0]
+            if later:
+                break
+        paragraphs = txt.render_article(dice, t, name, refs, facts, placement, count, siblings,
+                                        self.details[entity])
+        chosen = later[dice.index(len(later))] if later else placement[slot][0]
+        return Passage(title=name, text=paragraphs[chosen], index=len(self.article(entity)))
 
     def id_of(self, name: str) -> int:
         """Entity number of a name (KeyError if the world has no such entity)."""
@@ -134,12 +260,15 @@ def _format_literal(relation: str, value: int) -> str:
     return f"{value:,}" if relation == "population" else str(value)
 
 
-def build_world(seed: int = 0, size: int = 2000) -> World:
-    """Build the seeded world of `size` entities (= passages). Deterministic in (seed, size)."""
+def build_world(seed: int = 0, size: int = 2000,
+                redundancy: Redundancy = REDUNDANCY_MIX) -> World:
+    """Build the seeded world of `size` entities (one article of 1-4 paragraphs each).
+    Deterministic in (seed, size, redundancy)."""
     if size < MIN_SIZE:
         raise ConfigError(f"synthetic world size must be at least {MIN_SIZE}, got {size}")
+    redundancy = check_redundancy(redundancy)
     with gc_paused():
-        return _build_world(seed, size)
+        return _build_world(seed, size, redundancy)
 
 
 @contextmanager
@@ -156,7 +285,7 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _build_world(seed: int, size: int) -> World:
+def _build_world(seed: int, size: int, redundancy: Redundancy) -> World:
     rng = seeded_rng("world", seed, size)
     by_type, fam_local = _layout(rng, size)
     type_of = [""] * size
@@ -169,13 +298,14 @@ def _build_world(seed: int, size: int) -> World:
     targets = _relation_targets(rng, by_type, fam_local)
     values = _literal_values(rng, by_type, targets, size)
     graph = _graph(seed, size, names, type_of, family_of, stems, by_type, targets, values)
-    texts = _render_passages(seed, size, by_type, families, family_of, names, stems, targets,
-                             values)
-    passages = [Passage(title=names[e], text=texts[e], index=e) for e in range(size)]
+    articles = _render_passages(seed, size, by_type, families, family_of, names, stems,
+                                targets, values, redundancy)
     by_name = {name: e for e, name in enumerate(names)}
     if len(by_name) != size:  # unique by construction; a cheap guard against regressions
         raise AssertionError("synthetic entity names are not unique")
-    return World(seed=seed, size=size, graph=graph, passages=passages, names=names,
+    return World(seed=seed, size=size, graph=graph, passages=articles.passages,
+                 start=articles.start, fact_mask=articles.fact_mask, redundancy=redundancy,
+                 details=articles.details, names=names,
                  types=type_of, by_type=by_type, families=families, family_of=family_of,
                  _by_name=by_name)
 
@@ -386,14 +516,32 @@ def _person_details(targets: Targets) -> dict[int, str]:
             for p, roles in details.items()}
 
 
+@dataclass(frozen=True)
+class _Articles:
+    passages: list[Passage]
+    start: np.ndarray
+    fact_mask: np.ndarray
+    details: list[str]
+
+
+def _redundancies(dice: txt.Dice, redundancy: Redundancy, n: int) -> list[int]:
+    if isinstance(redundancy, int):
+        return [redundancy] * n
+    return [1 + txt.weighted_index(dice, redundancy) for _ in range(n)]
+
+
 def _render_passages(seed: int, size: int, by_type: dict[str, np.ndarray],
                      families: list[tuple[int, ...]], family_of: np.ndarray, names: list[str],
-                     stems: list[str], targets: Targets, values: np.ndarray) -> list[str]:
-    """Every entity's passage text, drawn in a fixed order from one seeded generator."""
+                     stems: list[str], targets: Targets, values: np.ndarray,
+                     redundancy: Redundancy) -> _Articles:
+    """Every entity's article (one passage per paragraph, `index` = paragraph number),
+    drawn in a fixed order from one seeded generator, and where each fact is stated."""
     dice = txt.Dice(_seed_int("text", seed, size))
     person_details = _person_details(targets)
     fam, vals = family_of.tolist(), values.tolist()
-    texts = [""] * size
+    paragraphs: list[list[str]] = [[] for _ in range(size)]
+    fact_mask = np.zeros((size, MAX_FACTS), dtype=np.uint8)
+    details = [""] * size
     for t in TYPES:
         rels = [(rel, txt.TYPE_NOUN[obj_type], targets[t, rel].tolist())
                 for rel, obj_type in ENTITY_RELATIONS[t]]
@@ -403,6 +551,16 @@ def _render_passages(seed: int, size: int, by_type: dict[str, np.ndarray],
             facts.append((lit, _format_literal(lit, vals[e]), ""))
             siblings = [names[m] for m in families[fam[e]] if m != e]
             detail = person_details.get(e) or dice.pick(txt.INTRO_DETAILS[t])
+            details[e] = detail
             refs = txt.other_refs(t, stems[fam[e]], dice)
-            texts[e] = txt.render_passage(dice, t, names[e], refs, facts, siblings, detail)
-    return texts
+            rs = _redundancies(dice, redundancy, len(facts))
+            count, placement = txt.place_facts(dice, rs)
+            paragraphs[e] = txt.render_article(dice, t, names[e], refs, facts, placement, count,
+                                               siblings, detail)
+            for slot, where in enumerate(placement):
+                fact_mask[e, slot] = sum(1 << p for p in where)
+    start = np.zeros(size + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in paragraphs], out=start[1:])
+    passages = [Passage(title=names[e], text=text, index=i)
+                for e in range(size) for i, text in enumerate(paragraphs[e])]
+    return _Articles(passages, start, fact_mask, details)

@@ -60,18 +60,24 @@ two-core machine; the default size builds in 0.2 s.
 
 from __future__ import annotations
 
+import functools
+
 from cuer_agent.data._example import Dataset
 from cuer_agent.data._synthetic_questions import make_questions
 from cuer_agent.data._synthetic_world import (
     ENTITY_RELATIONS,
     LITERALS,
+    REDUNDANCY_MIX,
     TYPES,
+    Redundancy,
     World,
     build_world,
+    check_redundancy,
 )
 
-__all__ = ["ENTITY_RELATIONS", "LITERALS", "TYPES", "World", "build_world", "default_size",
-           "load_synthetic", "make_questions"]
+__all__ = ["ENTITY_RELATIONS", "LITERALS", "REDUNDANCY_MIX", "TYPES", "Redundancy", "World",
+           "build_world", "check_redundancy", "default_size", "load_synthetic",
+           "make_questions", "redundancy_label", "world_of"]
 
 
 def default_size(n: int) -> int:
@@ -80,12 +86,35 @@ def default_size(n: int) -> int:
     return max(2000, 10 * n)
 
 
+def redundancy_label(redundancy: Redundancy) -> str:
+    """How a redundancy reads in a source string: "2", "mix", or its weights."""
+    if isinstance(redundancy, int):
+        return str(redundancy)
+    if tuple(redundancy) == REDUNDANCY_MIX:
+        return "mix"
+    return "/".join(f"{w:g}" for w in redundancy)
+
+
+@functools.lru_cache(maxsize=4)
+def world_of(seed: int, size: int, redundancy: Redundancy = REDUNDANCY_MIX) -> World:
+    """The world of (seed, size, redundancy), built once per process: the loader and the
+    faults (`cuer_agent.interventions.facts`) read the same one."""
+    return build_world(seed=seed, size=size, redundancy=redundancy)
+
+
 def load_synthetic(n: int = 200, *, hops: int | None = None, seed: int = 0,
-                   size: int | None = None) -> Dataset:
-    """The synthetic data set: `n` questions over a world of `size` passages (the corpus)."""
+                   size: int | None = None,
+                   redundancy: Redundancy | str | None = None) -> Dataset:
+    """The synthetic data set: `n` questions over a world of `size` entities; its corpus
+    is every paragraph of their articles. `redundancy`: in how many passages each fact
+    is stated (1-3, weights of 1, 2, 3, or "mix" = the default)."""
     size = default_size(n) if size is None else size
-    world = build_world(seed=seed, size=size)
+    redundancy = (REDUNDANCY_MIX if redundancy in (None, "mix")
+                  else check_redundancy(redundancy))
+    world = world_of(seed, size, redundancy)
     examples = make_questions(world, n, hops=hops, seed=seed)
+    label = redundancy_label(redundancy)
     return Dataset(name="synthetic", examples=examples, corpus=world.passages,
-                   source=f"synthetic:seed={seed},size={size},hops={hops}",
-                   info={"seed": seed, "size": size, "hops": hops, "n": n})
+                   source=f"synthetic:seed={seed},size={size},hops={hops},redundancy={label}",
+                   info={"seed": seed, "size": size, "hops": hops, "n": n,
+                         "redundancy": redundancy})

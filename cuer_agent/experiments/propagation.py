@@ -10,11 +10,21 @@ retrying the hop differently, or not. The per-hop CUE-R operators (REMOVE / REPL
 DUPLICATE on hop h's target) run the same way, keyed to hop h's sub-query. Every
 counterfactual is stored with its intervention record, which carries the persistence.
 
-An injection is **effective** when hop h's observable state changed: its first attempt
-selected an injected item, or found something else than the clean run's (or hop h never
-ran). Recovery is reported over every injection and over the effective ones. A fork
-that ended in a request error or a parse failure (`status`, stored on its record row) is
-neither recovered nor failed: it is counted apart and never diagnosed.
+A retrieval fault is by default a state of the corpus from hop h on
+(`fault_persistence = "corpus"`: passages withheld, added or edited in the index), so a
+retry, a later hop or a probe searches the same changed world. Each record says the
+faulted fact's redundancy (in how many passages the world states it) and the hop at
+which a faulted item first changed what the agent saw (`first_hit`; the label stays h).
+
+An injection is **effective** when hop h's first attempt found something else than the
+clean run's, or selected other items (or hop h never ran). Recovery is reported over
+every injection and over the effective ones, next to the **control**: the same
+injection with the agent's retries switched off (`retries_control`; for an agent that
+does not retry, or a fork that never retried, the control is the run itself). VERIFY's
+verdict on hop h's faulted first attempt (`verify_fired`) gives its detection rate; its
+verdicts on the clean runs' hops give its false-alarm rate. A fork that ended in a
+request error or a parse failure (`status`, stored on its record row) is neither
+recovered nor failed: it is counted apart and never diagnosed.
 
 Correctness here is the propagation study's: normalised EM, or token recall of the
 gold answer in the prediction >= 0.8.
@@ -40,6 +50,7 @@ from cuer_agent.execution import (
     identity,
     replace_evidence,
     replace_subquery,
+    without_retries,
 )
 from cuer_agent.experiments.tampering_outcomes import query_contaminated, tampering_outcome
 from cuer_agent.interventions import (
@@ -52,10 +63,13 @@ from cuer_agent.interventions import (
     get_condition,
     get_fault,
 )
+from cuer_agent.interventions.facts import FactSource, PoolFacts, fact_source
+from cuer_agent.interventions.misleading_faults import RENAMED
 from cuer_agent.interventions.persistence import (
     Persistence,
     edit_condition,
     fault_condition,
+    held_as,
 )
 from cuer_agent.llm.cache import Ledger
 from cuer_agent.metrics import recall_correct
@@ -69,7 +83,7 @@ from cuer_agent.metrics.utility import (
 from cuer_agent.parallel import Parallelism, fan_out, ordered_map
 from cuer_agent.retrieval import BM25Retriever
 from cuer_agent.runs import RunDir, example_of, request_failed
-from cuer_agent.trace import HopAttempt, Trace
+from cuer_agent.trace import HopAttempt, Trace, attempt_failed
 
 TRACES, RECORDS, DIAGNOSES = "traces.jsonl", "records.jsonl", "diagnoses.jsonl"
 OnFailed = Callable[[Example, Any, int, RunResult], list[dict[str, Any]]]
@@ -78,8 +92,9 @@ and with (example, None, 0, clean run) for each clean, correct, unfaulted run, t
 rate a diagnoser should name no hop on; returns diagnosis rows (the evaluate command
 diagnoses there, while the run is live). A run that ended in a request error or a parse
 failure is never diagnosed."""
-DEFAULT_FAULTS = ("empty_retrieval", "irrelevant_evidence", "query_drift", "false_premise",
-                  "stale_evidence", "early_termination", "content_tampering")
+DEFAULT_FAULTS = ("empty_retrieval", "irrelevant_evidence", "query_drift",
+                  "conflicting_evidence", "stale_evidence", "early_termination",
+                  "content_tampering")
 HOP_OPERATORS = ("remove", "replace", "duplicate")
 
 
@@ -87,10 +102,15 @@ class PropagationConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     faults: tuple[str, ...] = DEFAULT_FAULTS
-    fault_persistence: Persistence = "query"
-    """How long a fault holds: `query` (whenever the faulted sub-query is asked again),
-    `hop` (every retrieval at the hop: unrecoverable by design), `once` (a one-shot
-    snapshot edit). See `cuer_agent.interventions.persistence`."""
+    fault_persistence: Persistence = "corpus"
+    """How long a fault holds: `corpus` (a retrieval fault is a state of the index from
+    hop h on; query drift and early termination as under `query`), `query` (whenever the
+    faulted sub-query is asked again), `hop` (every retrieval at the hop: unrecoverable
+    by design), `once` (a one-shot snapshot edit). See
+    `cuer_agent.interventions.persistence`."""
+    retries_control: bool = True
+    """Run every injection a second time with the agent's retries off: the control that
+    says what the retry did for recovery (only where the fork retried)."""
     hop_operators: bool = True
     """Also run REMOVE / REPLACE / DUPLICATE on each hop's target."""
     strict: bool = True
@@ -107,7 +127,9 @@ class PropagationConfig(BaseModel):
     @classmethod
     def _registered(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         """Every fault is registered (a built-in or an entry point): a config file or
-        flag naming another fails here, naming its key, before any work."""
+        flag naming another fails here, naming its key, before any work. A renamed
+        fault's old name (`false_premise`) means its new one."""
+        value = tuple(dict.fromkeys(RENAMED.get(name, name) for name in value))
         for name in value:
             try:
                 get_fault(name)
@@ -150,11 +172,13 @@ class _Injector:
     """Per-example context shared by every fault and hop of that example."""
 
     def __init__(self, example: Example, base: RunResult, retriever: BM25Retriever,
-                 distractors: list[str], config: PropagationConfig) -> None:
+                 distractors: list[str], config: PropagationConfig,
+                 facts: FactSource | None = None) -> None:
         self.example, self.base, self.config = example, base, config
         self.retriever = retriever
         self.corpus = [CorpusItem(c.id, c.title, c.text) for c in retriever.chunks]
         self.distractors = distractors
+        self.facts = facts if facts is not None else PoolFacts()
 
     def fault_input(self, hop: int, k: int) -> FaultInput:
         """What a fault at hop `hop` meets: the clean run's *first attempt* at that hop."""
@@ -174,7 +198,8 @@ class _Injector:
             distractor_answers=self.distractors, score=retriever.score_text, search=search,
             known_ids=retriever.ids, max_paragraph=retriever.max_paragraph, k=k,
             finding=record.finding if record else "",
-            selected=record.selected if record else ())
+            selected=record.selected if record else (),
+            fact=self.facts.fact(self.example, hop), facts=self.facts)
 
 
 def first_attempt(trace: Trace, hop: int) -> HopAttempt | None:
@@ -190,7 +215,8 @@ def inject(executor: Executor, base: RunResult, spec: FaultSpec, inp: FaultInput
     drift and early termination after hop h−1 (its own plan does) — query drift after
     hop h's plan for an agent whose tool sends the sub-query (`AgentSpec.issues_query`).
     Under `once`, the snapshot at the fault's boundary is edited and nothing holds
-    afterwards."""
+    afterwards. Under `corpus`, a retrieval fault changes the index from hop h on and
+    forks after hop h's plan, as under `query`."""
     hop = inp.hop
     if persistence == "once":
         if spec.boundary == "retrieve":
@@ -213,29 +239,59 @@ def retried(trace: Trace, hop: int) -> bool:
     return hop <= len(trace.hops) and bool(trace.hops[hop - 1].attempts)
 
 
-def effective(fork: Trace, clean: Trace, hop: int, injected: tuple[str, ...] = ()) -> bool:
-    """Did the injection change hop h's observable state: its first attempt selected an
-    injected item, or found something else than the clean run's (or hop h never ran)?"""
+def effective(fork: Trace, clean: Trace, hop: int) -> bool:
+    """Did the injection change hop h's first attempt: another finding, or another
+    selected set, than the clean run's (or hop h never ran)?"""
     after, before = first_attempt(fork, hop), first_attempt(clean, hop)
     if after is None or before is None:
         return True
-    return after.finding != before.finding or bool(set(injected) & set(after.selected))
+    return after.finding != before.finding or set(after.selected) != set(before.selected)
+
+
+def verify_fired(trace: Trace, hop: int) -> bool:
+    """Did VERIFY find hop h's first attempt unsupported (or did it select nothing)?"""
+    attempt = first_attempt(trace, hop)
+    return attempt is not None and attempt_failed(attempt.support, attempt.selected)
+
+
+def first_hit(fork: Trace, hop: int, retriever: BM25Retriever, k: int,
+              boundary: str) -> int | None:
+    """The first hop (>= h) at which the fault changed what the agent saw: for a
+    retrieval fault, the first attempt whose evidence differs from what the clean
+    retriever returns for the same sub-query; for a fault of the agent's own action
+    (its sub-query, its stop), hop h itself. None: the fault never reached the agent."""
+    if boundary != "retrieve":
+        return hop
+    for record in fork.hops[hop - 1:]:
+        for attempt in (*record.attempts, record):
+            clean = [(ev.id, ev.text) for ev in retriever.retrieve(attempt.subquery, k)]
+            if [(ev.id, ev.text) for ev in attempt.retrieved] != clean:
+                return record.hop
+    return None
+
+
+def retried_after(trace: Trace, hop: int) -> bool:
+    """Did the agent retry any hop from h on?"""
+    return any(record.attempts for record in trace.hops[hop - 1:])
 
 
 def example_rows(example: Example, executor: Executor, retriever: BM25Retriever,
                  distractors: list[str], config: PropagationConfig,
-                 on_failed: OnFailed | None = None) -> list[dict[str, Any]]:
+                 on_failed: OnFailed | None = None,
+                 facts: FactSource | None = None) -> list[dict[str, Any]]:
     """Every row of one example: the clean run, then each fault × hop, then hop operators.
     A row is {"record", "trace" (None if skipped), "metrics", ...}."""
     base = executor.run(example, retriever)
     clean = base.trace
     clean_metrics = run_metrics(clean, clean, example, config)
-    clean_extra: dict[str, Any] = {}
+    # VERIFY's verdict on each clean hop's first attempt: its false alarms.
+    clean_extra: dict[str, Any] = {"verify": [verify_fired(clean, h.hop) for h in clean.hops]}
     if on_failed is not None and clean.status == "ok" and clean_metrics["correct"]:
         clean_extra["diagnoses"] = on_failed(example, None, 0, base)
     rows = [_row(example, "clean", 0, "", base, clean_metrics, clean_extra)]
-    injector = _Injector(example, base, retriever, distractors, config)
+    injector = _Injector(example, base, retriever, distractors, config, facts)
     budget = executor.config.hop_budget
+    k = executor.config.k
 
     def fault_row(cell: tuple[str, int]) -> dict[str, Any]:
         name, hop = cell
@@ -243,19 +299,25 @@ def example_rows(example: Example, executor: Executor, retriever: BM25Retriever,
         why = _ineligible(clean, clean_metrics, hop, config)
         if why:
             return _skipped(example, name, hop, why)
-        inp = injector.fault_input(hop, executor.config.k)
+        inp = injector.fault_input(hop, k)
         outcome = spec.apply(inp)
-        persisted = {"persistence": config.fault_persistence}
+        held = held_as(spec, config.fault_persistence, outcome)
         record = outcome.record.model_copy(update={
-            "params": {**outcome.record.params, **persisted}}).model_dump(mode="json")
+            "params": {**outcome.record.params, "persistence": held}}).model_dump(mode="json")
         if not outcome.applied:
             return {"record": record, "trace": None, "metrics": None}
-        fork = inject(executor, base, spec, inp, outcome, config.fault_persistence)
+        fork = inject(executor, base, spec, inp, outcome, held)
         metrics = run_metrics(fork.trace, clean, example, config)
         metrics["prefix_calls"] = float(prefix_skill_calls(fork, hop))
-        metrics["effective"] = float(effective(fork.trace, clean, hop,
-                                               tuple(outcome.record.new_ids)))
+        metrics["effective"] = float(effective(fork.trace, clean, hop))
         metrics["retried"] = float(retried(fork.trace, hop))
+        metrics["verify_fired"] = float(verify_fired(fork.trace, hop))
+        hit = first_hit(fork.trace, hop, retriever, k, spec.boundary)
+        metrics["first_hit"] = float(hit) if hit is not None else -1.0
+        control = _control(executor, base, spec, inp, outcome, held, fork, config)
+        if control is not None:
+            metrics["control_correct"] = float(recall_correct(
+                control.trace.answer, example.gold_answers, threshold=config.recall_threshold))
         extra: dict[str, Any] = {}
         if outcome.record.certificate:
             extra["tampering"] = tampering_outcome(
@@ -273,6 +335,28 @@ def example_rows(example: Example, executor: Executor, retriever: BM25Retriever,
     if config.hop_operators:
         rows += _operator_rows(example, executor, base, retriever, clean_metrics, config)
     return rows
+
+
+def _control(executor: Executor, base: RunResult, spec: FaultSpec, inp: FaultInput,
+             outcome: FaultOutcome, held: Persistence, fork: RunResult,
+             config: PropagationConfig) -> RunResult | None:
+    """The same injection with the agent's retries off, or None when there is none to
+    run: the control is off, the agent does not retry, or the fault forces the stop.
+    A fork that never retried from hop h on makes the same decisions without retries:
+    with repeatable skills it is its own control."""
+    if (not config.retries_control or executor.spec.retries_key is None
+            or executor.config.retries_per_hop == 0 or spec.boundary == "read"):
+        return None
+    if executor.skills.repeatable and fork.trace.status == "ok" and not retried_after(
+            fork.trace, inp.hop):
+        return fork
+    if held == "once":
+        return None
+    condition = fault_condition(spec, inp, held, outcome)
+    first = (inp.hop, "plan") if (spec.boundary == "retrieve" or (
+        spec.boundary == "plan" and executor.spec.issues_query == "retrieve")) else (
+        inp.hop - 1, "read")
+    return executor.fork(base, first[0], first[1], without_retries, condition=condition)
 
 
 def _operator_rows(example: Example, executor: Executor, base: RunResult,
@@ -293,10 +377,10 @@ def _operator_rows(example: Example, executor: Executor, base: RunResult,
             assert record is not None  # eligible: the clean run reached hop h
             gold = example.hops[hop - 1].support_title if hop <= len(example.hops) else None
             inp = ConditionInput(
-                example_id=example.id, question=example.question,
+                example_id=example.id, question=record.subquery,
                 evidence=[ev.model_dump(mode="json") for ev in record.retrieved],
                 used_ids=record.selected, gold_titles={gold} if gold else set(), pool=pool,
-                seed=config.seed, hop=hop)
+                seed=config.seed, hop=hop, score=retriever.score_text)
             edited, rec = get_condition(name)(inp, condition)
             rec = rec.model_copy(update={"record_id": f"{example.id}/{condition}@{hop}",
                                          "params": {**rec.params, "persistence": persistence}})
@@ -374,6 +458,7 @@ class PropagationTask:
     retriever_for: Callable[[Example], BM25Retriever]
     answers: tuple[tuple[str, str], ...]
     on_failed: OnFailed | None = None
+    facts: FactSource | None = None
 
     @property
     def ledger(self) -> Ledger:
@@ -382,7 +467,7 @@ class PropagationTask:
     def __call__(self, example: Example) -> tuple[str, list[dict[str, Any]]]:
         distractors = pick_distractors(self.answers, example.id, self.config.distractor_pool)
         return example.id, example_rows(example, self.executor, self.retriever_for(example),
-                                        distractors, self.config, self.on_failed)
+                                        distractors, self.config, self.on_failed, self.facts)
 
 
 def run_propagation(dataset: Dataset, executor: Executor, run_dir: RunDir,
@@ -395,7 +480,8 @@ def run_propagation(dataset: Dataset, executor: Executor, run_dir: RunDir,
     dropped and redone, so no row is duplicated or lost."""
     done = _complete(run_dir)
     todo = [ex for ex in dataset.examples if ex.id not in done]
-    task = PropagationTask(executor, config, retriever_for, answer_pool(dataset), on_failed)
+    task = PropagationTask(executor, config, retriever_for, answer_pool(dataset), on_failed,
+                           fact_source(dataset))
     with Progress(disable=not show_progress, transient=True) as progress:
         bar = progress.add_task("propagation", total=len(dataset.examples),
                                 completed=len(done))

@@ -100,7 +100,8 @@ def _same_record(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 def _dataset(data: RecordedData) -> Any:
     gold_hops = ",".join(map(str, data.gold_hops)) if data.gold_hops else None
-    return load_study_data(data.dataset, data.path, data.n, data.hops, data.seed, gold_hops)
+    return load_study_data(data.dataset, data.path, data.n, data.hops, data.seed, gold_hops,
+                          data.redundancy)
 
 
 def _meta(config: CuerRunConfig | PropagateRunConfig, skills: SkillClient) -> dict[str, Any]:

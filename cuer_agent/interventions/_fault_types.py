@@ -1,14 +1,17 @@
 """Faults at hop h: the input a fault sees, what it returns, and the registry.
 
 A fault is a pure function `(FaultInput) -> FaultOutcome`. It never runs the agent and
-never modifies the corpus: it returns what hop h meets at its boundary — for the
-sub-query and the evidence hop h's first attempt had in the clean run. The study makes
-that a *condition of the tools* (`cuer_agent.interventions.persistence`: the fault is
-re-applied to whatever sub-query it holds for) and lets the same agent re-execute the
-suffix; with persistence `once` the outcome is a one-shot edit of the saved state.
+never modifies anything it is given: it returns what hop h meets at its boundary — for
+the sub-query and the evidence hop h's first attempt had in the clean run — and, for a
+retrieval fault, the change of the corpus that produces it (`FaultOutcome.corpus`, a
+`cuer_agent.interventions.corpus.CorpusEdit`). The study makes that a state of the world
+the agent searches (persistence `corpus`, the default), or a condition of the tools keyed
+to the sub-query or the hop (`cuer_agent.interventions.persistence`), and lets the same
+agent re-execute the suffix; with persistence `once` the outcome is a one-shot edit of
+the saved state.
 
 * boundary `retrieve`: edits hop h's evidence (`FaultOutcome.evidence`) — empty,
-  irrelevant, false premise, stale evidence, content tampering;
+  irrelevant, conflicting and stale evidence, content tampering;
 * boundary `plan`: edits hop h's sub-query (`FaultOutcome.subquery`), then retrieval
   runs on it — query drift;
 * boundary `read` (of hop h−1): only the decision, answer now
@@ -25,6 +28,8 @@ from typing import Any, Literal
 
 from cuer_agent._registry import Registry
 from cuer_agent.interventions._record import InterventionRecord
+from cuer_agent.interventions.corpus import CorpusEdit
+from cuer_agent.interventions.facts import Fact, FactSource
 
 Evidence = dict[str, Any]
 Stage = Literal["retrieval", "tool", "answer"]
@@ -76,14 +81,21 @@ class FaultInput:
     """Hop h's finding in the clean run (observable): the fact the hop used."""
     selected: Sequence[str] = ()
     """Ids hop h selected in the clean run (observable)."""
+    fact: Fact | None = None
+    """Hop h's gold fact (hidden label): the passages that state it."""
+    facts: FactSource | None = None
+    """How the data set's world writes a fact otherwise (counterfactual passages)."""
 
 
 @dataclass(frozen=True)
 class FaultOutcome:
     record: InterventionRecord
     evidence: list[Evidence] | None = None
+    """Hop h's evidence under the fault (for the sub-query it was computed for)."""
     subquery: str | None = None
     force_answer: bool = False
+    corpus: CorpusEdit | None = None
+    """A retrieval fault's change of the corpus (persistence `corpus`)."""
 
     @property
     def applied(self) -> bool:
@@ -120,6 +132,22 @@ def get_fault(name: str) -> FaultSpec:
 
 def fault_names() -> list[str]:
     return FAULTS.names()
+
+
+def view_of(inp: FaultInput, corpus: CorpusEdit) -> list[Evidence]:
+    """Hop h's evidence from the edited corpus: what the retriever returns for the
+    sub-query there (without a retriever, the clean evidence minus what is withheld)."""
+    if inp.search is None:
+        return [dict(ev) for ev in inp.evidence if str(ev["id"]) not in corpus.withheld]
+    k = inp.k if inp.k is not None else len(inp.evidence)
+    return corpus.view(inp.search, inp.score, inp.subquery, k)
+
+
+def fact_params(inp: FaultInput) -> dict[str, Any]:
+    """What a record says of the faulted fact: its subject and redundancy."""
+    if inp.fact is None:
+        return {}
+    return {"fact_title": inp.fact.title, "redundancy": inp.fact.redundancy}
 
 
 def fault_record(inp: FaultInput, name: str, *, skipped: str = "",

@@ -22,7 +22,7 @@ from typing import Any
 
 from cuer_agent._registry import Registry
 from cuer_agent.interventions import operators as ops
-from cuer_agent.interventions._placement import Taken, mint_id
+from cuer_agent.interventions._placement import Taken, by_score, mint_id, scored
 from cuer_agent.interventions._record import InterventionRecord, seeded_rng
 from cuer_agent.interventions.targets import Target, random_target, select_target
 
@@ -43,6 +43,11 @@ class ConditionInput:
     seed: int
     hop: int = 1
     params: dict[str, Any] = field(default_factory=dict)
+    score: Callable[[str, str, str], float] | None = None
+    """The retriever's score for (query, title, text). Given (per-hop operators), a
+    replacement takes the place its own score gives it for `question` (what the
+    retriever would do), instead of the target's place and score (CUE-R's single-shot
+    REPLACE)."""
 
 
 Outcome = tuple[list[Evidence] | None, InterventionRecord]
@@ -115,9 +120,15 @@ def replace(inp: ConditionInput, name: str, target: Target) -> Outcome:
     new = inp.pool.pick(hardness, inp.evidence, target, inp.question, rng) if inp.pool else None
     if new is None:
         return _skip(inp, name, "REPLACE", "no non-supporting item for REPLACE")
-    return ops.replace(inp.evidence, target, new), _record(
+    if inp.score is not None:
+        edited = by_score([*ops.remove(inp.evidence, [target]),
+                           scored(inp.question, new, inp.score)])
+    else:
+        edited = ops.replace(inp.evidence, target, new)
+    return edited, _record(
         inp, name, "REPLACE", [target], new_ids=(new["id"],),
-        provenance={new["id"]: new["id"]}, params={"hardness": hardness})
+        provenance={new["id"]: new["id"]},
+        params={"hardness": hardness, "placed": "by score" if inp.score else "in place"})
 
 
 @condition("duplicate")

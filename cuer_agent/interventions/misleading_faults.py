@@ -1,408 +1,137 @@
-"""Misleading faults at hop h: a passage that contradicts what hop h should find is put in
-front of its evidence. Pure functions `(FaultInput) -> FaultOutcome`, registered with
-their stage label and fork boundary (see `cuer_agent.interventions._fault_types`); the
-faults that take evidence away, swap it or cut the run short are in
-`cuer_agent.interventions.structural_faults`.
+"""Misleading faults at hop h: the world holds a passage that states hop h's fact with
+another value, beside the passages that state it truly. Pure functions `(FaultInput) ->
+FaultOutcome`, registered with their stage label and fork boundary (see
+`cuer_agent.interventions._fault_types`); the faults that take evidence away or cut the
+run short are in `cuer_agent.interventions.structural_faults`.
 
-| name | stage | boundary | what it does to hop h |
+| name | stage | boundary | the passage added to the corpus |
 |---|---|---|---|
-| `false_premise` | retrieval | retrieve | a passage saying the premise is false, added |
-| `stale_evidence` | retrieval | retrieve | outdated version of a top fact, added |
+| `conflicting_evidence` | retrieval | retrieve | the fact with a confuser's value |
+| `stale_evidence` | retrieval | retrieve | the fact with an outdated value |
 
-**False premise.** The passage is about the sub-query's topic (`_text.topic`: its
-longest capitalised span, else its longest run of content words, else "the subject") and
-is written from one of `_PREMISE_TEMPLATES`, drawn (seeded) among those the sub-query has
-a clean form for: a claim ("anyone directed X"), an embedded question ("who the publisher
-of X is"), or the sub-query quoted (always).
+(`conflicting_evidence` was called `false_premise`: the source study put "a passage
+asserting the premise is false" in front of the evidence, a sentence no passage of a
+world writes; configs naming the old name get this fault.)
 
-**Stale evidence.** One fact in the top `STALE_TOP_K` evidence items changes — a number,
-or a capitalised span (two or more words, or the hop's finding) — neither in the
-question. Tried first: the fact the clean hop found, then facts of the items it
-selected, then sentences sharing a relation word with the sub-query (ties seeded). A
-number shifts (`shift_number`); an entity becomes a capitalised multi-word span of
-sampled corpus passages, from the most similar sentence frame. The changed sentence is
-worded as outdated (`_STALE_TEMPLATES`: an archived or older edition, earlier records, a
-superseded entry).
+**Where the passage comes from.** Never from a template:
 
-**Skips** (`record.skipped`, nothing returned to apply): ``"empty evidence"`` when hop h
-retrieved nothing; ``"empty sub-query"`` (false premise) when the sub-query has no word to
-work on; ``"no fact to make stale"`` when the top evidence has no fact-bearing sentence.
+* the synthetic world writes it with its own passage generator from a counterfactual
+  fact (`FactSource.counterfactual`): same entity and relation, another value — for
+  *conflicting* evidence the value a family sibling has (the confusion a real corpus
+  holds), for *stale* evidence a shifted year, a scaled population or another entity of
+  the type — in a paragraph drawn as the world draws every paragraph (title, opening,
+  sentence forms, fillers, length), under the id the article's next paragraph gets;
+* a real data set has no generator: the passage is a minimal certified edit of the
+  fact's passage in view (`tampering.certified_swap` on that one passage: answer fact,
+  else bridge entity, else a salient span), indexed as the title's next paragraph. On
+  real data the two faults differ only in their seeds.
 
-**Injected passages are invisible** (`_placement`): a real-form id
-(`<sha1(title)[:8]>-p<n>-c0` with a paragraph number no indexed chunk uses), a plausible
-title (the entity for a false premise, the source's title for stale evidence), the score
-the same retriever gives it for the sub-query, a rank that follows from that score, and
-the list keeps its length (the lowest-scored original item makes room). Their ids are
-listed in `record.new_ids` with their provenance in `record.provenance` (the template, or
-the source evidence id) — hidden labels, never in the trace.
+Under persistence `corpus` the passage is indexed (`CorpusEdit.added`) and ranked by the
+same retriever for every query from hop h on; hop h's evidence is what that retriever
+returns for its sub-query (the passage may not reach the top k: the record still says
+what was added, and the study reports the hop at which it first entered view).
 
-Seeded as every fault is (``seeded_rng(seed, example_id, hop, fault name)``: the same
-input, the same passage, in any process); inputs (evidence dicts, corpus) never mutated.
+**Skips**: ``"empty evidence"`` when hop h retrieved nothing; ``"fact not in view"``
+when no passage in view states hop h's fact (nothing to contradict); ``"nothing
+certifiable"`` / ``"no distractor"`` (real data) when the fact's passage has no span to
+edit.
+
+Seeded as every fault is (``seeded_rng(seed, example_id, hop, fault name)``); inputs
+never mutated. The record's `new_ids` and `provenance` (hidden labels) name the added
+passage and where it came from.
 """
 
 from __future__ import annotations
 
-import functools
-import re
-from dataclasses import dataclass
-from fractions import Fraction
+import dataclasses
 from typing import Any
 
 import numpy as np
 
 from cuer_agent.interventions._fault_types import (
-    CorpusItem,
     Evidence,
     FaultInput,
     FaultOutcome,
+    fact_params,
     fault_record,
+    view_of,
 )
-from cuer_agent.interventions._placement import Taken, mint_id, place
-from cuer_agent.interventions._text import (
-    ARTICLES,
-    NUMBER,
-    WORD,
-    Span,
-    capitalized_spans,
-    content_words,
-    has_words,
-    sentences,
-    starts_upper,
-    stems,
-    topic,
+from cuer_agent.interventions.corpus import CorpusEdit
+from cuer_agent.interventions.facts import Kind
+from cuer_agent.interventions.structural_faults import (
+    SKIP_FACT_NOT_IN_VIEW,
+    evidence_fault,
+    skip,
 )
-from cuer_agent.interventions.structural_faults import SKIP_EMPTY_SUBQUERY, evidence_fault, skip
-from cuer_agent.retrieval import STOPWORDS
+from cuer_agent.interventions.tampering import Swap, certified_swap
+from cuer_agent.trace import evidence_id
 
-__all__ = [
-    "SKIP_NO_FACT",
-    "STALE_TOP_K",
-    "false_premise",
-    "shift_number",
-    "stale_evidence",
-]
+__all__ = ["conflicting_evidence", "next_paragraph", "stale_evidence"]
 
-SKIP_NO_FACT = "no fact to make stale"
-
-STALE_TOP_K = 3
-"""Stale evidence draws its fact from the top this-many evidence items."""
-_ENTITY_DRAWS = 256
-"""Corpus passages sampled for an entity swap (stale evidence)."""
-
-_WH = frozenset("who whom whose what which where when why how".split())
-_BE = frozenset({"is", "was", "are", "were"})
-_AUX = _BE | frozenset("do does did has have had can could will would shall should may "
-                       "might must".split())
+RENAMED = {"false_premise": "conflicting_evidence"}
+"""Old fault names a config may still use → the fault they mean now."""
 
 
-def _inject(inp: FaultInput, name: str, title: str, text: str, origin: str,
-            rng: np.random.Generator, **fields: Any) -> FaultOutcome:
-    """A new passage (`title`, `text`) in hop h's evidence, invisible as the module
-    docstring says: a fresh real-form id, placed by its score. `origin` is its provenance."""
-    taken = {str(ev["id"]) for ev in inp.evidence}
-    new_id = mint_id(title, Taken(taken, inp.known_ids), inp.max_paragraph, rng)
-    item: Evidence = {"id": new_id, "title": title, "text": text, "rank": 0, "score": 0.0}
-    record = fault_record(inp, name, new_ids=(new_id,), provenance={new_id: origin}, **fields)
-    return FaultOutcome(record=record,
-                        evidence=place(inp.evidence, item, inp.subquery, inp.score, inp.k))
+def next_paragraph(title: str, taken: Any, max_paragraph: int) -> int:
+    """The paragraph number a new paragraph of `title` gets: one past the largest the
+    title uses among `taken` ids (0 when it has none)."""
+    used = [p for p in range(max_paragraph + 1) if evidence_id(title, p, 0) in taken]
+    return max(used) + 1 if used else 0
 
 
-# --- false premise -----------------------------------------------------------------------
-
-# False-premise templates: `claim` needs a declarative ("anyone directed Quorin Rising"),
-# `embedded` an embedded question ("who the publisher of X is"); `quoted` always applies.
-_PREMISE_TEMPLATES: dict[str, tuple[str, str]] = {
-    "claim-record": ("claim", "There is no record that {claim}. The premise that {claim} is "
-                              "false: {entity} is not linked to any such fact."),
-    "claim-evidence": ("claim", "Despite frequent claims, there is no evidence that {claim}. "
-                                "Reference works on {entity} treat that premise as false."),
-    "embedded-record": ("embedded", "There is no record of {embedded}. The question rests on "
-                                    "a false premise: {entity} is not associated with any "
-                                    "such fact."),
-    "embedded-assumption": ("embedded", "Contrary to a common assumption, the question of "
-                                        "{embedded} has no answer, because its premise is "
-                                        "false. Sources on {entity} that suggest otherwise "
-                                        "are in error."),
-    "quoted-premise": ("quoted", "The premise of the question \"{subquery}\" is false. No "
-                                 "reliable record about {entity} supports it; the assumption "
-                                 "comes from a long-standing confusion."),
-    "quoted-factcheck": ("quoted", "Fact check: the assumption behind \"{subquery}\" is false. "
-                                   "Records about {entity} show no such fact."),
-}
+def _fact_passage(inp: FaultInput) -> Evidence | None:
+    """The passage in view that states hop h's fact (selected first), or — with no gold
+    fact — the item hop h selected."""
+    selected = {str(i) for i in inp.selected}
+    if inp.fact is None:
+        return next((ev for ev in inp.evidence if str(ev["id"]) in selected), None)
+    states = set(inp.fact.passage_ids)
+    stating = [ev for ev in inp.evidence if str(ev["id"]) in states]
+    stating.sort(key=lambda ev: str(ev["id"]) not in selected)
+    return stating[0] if stating else None
 
 
-def _lower_first(words: list[str]) -> list[str]:
-    if words and words[0].lower() in STOPWORDS | _WH | _AUX:
-        return [words[0].lower(), *words[1:]]
-    return words
-
-
-def _premise_forms(question: str, entity: Span | None) -> tuple[str | None, str | None]:
-    """(claim, embedded question) for a sub-query, each None when no clean form exists.
-
-    "Who directed X?" → claim "anyone directed X"; "Who is the publisher of X?" →
-    embedded "who the publisher of X is"; "When was X released?" → "when X was released";
-    "Was X released before Y?" → "whether X was released before Y".
-    """
-    text = question.strip().rstrip("?").strip()
-    words = text.split()
-    if not words:
-        return None, None
-    lower = [w.lower().strip(",;:") for w in words]
-    # Word index range of the entity (when it covers whole words).
-    ent: tuple[int, int] | None = None
-    if entity is not None:
-        offset = len(question) - len(question.lstrip())
-        start, end = entity.start - offset, entity.end - offset
-        bounds, pos = [], 0
-        for w in words:
-            pos = text.index(w, pos)
-            bounds.append((pos, pos + len(w)))
-            pos += len(w)
-        first = next((i for i, (s, _) in enumerate(bounds) if s == start), None)
-        last = next((i for i, (_, e) in enumerate(bounds) if e == end), None)
-        if first is not None and last is not None and first <= last:
-            ent = (first, last)
-    claim = None
-    if lower[0] == "who" and len(words) > 1 and lower[1] not in _AUX and not starts_upper(words[1]):
-        claim = " ".join(["anyone", *words[1:]])
-    # A wh-word first, or after one preposition ("In which city …": no clean embedded form).
-    wh = next((i for i in range(min(2, len(words))) if lower[i] in _WH), None)
-    if wh is None:
-        if lower[0] in _BE and ent is not None and ent[0] == 1:
-            rest = words[ent[1] + 1:]
-            return claim, " ".join(["whether", *words[1:ent[1] + 1], lower[0], *rest])
-        return claim, None
-    if wh > 0:
-        return claim, None
-    k = wh + 1
-    while (k < len(words) and k <= wh + 2 and lower[k] not in _AUX and not starts_upper(words[k])):
-        k += 1
-    head = _lower_first(words[:k])
-    if k >= len(words) or lower[k] not in _AUX:
-        return claim, " ".join(_lower_first(words))
-    if lower[k] not in _BE or ent is None:
-        return claim, None  # do-support or an unknown subject: no clean embedded form
-    if ent[0] == k + 1:
-        return claim, " ".join([*head, *words[k + 1:ent[1] + 1], lower[k], *words[ent[1] + 1:]])
-    if ent[1] == len(words) - 1 and ent[0] > k:
-        return claim, " ".join([*head, *words[k + 1:], lower[k]])
-    return claim, None
-
-
-@evidence_fault("false_premise")
-def false_premise(inp: FaultInput, rng: np.random.Generator) -> FaultOutcome:
-    """A passage asserting that the premise of hop h's sub-query is false, in front."""
-    name = "false_premise"
-    if not has_words(inp.subquery):
-        return skip(inp, name, SKIP_EMPTY_SUBQUERY)
-    subquery = " ".join(inp.subquery.split())
-    span, strategy = topic(subquery)
-    claim, embedded = _premise_forms(subquery, span)
-    if span is not None:
-        entity = span.text
-        title = entity if strategy == "entity" else entity.title()
+def _counterfactual(inp: FaultInput, name: str, kind: Kind,
+                    rng: np.random.Generator) -> FaultOutcome:
+    source = _fact_passage(inp)
+    if source is None:
+        return skip(inp, name, SKIP_FACT_NOT_IN_VIEW, params=fact_params(inp))
+    written = (inp.facts.counterfactual(inp.fact, kind, rng, inp.seed, inp.example_id, inp.hop)
+               if inp.facts is not None and inp.fact is not None else None)
+    title = str(source["title"])
+    taken = {*inp.known_ids, *(str(ev["id"]) for ev in inp.evidence)}
+    if written is not None:
+        paragraph = written.paragraph
+        while evidence_id(title, paragraph, 0) in taken:
+            paragraph += 1
+        item = {"id": evidence_id(written.title, paragraph, 0), "title": written.title,
+                "text": written.text}
+        origin, params = f"world:{kind}", {"strategy": "world", "value": written.value,
+                                           "original_value": written.original}
     else:
-        entity, title = "the subject", subquery.rstrip("?").strip()
-    forms = {"claim": claim, "embedded": embedded, "quoted": subquery}
-    usable = [t for t, (form, _) in _PREMISE_TEMPLATES.items() if forms[form]]
-    template = usable[int(rng.integers(len(usable)))]
-    text = _PREMISE_TEMPLATES[template][1].format(claim=claim, embedded=embedded,
-                                                  subquery=subquery, entity=entity)
-    return _inject(inp, name, title, text, f"template:{template}", rng,
-                   params={"subquery": inp.subquery, "entity": entity,
-                           "entity_strategy": strategy, "template": template, "title": title,
-                           "text": text})
+        swap = certified_swap(dataclasses.replace(inp, evidence=[source]), rng)
+        if not isinstance(swap, Swap):
+            reason, found = swap
+            return skip(inp, name, reason, params={**found, **fact_params(inp)})
+        paragraph = next_paragraph(title, taken, inp.max_paragraph + 1)
+        item = {"id": evidence_id(title, paragraph, 0), "title": title,
+                "text": swap.edited[str(source["id"])]["text"]}
+        origin, params = str(source["id"]), {"strategy": f"edit:{swap.strategy}",
+                                             "value": swap.new, "original_value": swap.original}
+    corpus = CorpusEdit(added=(item,))
+    record = fault_record(inp, name, target_ids=(str(source["id"]),), target_titles=(title,),
+                          new_ids=(item["id"],), provenance={item["id"]: origin},
+                          params={**params, "text": item["text"], **fact_params(inp)})
+    return FaultOutcome(record=record, evidence=view_of(inp, corpus), corpus=corpus)
 
 
-# --- stale evidence ----------------------------------------------------------------------
-
-_STALE_TEMPLATES: dict[str, str] = {
-    "archived-edition": "According to an archived {year} edition, {clause}",
-    "earlier-records": "Earlier records stated that {clause}",
-    "superseded-entry": "Superseded entry (revised since): {sentence}",
-    "older-edition": "{sentence} (Entry from the {year} edition; later editions revise it.)",
-}
-_YEAR = re.compile(r"(?<!\d)(1\d{3}|20\d{2}|2100)(?!\d)")
-
-
-def shift_number(text: str, rng: np.random.Generator) -> str:
-    """A different number in the same format (§B): years ±{2..5}; integers < 10 by
-    +{1,2,3}; others scaled by one of {0.5, 0.7, 1.3, 1.5, 2.0}, keeping thousands
-    separators and the number of decimals."""
-    plain = text.replace(",", "")
-    decimals = len(plain.split(".")[1]) if "." in plain else 0
-    value = Fraction(plain)
-    if decimals == 0 and "," not in text and len(plain) == 4 and 1000 <= value <= 2100:
-        new = value + int(rng.choice([2, 3, 4, 5])) * (1 if rng.random() < 0.5 else -1)
-    elif decimals == 0 and value < 10:
-        new = value + int(rng.integers(1, 4))
-    else:
-        new = value * Fraction(str(rng.choice([0.5, 0.7, 1.3, 1.5, 2.0])))
-    scaled = round(new * 10 ** decimals)
-    if scaled == value * 10 ** decimals:
-        scaled += 1
-    whole, frac = divmod(abs(scaled), 10 ** decimals)
-    out = f"{whole:,}" if "," in text else str(whole)
-    return f"{out}.{frac:0{decimals}d}" if decimals else out
-
-
-@dataclass(frozen=True)
-class _Fact:
-    source: int
-    """Index of the evidence item."""
-    sentence: str
-    start: int
-    end: int
-    kind: str
-    """number | entity"""
-
-
-def _facts(inp: FaultInput) -> list[tuple[int, _Fact]]:
-    """(relation overlap, fact) for every changeable span in the top evidence items.
-
-    The relation overlap counts the sub-query's words outside its entity ("publisher" in
-    "Who is the publisher of X?") that a sentence shares, stems compared: the sentence
-    that answers the hop scores highest.
-    """
-    question = inp.question.lower()
-    question_numbers = {m.group().replace(",", "")
-                        for m in NUMBER.finditer(f"{inp.question}\n{inp.subquery}")}
-    query_words = content_words(inp.subquery)
-    span, _ = topic(inp.subquery)
-    relation = stems(inp.subquery[:span.start] + " " + inp.subquery[span.end:]
-                      if span is not None else inp.subquery)
-    out: list[tuple[int, _Fact]] = []
-    for index, ev in enumerate(inp.evidence[:STALE_TOP_K]):
-        title_words = content_words(str(ev.get("title", "")))
-        for sentence in sentences(str(ev.get("text", ""))):
-            overlap = len(stems(sentence) & relation)
-            for m in NUMBER.finditer(sentence):
-                if m.group().replace(",", "") not in question_numbers:
-                    out.append((overlap, _Fact(index, sentence, m.start(), m.end(), "number")))
-            for cap in capitalized_spans(sentence):
-                words = content_words(cap.text)
-                used = cap.text == inp.finding  # the fact the clean hop used
-                if ((cap.tokens >= 2 or used) and words and cap.text.lower() not in question
-                        and words.isdisjoint(title_words) and not words <= query_words):
-                    out.append((overlap, _Fact(index, sentence, cap.start, cap.end, "entity")))
-    return out
-
-
-def _frame(sentence: str, start: int, end: int) -> tuple[list[str], list[str], list[str]]:
-    """(two words before, two words after, the span's words), lowercased."""
-    before = [w.lower() for w in WORD.findall(sentence[:start])[-2:]]
-    after = [w.lower() for w in WORD.findall(sentence[end:])[:2]]
-    return before, after, [w.lower() for w in WORD.findall(sentence[start:end])]
-
-
-def _frame_score(a: tuple[list[str], list[str], list[str]],
-                 b: tuple[list[str], list[str], list[str]]) -> int:
-    """How alike two spans' sentence frames are: aligned neighbouring words count 2
-    ("was born in _", "_'s publisher is"), a shared last or first word 1 ("_ University")."""
-    score = 2 * sum(x == y for x, y in zip(reversed(a[0]), reversed(b[0]), strict=False))
-    score += 2 * sum(x == y for x, y in zip(a[1], b[1], strict=False))
-    if a[2] and b[2]:
-        score += (a[2][-1] == b[2][-1]) + (a[2][0] == b[2][0] and a[2][0] not in ARTICLES)
-    return score
-
-
-def _swap_entity(inp: FaultInput, fact: _Fact, rng: np.random.Generator) -> str | None:
-    """Another capitalized multi-token span from the corpus, from the most similar sentence
-    frame (a city for a city, ideally): not a variant of the original (each has a word
-    the other lacks) and not in the question, the sub-query or the evidence in view."""
-    frame = _frame(fact.sentence, fact.start, fact.end)
-    original_words = set(frame[2])
-    blocked = (inp.question + "\n" + inp.subquery + "\n" + "\n".join(
-        f"{ev.get('title', '')}\n{ev.get('text', '')}" for ev in inp.evidence)).lower()
-    size = len(inp.corpus)
-    if size == 0:
-        return None
-    order = (rng.permutation(size).tolist() if size <= _ENTITY_DRAWS
-             else rng.integers(0, size, size=_ENTITY_DRAWS).tolist())
-    best: tuple[int, str] | None = None
-    for index in order:
-        for span in _entity_spans(inp.corpus[index]):
-            if (span.words <= original_words or original_words <= span.words
-                    or span.lowered in blocked):
-                continue
-            score = _frame_score(frame, span.frame)
-            if best is None or score > best[0]:
-                best = (score, span.text)
-    return best[1] if best else None
-
-
-@dataclass(frozen=True)
-class _Span:
-    text: str
-    lowered: str
-    words: frozenset[str]
-    frame: tuple[list[str], list[str], list[str]]
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _entity_spans(item: CorpusItem) -> tuple[_Span, ...]:
-    """The candidate replacements in one corpus item — capitalized spans of two or more
-    tokens with a content word, with their sentence frames — in reading order. A pure
-    function of the item, kept because every swap draws from the same corpus."""
-    spans = []
-    for sentence in [item.title, *sentences(item.text)]:
-        for cap in capitalized_spans(sentence):
-            if cap.tokens < 2 or not content_words(cap.text):
-                continue
-            frame = _frame(sentence, cap.start, cap.end)
-            spans.append(_Span(cap.text, cap.text.lower(), frozenset(frame[2]), frame))
-    return tuple(spans)
-
-
-def _wrap_stale(sentence: str, original: str, rng: np.random.Generator) -> tuple[str, str]:
-    years = [int(y) for y in _YEAR.findall(sentence + " " + original)]
-    year = (max(years) + int(rng.integers(1, 6))) if years else int(rng.integers(1990, 2016))
-    words = sentence.split()
-    if (len(words) > 1 and words[0].lower() in STOPWORDS and not starts_upper(words[1])):
-        clause = " ".join([words[0].lower(), *words[1:]])
-    else:
-        clause = sentence
-    names = list(_STALE_TEMPLATES)
-    template = names[int(rng.integers(len(names)))]
-    text = _STALE_TEMPLATES[template].format(year=year, clause=clause, sentence=sentence)
-    return template, text
+@evidence_fault("conflicting_evidence")
+def conflicting_evidence(inp: FaultInput, rng: np.random.Generator) -> FaultOutcome:
+    """A passage stating hop h's fact with a confuser's value joins the corpus."""
+    return _counterfactual(inp, "conflicting_evidence", "conflicting", rng)
 
 
 @evidence_fault("stale_evidence")
 def stale_evidence(inp: FaultInput, rng: np.random.Generator) -> FaultOutcome:
-    """An outdated, superseded version of a fact from the top evidence, in front."""
-    name = "stale_evidence"
-    facts = _facts(inp)
-    # The fact the clean hop found first, then facts of the items it selected, then
-    # sentences sharing a relation word with the sub-query, the highest-ranked item, the
-    # most shared words; ties seeded.
-    ties = rng.random(len(facts)).tolist()
-    selected = {str(i) for i in inp.selected}
-
-    def order(overlap: int, f: _Fact, tie: float) -> tuple[object, ...]:
-        span = f.sentence[f.start:f.end]
-        chosen = str(inp.evidence[f.source].get("id")) in selected
-        return (span != inp.finding or not inp.finding, not chosen, overlap == 0, f.source,
-                -overlap, tie)
-
-    ordered = [f for _, _, f in sorted(
-        (order(overlap, f, tie), i, f) for i, ((overlap, f), tie) in
-        enumerate(zip(facts, ties, strict=True)))]
-    for fact in ordered:
-        original = fact.sentence[fact.start:fact.end]
-        new = (shift_number(original, rng) if fact.kind == "number"
-               else _swap_entity(inp, fact, rng))
-        if not new or new == original:
-            continue
-        sentence = fact.sentence[:fact.start] + new + fact.sentence[fact.end:]
-        template, text = _wrap_stale(sentence, fact.sentence, rng)
-        source = inp.evidence[fact.source]
-        title = str(source.get("title", ""))
-        return _inject(
-            inp, name, title, text, str(source["id"]), rng, target_ids=(str(source["id"]),),
-            target_titles=(title,),
-            params={"strategy": fact.kind, "original_span": original, "new_span": new,
-                    "original_sentence": fact.sentence, "stale_sentence": sentence,
-                    "template": template, "source_id": str(source["id"]), "text": text})
-    return skip(inp, name, SKIP_NO_FACT)
+    """A passage stating hop h's fact with an outdated value joins the corpus."""
+    return _counterfactual(inp, "stale_evidence", "stale", rng)

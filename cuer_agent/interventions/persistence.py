@@ -1,11 +1,15 @@
 """Faults as conditions of the run's tools: how long a fault at hop h holds.
 
-A deterministic tool asked the same question gives the same answer; asked differently,
-it may not. So a retrieval fault is not a one-time edit of a saved state but a
-`FaultCondition` in the run's context (`cuer_agent.graphs.state.Condition`), consulted
-by the agent's nodes every time they retrieve or issue a sub-query:
+A fault is not a one-time edit of a saved state but a condition in the run's context
+(`cuer_agent.graphs.state.Condition`), consulted by the agent's nodes every time they
+retrieve or issue a sub-query:
 
-* `query` (the default) — a retrieval fault returns the faulty result whenever hop h's
+* `corpus` (the default) — a retrieval fault is a state of the corpus from hop h on
+  (`cuer_agent.interventions.corpus`): passages withheld, added or edited in the index,
+  and every search answered by the same retriever over it. Query drift and early
+  termination are faults of the agent's own action, not of the world: they hold as
+  under `query`.
+* `query` — a retrieval fault returns the faulty result whenever hop h's
   faulted sub-query is asked again (same words, any order), at any hop; a reformulated
   sub-query gets clean retrieval. Query drift corrupts the sub-query of hop h's first
   attempt only; the agent's own retry is not corrupted. Early termination: the hop
@@ -34,19 +38,15 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cuer_agent.interventions._fault_types import FaultInput, FaultOutcome, FaultSpec
-from cuer_agent.retrieval import Retriever, tokenize
+from cuer_agent.interventions.corpus import CorpusCondition, query_key
+from cuer_agent.retrieval import Retriever
 
-Persistence = Literal["query", "hop", "once"]
-PERSISTENCES: tuple[str, ...] = ("query", "hop", "once")
+Persistence = Literal["corpus", "query", "hop", "once"]
+PERSISTENCES: tuple[str, ...] = ("corpus", "query", "hop", "once")
 Evidence = dict[str, Any]
 EvidenceFault = Callable[[str, list[Evidence]], list[Evidence] | None]
 """(query asked, clean evidence for it) -> the faulty evidence (None: the fault cannot
 apply to this query, so the clean evidence stands)."""
-
-
-def query_key(query: str) -> tuple[str, ...]:
-    """What makes two queries the same question to the retriever: its tokens, sorted."""
-    return tuple(sorted(tokenize(query)))
 
 
 @dataclass(frozen=True)
@@ -103,11 +103,30 @@ class FaultCondition:
         return query_key(query) == query_key(self.faulted_query)
 
 
+def held_as(spec: FaultSpec, persistence: Persistence,
+            outcome: FaultOutcome | None = None) -> Persistence:
+    """How a fault is held under a study's persistence: `corpus` applies to retrieval
+    faults that say how they change the corpus (`FaultOutcome.corpus`); a fault of the
+    agent's own action (query drift, early termination), or a plug-in fault that gives
+    no corpus edit, is then held as under `query`."""
+    if persistence != "corpus":
+        return persistence
+    if spec.boundary != "retrieve" or (outcome is not None and outcome.corpus is None):
+        return "query"
+    return "corpus"
+
+
 def fault_condition(spec: FaultSpec, inp: FaultInput, persistence: Persistence,
-                    outcome: FaultOutcome | None = None) -> FaultCondition:
+                    outcome: FaultOutcome | None = None) -> FaultCondition | CorpusCondition:
     """The condition that holds fault `spec` at hop `inp.hop` (not for `once`).
     `outcome`: `spec.apply(inp)`, when the caller has it — the answer to hop h's own
     sub-query (whose clean evidence is `inp.evidence`), so it is not computed again."""
+    if persistence == "corpus" and spec.boundary == "retrieve" and outcome is None:
+        outcome = spec.apply(inp)
+    persistence = held_as(spec, persistence, outcome)
+    if persistence == "corpus":
+        assert outcome is not None and outcome.corpus is not None
+        return CorpusCondition(inp.hop, outcome.corpus)
     if spec.boundary == "read":  # early termination: no hop h
         return FaultCondition(inp.hop, persistence, budget_cap=inp.hop - 1)
     if spec.boundary == "plan":

@@ -1,37 +1,36 @@
 """Structural faults at hop h: the evidence or the sub-query is taken away, swapped or cut
 short. Pure functions `(FaultInput) -> FaultOutcome`, registered with their stage label
-and fork boundary (see `cuer_agent.interventions._fault_types`); the faults that inject a
-misleading passage instead are in `cuer_agent.interventions.misleading_faults`.
+and fork boundary (see `cuer_agent.interventions._fault_types`); the faults that put a
+contradicting passage into the world instead are in
+`cuer_agent.interventions.misleading_faults`.
 
 | name | stage | boundary | what it does to hop h |
 |---|---|---|---|
-| `empty_retrieval` | retrieval | retrieve | evidence becomes `[]` |
-| `irrelevant_evidence` | retrieval | retrieve | evidence → as many unrelated corpus passages |
+| `empty_retrieval` | retrieval | retrieve | fact withheld; the sub-query returns nothing |
+| `irrelevant_evidence` | retrieval | retrieve | fact withheld; hop h sees what else is found |
 | `query_drift` | tool | plan | sub-query's entity → an off-topic passage's title |
 | `early_termination` | answer | read | answer forced from the hops before h |
 
-**Unrelated** (irrelevant evidence) means: about other entities — no content word
-(`cuer_agent.retrieval.tokenize`, i.e. lowercase ``\\w+`` tokens minus `STOPWORDS`) of
-the passage is a word of a *name* in the question, hop h's sub-query or a later clean
-sub-query, or of a gold answer — yet retrievable for the sub-query: the retriever
-(`FaultInput.search`) finds it with the sub-query's other words, so it shares a relation
-word ("born", "directed") and scores above zero, as a real bad retrieval would. Drawn
-(seeded) from the retriever's top hits; without a retriever, from the corpus.
+**Withheld** means the passages hop h read its fact from in the clean run: the items its
+first attempt selected that state hop h's gold fact (`FaultInput.fact`), else every item
+in view stating it, else — with no gold fact — the selected items. They leave the index
+(`CorpusEdit.withheld`); the fact's other statements stay, so whether it can be found
+elsewhere is a property of the world (`world.redundancy`), and finding it is the
+agent's. What hop h then sees is what the same retriever returns without them: real
+passages, same-name and same-relation neighbours a lexical retriever would plausibly
+return — never a filtered or written passage.
 
-**Off-topic** (query drift's new topic) is stricter: no content word of the passage is a
-content word of the question, of hop h's sub-query, of a later clean sub-query, or of a
-gold answer, and the passage is not already in view. Off-topic passages are drawn from
+**Off-topic** (query drift's new topic): no content word of the passage is a content
+word of the question, of hop h's sub-query, of a later clean sub-query, or of a gold
+answer, and the passage is not already in view. Off-topic passages are drawn from
 `FaultInput.corpus` by bounded rejection sampling and, only if that finds too few, a
 scan from a random offset — so a 1M-passage corpus is not scanned in the common case.
 
-**Skips** (`record.skipped`, nothing returned to apply): ``"empty evidence"``
-(irrelevant evidence) when hop h retrieved nothing; ``"no off-topic passage"`` when the
-corpus has too few off-topic passages; ``"empty sub-query"`` (query drift) when the
-sub-query has no word to work on. The misleading faults share the first and the last.
-
-Irrelevant evidence's passages are real corpus passages under their own ids
-(`record.new_ids`, each its own provenance), scored as the retriever scores them for the
-sub-query.
+**Skips** (`record.skipped`, nothing returned to apply): ``"empty evidence"`` when hop h
+retrieved nothing; ``"fact not in view"`` (withholding) when hop h's clean evidence held
+no passage stating its fact; ``"no off-topic passage"`` (query drift) when the corpus
+has too few off-topic passages; ``"empty sub-query"`` (query drift) when the sub-query
+has no word to work on.
 
 All randomness comes from ``seeded_rng(seed, example_id, hop, fault name)``: the same
 input gives the same outcome in any process. Inputs (evidence dicts, corpus) are never
@@ -47,20 +46,21 @@ import numpy as np
 
 from cuer_agent.interventions._fault_types import (
     CorpusItem,
-    Evidence,
     FaultInput,
     FaultOutcome,
+    fact_params,
     fault,
     fault_record,
+    view_of,
 )
-from cuer_agent.interventions._placement import by_score, scored
 from cuer_agent.interventions._record import seeded_rng
-from cuer_agent.interventions._text import capitalized_spans, content_words, has_words, topic
-from cuer_agent.retrieval import tokenize
+from cuer_agent.interventions._text import content_words, has_words, topic
+from cuer_agent.interventions.corpus import CorpusEdit, query_key
 
 __all__ = [
     "SKIP_EMPTY_EVIDENCE",
     "SKIP_EMPTY_SUBQUERY",
+    "SKIP_FACT_NOT_IN_VIEW",
     "SKIP_NO_OFF_TOPIC",
     "early_termination",
     "empty_retrieval",
@@ -68,11 +68,13 @@ __all__ = [
     "irrelevant_evidence",
     "query_drift",
     "skip",
+    "withheld_ids",
 ]
 
 SKIP_EMPTY_EVIDENCE = "empty evidence"
 SKIP_NO_OFF_TOPIC = "no off-topic passage"
 SKIP_EMPTY_SUBQUERY = "empty sub-query"
+SKIP_FACT_NOT_IN_VIEW = "fact not in view"
 
 
 def skip(inp: FaultInput, name: str, reason: str, **fields: object) -> FaultOutcome:
@@ -155,70 +157,46 @@ def _off_topic(inp: FaultInput, rng: np.random.Generator, n: int,
 
 # --- the faults --------------------------------------------------------------------------
 
-@fault("empty_retrieval", stage="retrieval", boundary="retrieve")
-def empty_retrieval(inp: FaultInput) -> FaultOutcome:
-    """Hop h's evidence becomes empty."""
-    ids = tuple(ev["id"] for ev in inp.evidence)
-    return FaultOutcome(record=fault_record(
-        inp, "empty_retrieval", target_ids=ids,
-        target_titles=tuple(ev.get("title", "") for ev in inp.evidence),
-        params={"removed": len(ids)}), evidence=[])
+def withheld_ids(inp: FaultInput) -> tuple[str, ...]:
+    """The passages hop h read its fact from (module docstring), in view order."""
+    in_view = [str(ev["id"]) for ev in inp.evidence]
+    selected = {str(i) for i in inp.selected}
+    if inp.fact is None:
+        return tuple(i for i in in_view if i in selected)
+    states = set(inp.fact.passage_ids)
+    read = tuple(i for i in in_view if i in states and i in selected)
+    return read or tuple(i for i in in_view if i in states)
 
 
-def _name_words(inp: FaultInput) -> set[str]:
-    """Words of the names in the question, the sub-query and the later sub-queries, and
-    of the gold answers: what an unrelated passage must not mention."""
-    words: set[str] = set()
-    for text in (inp.question, inp.subquery, *inp.later_subqueries):
-        for span in capitalized_spans(text):
-            words |= content_words(span.text)
-    for answer in inp.gold_answers:
-        words |= content_words(answer)
-    return words
+def _withholding(inp: FaultInput, name: str, *, blank: bool) -> FaultOutcome:
+    withheld = withheld_ids(inp)
+    if not withheld:
+        return skip(inp, name, SKIP_FACT_NOT_IN_VIEW, params=fact_params(inp))
+    corpus = CorpusEdit(withheld=frozenset(withheld),
+                        blank=frozenset({query_key(inp.subquery)}) if blank else frozenset())
+    evidence = [] if blank else view_of(inp, corpus)
+    new_ids = tuple(str(ev["id"]) for ev in evidence
+                    if str(ev["id"]) not in {str(e["id"]) for e in inp.evidence})
+    titles = {str(ev["id"]): str(ev.get("title", "")) for ev in inp.evidence}
+    record = fault_record(
+        inp, name, target_ids=withheld, target_titles=tuple(titles[i] for i in withheld),
+        new_ids=new_ids, provenance={i: i for i in new_ids},
+        params={"withheld": len(withheld), **fact_params(inp)})
+    return FaultOutcome(record=record, evidence=evidence, corpus=corpus)
 
 
-def _unrelated(inp: FaultInput, rng: np.random.Generator, n: int,
-               in_view: set[str]) -> list[Evidence]:
-    """Up to `n` passages about other entities that the retriever finds with the
-    sub-query's non-name words, scored for the sub-query (fewer when fewer exist: a
-    narrow query returns fewer than k items, as the retriever itself would)."""
-    banned = _name_words(inp)
-    terms = [w for w in tokenize(inp.subquery) if w not in banned]
-    if inp.search is None or not terms:
-        return []
-    pool = [ev for ev in inp.search(" ".join(terms), 20 * n + 20)
-            if str(ev["id"]) not in in_view
-            and banned.isdisjoint(content_words(f"{ev.get('title', '')} {ev.get('text', '')}"))]
-    if not pool:
-        return []
-    chosen = sorted(rng.choice(len(pool), size=min(n, len(pool)), replace=False).tolist())
-    return [scored(inp.subquery, pool[i], inp.score) for i in chosen]
+@evidence_fault("empty_retrieval")
+def empty_retrieval(inp: FaultInput, rng: np.random.Generator) -> FaultOutcome:
+    """The passages hop h read its fact from are withheld, and its sub-query returns
+    nothing (a search that comes back empty)."""
+    return _withholding(inp, "empty_retrieval", blank=True)
 
 
 @evidence_fault("irrelevant_evidence")
 def irrelevant_evidence(inp: FaultInput, rng: np.random.Generator) -> FaultOutcome:
-    """Hop h's evidence is replaced by as many unrelated passages the retriever finds for
-    the sub-query's non-name words (without a retriever: off-topic corpus passages)."""
-    name = "irrelevant_evidence"
-    n = len(inp.evidence)
-    in_view = {ev["id"] for ev in inp.evidence}
-    picked = _unrelated(inp, rng, n, in_view)
-    how: dict[str, object] = {"method": "retriever"}
-    if not picked:
-        items, how = _off_topic(inp, rng, n, in_view)
-        picked = [scored(inp.subquery, {"id": item.id, "title": item.title,
-                                        "text": item.text, "rank": 0, "score": 0.0},
-                         inp.score) for item in items]
-    if not picked or (how["method"] != "retriever" and len(picked) < n):
-        return skip(inp, name, SKIP_NO_OFF_TOPIC,
-                    params={"needed": n, "found": len(picked), **how})
-    evidence = by_score(picked)
-    new_ids = tuple(str(ev["id"]) for ev in evidence)
-    record = fault_record(
-        inp, name, target_ids=tuple(ev["id"] for ev in inp.evidence),
-        target_titles=tuple(ev.get("title", "") for ev in inp.evidence),
-        new_ids=new_ids, provenance={i: i for i in new_ids}, params={"n": n, **how})
-    return FaultOutcome(record=record, evidence=evidence)
+    """The passages hop h read its fact from are withheld: hop h sees what else the same
+    retriever finds for its sub-query."""
+    return _withholding(inp, "irrelevant_evidence", blank=False)
 
 
 @fault("query_drift", stage="tool", boundary="plan")

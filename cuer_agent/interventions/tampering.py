@@ -83,10 +83,11 @@ from cuer_agent.errors import ConfigError
 from cuer_agent.interventions._fault_types import (
     FaultInput,
     FaultOutcome,
+    fact_params,
     fault,
     fault_record,
+    view_of,
 )
-from cuer_agent.interventions._placement import by_score, scored
 from cuer_agent.interventions._record import seeded_rng
 from cuer_agent.interventions._text import (
     SPAN_NUMBER,
@@ -96,6 +97,7 @@ from cuer_agent.interventions._text import (
     occurs,
     span_pattern,
 )
+from cuer_agent.interventions.corpus import CorpusEdit
 from cuer_agent.metrics.answer import normalize_answer
 
 NAME = "content_tampering"
@@ -320,7 +322,8 @@ def _entity_replacement(span: str, inp: FaultInput, texts: Sequence[str], rules:
                 and not any(ch.isdigit() for ch in candidate)
                 and not occurs(candidate, [*texts, *titles]))
 
-    for source, names in (("distractor", inp.distractor_answers),
+    world = inp.facts.alternatives(span) if inp.facts is not None else ()
+    for source, names in (("world", world), ("distractor", inp.distractor_answers),
                           ("fallback", rules.fallback_names)):
         pool = sorted({" ".join(str(n).split()) for n in names if n} - {""})
         pool = [name for name in pool if usable(name)]
@@ -354,57 +357,82 @@ def _substitute(text: str, original: str, new: str) -> tuple[str, int]:
 # ---------------------------------------------------------------------------- the fault
 
 
-@fault(NAME, stage="retrieval", boundary="retrieve")
-def content_tampering(inp: FaultInput) -> FaultOutcome:
-    """Replace one certified span in hop h's evidence (rules: module docstring)."""
+@dataclass(frozen=True)
+class Swap:
+    """A certified span swap in some evidence items (see the module docstring)."""
+
+    strategy: Strategy
+    original: str
+    new: str
+    kind: str
+    """number | entity"""
+    source: str
+    """perturbation | world | distractor | fallback"""
+    edited: dict[str, dict[str, Any]]
+    """Touched id → the item with its edited text (in view order)."""
+    replacements: int
+
+
+Skipped = tuple[str, dict[str, Any]]
+"""Why no span could be certified (`SKIP_REASONS`), and what was found on the way."""
+
+
+def certified_swap(inp: FaultInput, rng: np.random.Generator) -> Swap | Skipped:
+    """The certified swap in `inp.evidence`, or why there is none."""
     texts = _texts(inp)
     if not any(text.strip() for text in texts):
-        return FaultOutcome(fault_record(inp, NAME, skipped=SKIP_EMPTY))
+        return SKIP_EMPTY, {}
     rules = _Rules.from_params(inp.params)
-    rng = seeded_rng(inp.seed, inp.example_id, inp.hop, NAME)
     chosen = _choose_span(inp, texts, rules, rng)
     if chosen is None:
-        return FaultOutcome(fault_record(inp, NAME, skipped=SKIP_NOTHING))
+        return SKIP_NOTHING, {}
     original = chosen.text
     new = _number_replacement(original, texts, rules, rng)
     kind, source = "number", "perturbation"
     if new is None:
         picked = _entity_replacement(original, inp, texts, rules, rng)
         if picked is None:
-            return FaultOutcome(fault_record(
-                inp, NAME, skipped=SKIP_NO_DISTRACTOR,
-                params={"strategy": chosen.strategy, "original_span": original}))
+            return SKIP_NO_DISTRACTOR, {"strategy": chosen.strategy, "original_span": original}
         (new, source), kind = picked, "entity"
-
-    evidence: list[dict[str, Any]] = []
-    touched: list[str] = []
-    titles: list[str] = []
+    edited: dict[str, dict[str, Any]] = {}
     replacements = 0
     for ev, text in zip(inp.evidence, texts, strict=True):
-        edited, count = _substitute(text, original, new)
-        if count:  # an edited text scores as the retriever would score it
-            evidence.append(scored(inp.subquery, {**ev, "text": edited}, inp.score))
-            touched.append(str(ev.get("id")))
-            titles.append(str(ev.get("title") or ""))
+        changed, count = _substitute(text, original, new)
+        if count:
+            edited[str(ev.get("id"))] = {"id": str(ev.get("id")), "title": ev.get("title", ""),
+                                         "text": changed}
             replacements += count
-        else:
-            evidence.append(dict(ev))
     if not replacements:
         # The span was detected but no occurrence survives whole-word replacement (e.g. a
         # repeated name overlapping itself): nothing was corrupted, so nothing is certified.
-        return FaultOutcome(fault_record(inp, NAME, skipped=SKIP_NOTHING))
-    evidence = by_score(evidence)
-    certificate = {"hop": inp.hop, "strategy": chosen.strategy, "original_span": original,
-                   "new_span": new, "documents_touched": touched,
-                   "replacements": replacements}
-    record = fault_record(inp, NAME, target_ids=tuple(touched), target_titles=tuple(titles),
-                          target_rule=chosen.strategy, certificate=certificate,
-                          params={"kind": kind, "source": source})
-    return FaultOutcome(record, evidence=evidence)
+        return SKIP_NOTHING, {}
+    return Swap(chosen.strategy, original, new, kind, source, edited, replacements)
+
+
+@fault(NAME, stage="retrieval", boundary="retrieve")
+def content_tampering(inp: FaultInput) -> FaultOutcome:
+    """Replace one certified span in hop h's evidence (rules: module docstring); under
+    persistence `corpus` the touched passages are edited in the index."""
+    rng = seeded_rng(inp.seed, inp.example_id, inp.hop, NAME)
+    swap = certified_swap(inp, rng)
+    if not isinstance(swap, Swap):
+        reason, params = swap
+        return FaultOutcome(fault_record(inp, NAME, skipped=reason, params=params))
+    corpus = CorpusEdit(edited=swap.edited)
+    touched = list(swap.edited)
+    certificate = {"hop": inp.hop, "strategy": swap.strategy, "original_span": swap.original,
+                   "new_span": swap.new, "documents_touched": touched,
+                   "replacements": swap.replacements}
+    record = fault_record(inp, NAME, target_ids=tuple(touched),
+                          target_titles=tuple(str(e["title"]) for e in swap.edited.values()),
+                          target_rule=swap.strategy, certificate=certificate,
+                          params={"kind": swap.kind, "source": swap.source,
+                                  **fact_params(inp)})
+    return FaultOutcome(record, evidence=view_of(inp, corpus), corpus=corpus)
 
 
 __all__ = [
     "FALLBACK_NAMES", "MIN_ANSWER_CHARS", "MIN_SALIENT_CAPS",
     "SCALE_FACTORS", "SKIP_REASONS", "SMALL_INT_LIMIT", "SMALL_INT_SHIFTS", "STRATEGIES",
-    "YEAR_RANGE", "YEAR_SHIFTS", "content_tampering",
+    "YEAR_RANGE", "YEAR_SHIFTS", "Swap", "certified_swap", "content_tampering",
 ]

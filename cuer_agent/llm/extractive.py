@@ -65,6 +65,7 @@ from cuer_agent.llm._reading import (
     confidence,
     extract,
     score_sentences,
+    stem,
     stems,
     wh_type_nouns,
 )
@@ -199,52 +200,41 @@ def read(req: ReadRequest) -> ReadResponse:
     if hit is None:
         return ReadResponse(selected_ids=[], finding="", support="unsupported",
                             confidence=0.05, reason="no sentence matches the sub-query")
-    share = len(hit.matched) / max(len(stems(req.subquery)), 1)
-    support = "supported" if share >= 0.5 else "partial"
-    selected = [hit.ev.id]
-    if not _on_chain(hit, req):
-        support = "unsupported"  # the evidence is about something the question is not
-    elif (rival := _contradiction(hit, finding, req, scored)) is not None:
-        support = "unsupported"  # the evidence in view disagrees with itself
-        selected.append(rival.ev.id)
-    return ReadResponse(selected_ids=selected, finding=finding, support=support,
+    return ReadResponse(selected_ids=[hit.ev.id], finding=finding,
+                        support=verify(req.subquery, finding, hit),
                         confidence=confidence(hit, req.subquery), reason=_reason(hit))
 
 
-def _on_chain(hit: Hit, req: ReadRequest) -> bool:
-    """VERIFY, relevance: is the chosen sentence about an entity the question names or an
-    earlier hop found? Its sentence or its passage's title must share a word with one of
-    them (with none named anywhere, anything is relevant)."""
-    names = set()
-    for text in [req.question, *(h.finding for h in req.history)]:
-        for span in tx.capitalized_spans(text):
-            names |= set(tx.content_words(span.text))
-    names |= {w for h in req.history for w in tx.content_words(h.finding)}
-    if not names:
-        return True
-    return not names.isdisjoint(tx.words(f"{hit.ev.title} {hit.sentence}"))
+def verify(subquery: str, finding: str, hit: Hit) -> str:
+    """VERIFY, as a reader judges a hop: does the selected sentence (read in its passage,
+    whose title is the subject of its sentences) state the finding about what the
+    sub-query asks?
 
+    * **about** — it concerns the entity the sub-query names: every content word of one
+      of the sub-query's names is in the passage title or the sentence (a sub-query that
+      names nothing is about anything);
+    * **asked** — the share of the sub-query's relation words (its content words outside
+      its names, type nouns and question words) the sentence itself states;
+    * the finding is in the sentence.
 
-def _contradiction(hit: Hit, finding: str, req: ReadRequest,
-                   scored: list[Hit]) -> Hit | None:
-    """VERIFY, consistency: another passage about the same entity (same title) with a
-    sentence that denies what was asked (a negated sentence holding every word of the
-    sub-query but the entity's name) or that states the hit's predicate with another
-    object (its words besides the name and the finding, e.g. "lies in", without the
-    finding). The first such sentence, or None."""
-    title = stems(hit.ev.title)
-    asked = stems(req.subquery) - title
-    predicate = stems(hit.sentence) - title - stems(finding)
-    for other in scored:  # best first
-        if other.ev.id == hit.ev.id or other.ev.title != hit.ev.title:
-            continue
-        words = stems(other.sentence)
-        if tx.negated(other.sentence):
-            if (asked and asked <= words) or (predicate and predicate <= words):
-                return other
-        elif predicate and predicate <= words and _norm(finding) not in _norm(other.sentence):
-            return other
-    return None
+    supported: about, the finding stated, half the relation words or more; partial: about
+    and the finding stated, with fewer (or a sub-query with no relation word); otherwise
+    unsupported. Nothing else in view is consulted."""
+    names = [set(tx.content_words(span.text)) for span in tx.capitalized_spans(subquery)]
+    names = [n for n in names if n]
+    context = set(tx.words(f"{hit.ev.title} {hit.sentence}"))
+    about = not names or any(n <= context for n in names)
+    named = set().union(*names) if names else set()
+    relation = {stem(w) for w in tx.content_words(subquery)
+                if w not in named and w not in TYPE_NOUNS}
+    stated = relation & stems(hit.sentence)
+    if not about or not finding or _norm(finding) not in _norm(hit.sentence):
+        return "unsupported"
+    if not relation:
+        return "partial"
+    if 2 * len(stated) >= len(relation):
+        return "supported"
+    return "partial" if stated else "unsupported"
 
 
 def _norm(text: str) -> str:
