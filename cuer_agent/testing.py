@@ -8,7 +8,10 @@ Checks that any diagnoser — built in or third party —
   if it declares `uses_gold`, and the kit relabels the gold answer *both* in the view
   and in the probe's correctness oracle — an output that changes when the view's gold is
   relabelled needs `uses_gold`, one that changes when the oracle's gold is relabelled
-  needs `uses_gold_oracle`.
+  needs `uses_gold_oracle`;
+* declares the environment oracle it uses: the kit watches the probe, and a diagnoser
+  that re-runs a hop against a clean tool (`ENVIRONMENT_CALLS`) must declare
+  `uses_environment_oracle`.
 
 `cases` are (trace, gold answer, probe factory or None) triples; a probe factory takes the
 gold answer its oracle should compare with and makes a fresh probe per call, so probing
@@ -19,8 +22,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from cuer_agent.diagnosers import STAGES, Diagnoser, Diagnosis, DiagnosisView, Probe
+from cuer_agent.diagnosers import (
+    ENVIRONMENT_CALLS,
+    STAGES,
+    Diagnoser,
+    Diagnosis,
+    DiagnosisView,
+    Probe,
+)
 from cuer_agent.trace import Trace
 
 Case = tuple[Trace, str, Callable[[str], Probe] | None]
@@ -37,10 +48,29 @@ class ConformanceReport:
         return not self.problems
 
 
-def make_view(diagnoser: Diagnoser, trace: Trace, gold: str, seed: int = 0) -> DiagnosisView:
+def make_view(diagnoser: Diagnoser, trace: Trace, gold: str, seed: int = 0,
+              hop_budget: int | None = None) -> DiagnosisView:
     """The view a diagnoser is entitled to: gold only when it declares it uses gold."""
     return DiagnosisView(trace=trace, gold_answer=gold if diagnoser.uses_gold else None,
-                         seed=seed)
+                         seed=seed, hop_budget=hop_budget)
+
+
+class WatchedProbe:
+    """A probe that counts the calls that run a hop against a clean tool."""
+
+    def __init__(self, probe: Probe) -> None:
+        self._probe = probe
+        self.environment_calls = 0
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._probe, name)
+        if name not in ENVIRONMENT_CALLS:
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self.environment_calls += 1
+            return attr(*args, **kwargs)
+        return call
 
 
 def _check_shape(diagnosis: object, trace: Trace) -> list[str]:
@@ -63,10 +93,16 @@ def validate_diagnoser(diagnoser: Diagnoser, cases: Sequence[Case],
         if diagnoser.probing and probe_factory is None:
             continue
 
+        watched: list[WatchedProbe] = []
+
         def run(view_gold: str, oracle_gold: str, trace: Trace = trace,
-                probe_factory: Callable[[str], Probe] | None = probe_factory) -> Diagnosis:
-            probe = probe_factory(oracle_gold) if probe_factory else None
-            return diagnoser.diagnose(make_view(diagnoser, trace, view_gold, seed), probe)
+                probe_factory: Callable[[str], Probe] | None = probe_factory,
+                watched: list[WatchedProbe] = watched) -> Diagnosis:
+            probe = WatchedProbe(probe_factory(oracle_gold)) if probe_factory else None
+            if probe is not None:
+                watched.append(probe)
+            return diagnoser.diagnose(make_view(diagnoser, trace, view_gold, seed),
+                                      probe)  # type: ignore[arg-type]
 
         view = make_view(diagnoser, trace, gold, seed)
         if not diagnoser.uses_gold and view.gold_answer is not None:
@@ -83,6 +119,11 @@ def validate_diagnoser(diagnoser: Diagnoser, cases: Sequence[Case],
                 and _comparable(run(gold, gold + RELABELLED)) != _comparable(first)):
             problems.append(f"case {i}: result depends on the probe's gold oracle, but it "
                             "declares uses_gold_oracle = False")
+        if (any(p.environment_calls for p in watched)
+                and not getattr(diagnoser, "uses_environment_oracle", False)):
+            problems.append(f"case {i}: its probe re-runs a hop against a clean tool "
+                            f"({', '.join(ENVIRONMENT_CALLS)}), but it declares "
+                            "uses_environment_oracle = False")
     return ConformanceReport(len(cases), tuple(problems))
 
 

@@ -4,13 +4,17 @@ A diagnoser names where a failed run's failure started: `diagnose(view, probe) -
 Diagnosis(hop, stage, propagated, severity, cause, cost)`. Hop conventions (paper-notes
 §B): 1..n = a hop of the trace, 0 = answer level, n+1 = the agent stopped too early.
 
-* `view` holds only the observable trace — plus the gold answer for diagnosers that
-  declare `uses_gold = True` (and only those).
+* `view` holds only the observable trace and the hop budget the agent was configured
+  with (what its user set, not what a fault may have lowered it to) — plus the gold
+  answer for diagnosers that declare `uses_gold = True` (and only those).
 * `probe` is given only to diagnosers that declare `probing = True`: re-execution of the
   same agent from the observed run, and a correctness oracle, under a call budget; it
   counts what it spends. The oracle compares with the gold answer: a diagnoser that asks
   it declares `uses_gold_oracle = True` (the report shows it, and the conformance kit
-  relabels the oracle as well as the view).
+  relabels the oracle as well as the view). A probe that re-executes a hop with a clean
+  tool (`rerun_hop`, `regenerate_from`, `continue_retrieving`: the repaired hop meets no
+  fault) knows where the fault is in a way no deployed user does: such a diagnoser
+  declares `uses_environment_oracle = True` (the kit checks it).
 
 Registration: `@diagnoser("name")` on a class, or a third-party entry point in the
 `cuer_agent.diagnosers` group.
@@ -66,6 +70,8 @@ class DiagnosisView:
     trace: Trace
     gold_answer: str | None = None
     seed: int = 0
+    hop_budget: int | None = None
+    """The hop budget the agent was configured with (None: unknown, e.g. foreign traces)."""
 
     def stable_seed(self, *parts: object) -> int:
         """A seed from the view's content — never Python's `hash()`."""
@@ -75,6 +81,10 @@ class DiagnosisView:
 
 class ProbeBudgetExceeded(RuntimeError):
     """A probing diagnoser asked for more re-executions than its budget allows."""
+
+
+ENVIRONMENT_CALLS: tuple[str, ...] = ("rerun_hop", "regenerate_from", "continue_retrieving")
+"""Probe operations that run a hop against a clean tool (an environment oracle)."""
 
 
 @runtime_checkable
@@ -99,6 +109,8 @@ class Diagnoser(Protocol):
     """Its view holds the gold answer."""
     uses_gold_oracle: ClassVar[bool]
     """Its probes decide "the repair fixes it" by comparing with the gold answer."""
+    uses_environment_oracle: ClassVar[bool]
+    """Its probes run a hop against a clean tool (`ENVIRONMENT_CALLS`)."""
     probing: ClassVar[bool]
     stand_in: ClassVar[str | None]
     """Set when the diagnoser is a rule-based stand-in for something else (reports say so)."""
@@ -113,6 +125,7 @@ class BaseDiagnoser:
     name: ClassVar[str] = ""
     uses_gold: ClassVar[bool] = False
     uses_gold_oracle: ClassVar[bool] = False
+    uses_environment_oracle: ClassVar[bool] = False
     probing: ClassVar[bool] = False
     stand_in: ClassVar[str | None] = None
     options: dict[str, Any] = field(default_factory=dict)
@@ -122,7 +135,7 @@ DIAGNOSERS: Registry[Callable[..., Diagnoser]] = Registry(
     "diagnoser", ENTRY_POINT_GROUP,
     builtins=tuple(f"cuer_agent.diagnosers.{m}" for m in (
         "chance", "coverage", "coverage_gold", "cuer_single_shot", "first_hop", "frozen_hop",
-        "last_hop", "llm_judge", "rule", "suffix_regen")))
+        "last_hop", "llm_judge", "rule", "suffix_regen", "trace_rule")))
 
 
 def diagnoser(name: str) -> Callable[[type], type]:

@@ -26,6 +26,8 @@ from ._probing import Fixed, GoldFree, by_oracle, first_fixing_hop
 class FrozenHop(BaseDiagnoser):
     probing = True
     uses_gold_oracle = True
+    uses_environment_oracle = True
+    """Its repaired hop runs against a clean tool: it knows where the fault is."""
 
     def fixed(self, view: DiagnosisView, probe: Probe) -> Fixed:
         return by_oracle(probe)

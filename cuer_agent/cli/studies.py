@@ -40,7 +40,6 @@ from cuer_agent.cli._study import (
     study_sections,
     warn_request_errors,
 )
-from cuer_agent.data._select import hop_questions
 from cuer_agent.errors import ConfigError, CuerError
 
 
@@ -166,8 +165,8 @@ def cuer_cmd(
                  weight_sensitivity=weight_sensitivity)
     # [data] gold_hops is not read here: the CUE-R study runs on every example
     parallel, skills, ds = open_study(engine, data, execution, None)
-    if cfg.asks_per_hop(ds.name):
-        ds = hop_questions(ds)
+    from cuer_agent.experiments.pools import single_shot_data
+    ds = single_shot_data(ds, cfg.questions, cfg.pool_size)
     run_dir = open_run(out, cuer_record(source=ds.source, data=data.model_dump(mode="json"),
                                         backend=engine.model_dump(mode="json"), cuer=cfg))
     executor = Executor(skills, AgentConfig(mode="single_shot", k=cfg.k),

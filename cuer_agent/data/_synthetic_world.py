@@ -197,9 +197,10 @@ class World:
                                  *seed_parts: object) -> Passage:
         """A paragraph of the entity's article as the world's own generator writes it when
         the fact says `value`: the article is drawn afresh (paragraph count, where each
-        fact is stated, sentence forms, fillers) and one of its later paragraphs stating
-        the fact is taken (the intro paragraph only if no draw of 16 has another). Its
-        `index` is the article's next paragraph number, as a new paragraph would get."""
+        fact is stated, sentence forms, fillers) and one of its paragraphs stating the
+        fact is taken at random — the intro paragraph as often as a real fact's passage
+        is one. Its `index` is the article's next paragraph number, as a new paragraph
+        would get."""
         dice = txt.Dice(_seed_int("counterfactual", self.seed, self.size, entity, relation,
                                   value, *seed_parts))
         t, name = self.types[entity], self.names[entity]
@@ -211,15 +212,11 @@ class World:
         facts[slot] = (relation, value, facts[slot][2])
         siblings = [self.names[m] for m in self.siblings(entity)]
         refs = txt.other_refs(t, self.stem(entity), dice)
-        for _ in range(16):
-            count, placement = txt.place_facts(
-                dice, _redundancies(dice, self.redundancy, len(facts)))
-            later = [p for p in placement[slot] if p > 0]
-            if later:
-                break
+        count, placement = txt.place_facts(dice, _redundancies(dice, self.redundancy,
+                                                               len(facts)))
         paragraphs = txt.render_article(dice, t, name, refs, facts, placement, count, siblings,
                                         self.details[entity])
-        chosen = later[dice.index(len(later))] if later else placement[slot][0]
+        chosen = dice.pick(placement[slot])
         return Passage(title=name, text=paragraphs[chosen], index=len(self.article(entity)))
 
     def id_of(self, name: str) -> int:
@@ -254,6 +251,7 @@ class World:
         if relation == LITERALS[self.types[entity]]:
             return _format_literal(relation, self.graph.nodes[entity][relation])
         return self.names[self.target(entity, relation)]
+
 
 
 def _format_literal(relation: str, value: int) -> str:

@@ -3,19 +3,22 @@
 Both analyses ask which evidence item mattered; they answer from different systems:
 
 * **single-shot** — CUE-R's REMOVE of its target item in a single-shot run: on the whole
-  question, or (`cuer.questions = "per_hop"`) on each hop's sub-question as its own
-  single-shot call. An item is *flagged* when removing it breaks that run's answer
-  (Δcorrectness > 0).
+  question (the paper's system), or (`cuer.questions = "per_hop"`) on each hop's gold
+  sub-question as its own single-shot call. An item is *flagged* when removing it breaks
+  that run's answer (Δcorrectness > 0).
 * **agentic** — REMOVE of hop h's target inside the agent, which then re-executes (and
-  may retry the hop): Δcorrectness of the *final* answer per hop. The **critical hop**
-  is the hop whose REMOVE hurts most (ties: the earliest, and `ties` counts the examples
-  where several hops hurt as much); none when no REMOVE hurts.
+  may retry the hop): Δcorrectness of the *final* answer per hop. The **critical hop** is
+  the hop whose REMOVE hurts most; when several hurt as much it is a **tie** (`tied_hops`),
+  reported as such and never broken to the earliest hop; none when no REMOVE hurts.
 
-Per example the summary puts the single-shot targets next to the critical hop's item,
-and counts:
+Only examples whose clean agentic run was right are compared (a wrong clean run has no
+evidence whose removal could hurt it). Per example the summary puts the single-shot
+targets next to the critical hop's item, and counts:
 
-* `points_at_critical` — the single-shot analysis flags the critical hop's item (by
-  title): it points at the right hop's evidence;
+* `points_at_critical` — over the examples with one critical hop, the single-shot
+  analysis flags that hop's item (by title); `independent_share` beside it is what flags
+  independent of the hop would score: the share of all compared hops' items that the
+  single-shot analysis flags;
 * `flags_recovered` — single-shot flags on items whose agentic REMOVE did not hurt (the
   agent recovered): importance that step-level analysis reports and the agent does not
   show.
@@ -63,38 +66,47 @@ def compare_analyses(single_records: Rows, agentic_records: Rows) -> dict[str, A
                        lambda rec: _parent(rec["example_id"]))
     agentic = _removals(agentic_records, "clean", "hop_remove", "correct",
                         lambda rec: (rec["example_id"], int(rec["hop"])))
+    right = {r["record"]["example_id"] for r in agentic_records
+             if r["record"]["condition"] == "clean" and r["metrics"] is not None
+             and r["metrics"]["correct"]}
     rows: list[dict[str, Any]] = []
-    with_critical = pointed = flags = recovered_flags = ties = 0
-    for example_id in sorted(set(single) & set(agentic)):
+    unique = pointed = flags = recovered_flags = ties = hop_items = hop_items_flagged = 0
+    for example_id in sorted(set(single) & set(agentic) & right):
         per_hop = sorted(agentic[example_id], key=lambda c: c["hop"])
         hurting = [c for c in per_hop if c["delta"] > 0]
-        critical = max(hurting, key=lambda c: (c["delta"], -c["hop"])) if hurting else None
-        ties += critical is not None and sum(c["delta"] == critical["delta"]
-                                             for c in hurting) > 1
+        worst = max((c["delta"] for c in hurting), default=None)
+        tied = [c for c in hurting if c["delta"] == worst]
+        critical = tied[0] if len(tied) == 1 else None
+        ties += len(tied) > 1
         flagged = {s["target"] for s in single[example_id] if s["delta"] > 0}
         harmless = {c["target"] for c in per_hop if c["delta"] <= 0}
         flags += len(flagged)
         recovered_flags += len(flagged & harmless)
+        hop_items += len(per_hop)
+        hop_items_flagged += sum(c["target"] in flagged for c in per_hop)
         points = None
         if critical is not None:
-            with_critical += 1
+            unique += 1
             points = critical["target"] in flagged
             pointed += points
         rows.append({"example_id": example_id,
                      "single_shot": sorted(single[example_id],
                                            key=lambda s: (s["hop"] is None, s["hop"] or 0)),
                      "critical_hop": critical["hop"] if critical else None,
+                     "tied_hops": [c["hop"] for c in tied] if len(tied) > 1 else [],
                      "critical_item": critical["target"] if critical else None,
-                     "critical_delta": critical["delta"] if critical else None,
+                     "critical_delta": worst,
                      "points_at_critical": points})
-    lo, hi = wilson_interval(pointed, with_critical) if with_critical else (None, None)
+    lo, hi = wilson_interval(pointed, unique) if unique else (None, None)
     return {
         "n": len(rows),
-        "with_critical_hop": with_critical,
+        "with_critical_hop": unique,
         "ties": ties,
         "points_at_critical": pointed,
-        "points_at_critical_share": round(pointed / with_critical, 6) if with_critical else None,
-        "points_at_critical_ci": [lo, hi] if with_critical else None,
+        "points_at_critical_share": round(pointed / unique, 6) if unique else None,
+        "points_at_critical_ci": [lo, hi] if unique else None,
+        "independent_share": (round(hop_items_flagged / hop_items, 6) if hop_items
+                              else None),
         "single_shot_flags": flags,
         "flags_recovered": recovered_flags,
         "flags_recovered_share": round(recovered_flags / flags, 6) if flags else None,

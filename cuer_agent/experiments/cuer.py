@@ -56,16 +56,19 @@ class CuerConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     k: int = Field(5, ge=1)
-    questions: Literal["auto", "whole", "per_hop"] = "auto"
-    """What the single-shot system is asked: each example's `whole` question (the paper's
-    setup), or each hop's gold sub-question (`per_hop`: one single-hop question per hop,
-    bridge resolved — the experimenter reads the gold decomposition to pose them).
-    `auto`: per_hop on the synthetic world (whose whole questions one retrieval cannot
-    answer: the baseline would sit at 0 %), whole on real data."""
+    questions: Literal["auto", "whole", "per_hop"] = "whole"
+    """What the single-shot system is asked: each example's `whole` question over its
+    own pool (the paper's system; `auto` means the same), or each hop's gold
+    sub-question with its bridge resolved (`per_hop`: the system is given the gold
+    decomposition — a single-hop oracle, not the paper's system)."""
+    pool_size: int = Field(10, ge=2)
+    """Open-corpus data (the synthetic world): passages in each question's own pool —
+    one per hop stating its fact, the rest lexical confusers
+    (`cuer_agent.experiments.pools`), as in HotpotQA's distractor setting."""
 
-    def asks_per_hop(self, dataset: str) -> bool:
-        return self.questions == "per_hop" or (self.questions == "auto"
-                                               and dataset == "synthetic")
+    def asks_per_hop(self, dataset: str = "") -> bool:
+        """Is the single-shot system given the gold decomposition?"""
+        return self.questions == "per_hop"
     seed: int = 0
     """Seed of the interventions' randomness (random targets, easy replacements)."""
     replace_hardness: Literal["easy", "medium", "hard"] = "medium"

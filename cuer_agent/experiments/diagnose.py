@@ -62,7 +62,8 @@ class DiagnoseFailed:
             probe = (ExecutionProbe(self.executor, run, oracle,
                                     budget=2 * self.config.diagnose.probe_budget + 2)
                      if d.probing else None)
-            view = make_view(d, run.trace, example.answer, self.config.diagnose.seed)
+            view = make_view(d, run.trace, example.answer, self.config.diagnose.seed,
+                             hop_budget=self.executor.config.hop_budget)
             rows.append({**base, **diagnosis_fields(d, view, probe, self.executor.skills)})
         return rows
 

@@ -5,7 +5,12 @@ For each diagnoser, over the injected runs that still failed: exact-hop accuracy
 (`cuer_agent.metrics.attribution`), plus what a reader needs to tell skill from base
 rate:
 
-* `uses_gold`, `uses_gold_oracle`, `probing`, `stand_in` — what it reads;
+* `uses_gold`, `uses_gold_oracle`, `uses_environment_oracle`, `probing`, `stand_in` —
+  what it reads;
+* `abstention` (overall and per depth) — a diagnoser scored as one that may abstain:
+  coverage (share of failures where it names a hop), precision there, and a random
+  hop's precision on the same traces;
+* `by_depth.<d>.beats_trace_rule` — above the `trace-rule` control there (when it ran);
 * `clean_blame_rate` — over clean, correct, unfaulted runs, the share on which it names a
   hop (>= 1); it should name none (`clean_n` such runs);
 * `blame_hist` — for each hop, the share of its diagnoses on failed runs naming it;
@@ -26,6 +31,7 @@ from cuer_agent.diagnosers import Diagnoser
 from cuer_agent.experiments.diagnose import CLEAN
 from cuer_agent.metrics.attribution import (
     Attribution,
+    abstention,
     attribution_summary,
     blame_histogram,
     chance_expected_accuracy,
@@ -63,10 +69,13 @@ def diagnoser_summaries(rows: Rows, diagnosers: list[Diagnoser],
             cell["independence"] = baseline["by_depth"][depth]
             cell["beats_independence"] = (cell["ci"] is not None
                                           and cell["ci"][0] > cell["independence"])
+            cell["abstention"] = abstention([it for it in items if str(it.true_hop) == depth])
         summary.update({
             "uses_gold": d.uses_gold, "uses_gold_oracle": getattr(d, "uses_gold_oracle", False),
+            "uses_environment_oracle": getattr(d, "uses_environment_oracle", False),
             "probing": d.probing, "stand_in": d.stand_in,
             "blame_hist": blame_histogram(items), "independence": baseline["overall"],
+            "abstention": abstention(items),
             **clean_blame([r for r in mine if r["fault"] == CLEAN]),
         })
         if d.name == "chance":
@@ -78,7 +87,21 @@ def diagnoser_summaries(rows: Rows, diagnosers: list[Diagnoser],
                 **{h: v["expected_acc"] for h, v in expected["by_depth"].items()},
                 "overall": expected["expected_acc"]}
         out[d.name] = summary
+    _beside_trace_rule(out)
     return out
+
+
+def _beside_trace_rule(summaries: dict[str, Any]) -> None:
+    """`by_depth.<d>.beats_trace_rule` for every diagnoser, when the `trace-rule` control
+    ran: the lower end of its Wilson interval lies above trace-rule's accuracy there."""
+    rule = summaries.get("trace-rule")
+    if rule is None:
+        return
+    for summary in summaries.values():
+        for depth, cell in summary["by_depth"].items():
+            other = rule["by_depth"].get(depth, {}).get("acc")
+            cell["beats_trace_rule"] = (cell["ci"] is not None and other is not None
+                                        and cell["ci"][0] > other)
 
 
 def constant_guesses(rows: Rows, share: float = 0.95) -> dict[str, int]:

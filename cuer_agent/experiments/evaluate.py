@@ -18,7 +18,6 @@ from typing import Any
 
 from cuer_agent.config import StudyConfig
 from cuer_agent.data import Dataset
-from cuer_agent.data._select import hop_questions
 from cuer_agent.execution import AgentConfig, Executor
 from cuer_agent.experiments.comparison import compare_analyses
 from cuer_agent.experiments.cuer import RECORDS as CUER_RECORDS
@@ -28,8 +27,11 @@ from cuer_agent.experiments.cuer_report import write_cuer_summary
 from cuer_agent.experiments.diagnose import DiagnoseFailed, build_diagnosers
 from cuer_agent.experiments.diagnose_summary import constant_guesses, diagnoser_summaries
 from cuer_agent.experiments.evaluate_notes import honest_notes
+from cuer_agent.experiments.invisibility import invisibility
+from cuer_agent.experiments.pools import single_shot_data
 from cuer_agent.experiments.propagation import DIAGNOSES, RECORDS, TRACES, run_propagation
-from cuer_agent.experiments.propagation_summary import summarize_propagation
+from cuer_agent.experiments.propagation_summary import summarize_propagation, verify_rates
+from cuer_agent.experiments.reader_check import reader_summary
 from cuer_agent.experiments.run_agent import ledger_from_rows, retriever_factory
 from cuer_agent.experiments.run_configs import cuer_record, open_run_dir, propagate_record
 from cuer_agent.experiments.summaries import EvaluateSummary
@@ -50,9 +52,10 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
     single_dir = open_run_dir(run_dir.path / "single_shot", cuer_record(
         source=dataset.source, data=data, backend=backend, cuer=config.cuer))
     single = Executor(skills, AgentConfig(mode="single_shot", k=config.cuer.k), meta=meta)
-    per_hop = config.cuer.asks_per_hop(dataset.name)
-    single_data = hop_questions(dataset) if per_hop else dataset
-    run_cuer(single_data, single, single_dir, config.cuer, retriever_for=retriever_for,
+    per_hop = config.cuer.asks_per_hop()
+    single_data = single_shot_data(dataset, config.cuer.questions, config.cuer.pool_size)
+    run_cuer(single_data, single, single_dir, config.cuer,
+             retriever_for=retriever_factory(single_data),
              show_progress=show_progress, parallel=parallel)
     single_summary = {**write_cuer_summary(single_dir, config.cuer),
                       "questions": "per_hop" if per_hop else "whole"}
@@ -72,6 +75,10 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
     records = agentic_dir.rows(RECORDS)
     agentic = summarize_propagation(records, traces, config.propagation)
 
+    clean_correct = [r["metrics"]["correct"] for r in records
+                     if r["record"]["condition"] == "clean" and r["metrics"] is not None]
+    reader = reader_summary(dataset, skills, agent.config, clean_correct, retriever_for,
+                            threshold=config.propagation.recall_threshold, parallel=parallel)
     diagnoses = agentic_dir.rows(DIAGNOSES)
     ledger = ledger_from_rows(single_dir.rows(CUER_TRACES) + traces)
     ledger["diagnoser_requests"] = sum(r["calls"] for r in diagnoses)
@@ -79,6 +86,9 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
     summary: dict[str, Any] = {
         "single_shot": single_summary,
         "agentic": agentic,
+        "verify": verify_rates(records, config.propagation.faults),
+        "invisibility": invisibility(traces, config.propagation.faults),
+        "reader": reader,
         "comparison": compare_analyses(single_dir.rows(CUER_RECORDS), records),
         "diagnosers": diagnoser_summaries(diagnoses, diagnosers, config),
         "ledger": ledger,

@@ -35,6 +35,16 @@ def honest_notes(summary: dict[str, Any], backend: str,
                          "injected hop restores the clean run, while repairing any other hop "
                          "leaves the fault in force — the probe is exact by design here, "
                          "which says nothing of how it would fare against a sampling model.")
+        if d.get("uses_environment_oracle"):
+            notes.append(f"{name} re-runs hops against a clean tool (an environment oracle, "
+                         "declared): it can call where the fault is not, which no deployed "
+                         "user can; its accuracy is an upper bound, not a method.")
+        if not d.get("uses_gold") and not d.get("uses_gold_oracle") and name != "trace-rule":
+            behind_rule = [h for h, cell in (d.get("by_depth") or {}).items()
+                           if cell.get("beats_trace_rule") is False]
+            if behind_rule:
+                notes.append(f"{name} does not beat the trace-rule control (what the agent's "
+                             f"own trace says) at depth {', '.join(behind_rule)}.")
         if d.get("stand_in"):
             notes.append(f"{name} is a {d['stand_in']}.")
         if d.get("uses_gold"):
@@ -56,10 +66,10 @@ def honest_notes(summary: dict[str, Any], backend: str,
     original = (summary.get("single_shot", {}).get("conditions", {}).get("original", {})
                 .get("correctness", {}).get("mean"))
     if original is not None and original < FLOOR:
-        notes.append(f"The single-shot baseline answers {original:.0%} correctly: one BM25 "
-                     "retrieval with the whole question rarely reaches the later hops' "
-                     "passages (the synthetic world is built that way), so its CUE-R deltas on "
-                     "correctness are zero by floor effect; grounding and D still move.")
+        notes.append(f"The single-shot baseline answers {original:.0%} correctly, so its "
+                     "CUE-R deltas on correctness sit near a floor; grounding and D still "
+                     "move.")
+    notes += construction_notes(summary)
     errors = summary.get("ledger", {}).get("errors")
     if errors:
         notes.append(f"{errors} trace(s) stopped early because a request to the model server "
@@ -79,37 +89,11 @@ def honest_notes(summary: dict[str, Any], backend: str,
     return notes
 
 
-RECOVERY_EXPLAINED: dict[tuple[str, int], str] = {
-    ("early_termination", 0): "a forced stop leaves nothing to retry: `answer` answers from the "
-                              "hops taken, and for a chain question no earlier hop's finding is "
-                              "the answer",
-    ("query_drift", 1): "VERIFY's relevance check finds the drifted hop's evidence is about an "
-                        "entity the question never names, and the planner's retry re-derives the "
-                        "sub-query from its own history; the drift corrupted the first attempt "
-                        "only",
-    ("false_premise", 1): "the extractive reader takes no fact from a negated sentence, so the "
-                          "passage cannot mislead it; VERIFY only marks the hop contested and "
-                          "the retry (or the contested finding itself) carries on",
-    ("empty_retrieval", 1): "VERIFY always notices an empty hop, and any reformulated sub-query "
-                            "escapes a fault keyed to the faulted one",
-    ("irrelevant_evidence", 1): "VERIFY's relevance check notices evidence about other entities, "
-                                "and any reformulated sub-query escapes the fault",
-    ("stale_evidence", 1): "VERIFY finds two passages about one entity disagreeing, and the "
-                           "retry's clean retrieval has only the current one",
-    ("content_tampering", 0): "the corrupted span is consistent across the hop's evidence, so "
-                              "VERIFY has nothing to notice and the agent follows it",
-}
-"""Which part of the extractive agent makes a fault's recovery 0 or 1 at every depth."""
-
-
-EXTREME = 0.05
-"""A recovery within this of 0 or 1 at every depth is explained, not just reported."""
-
-
 def recovery_notes(agentic: dict[str, Any], backend: str, *, ours: bool = True) -> list[str]:
-    """Explain every fault whose recovery is (within `EXTREME` of) 0 or 1 at every depth
-    (the explanations are of cuer-agent's own agent: `ours`), and count ineffective
-    injections where they exceed a fifth of a fault's injections."""
+    """Per fault, what the run itself shows: how many injections changed hop h, how many
+    VERIFY flagged, recovery with the agent's retries and without them (the control), and
+    where the fault never reached the agent. Nothing is fixed text about the agent: every
+    figure comes from the run (`ours` is kept for callers; the notes hold for any agent)."""
     notes = []
     persistence = agentic.get("persistence")
     if persistence == "hop":
@@ -120,29 +104,70 @@ def recovery_notes(agentic: dict[str, Any], backend: str, *, ours: bool = True) 
         notes.append("Fault persistence is `once`: a fault is a one-shot state edit, so a "
                      "retry of the same query meets a clean retriever and a regenerating probe "
                      "restores the clean run — both by construction.")
+    elif persistence == "query":
+        notes.append("Fault persistence is `query`: a retrieval fault returns its faulty "
+                     "result only for the faulted sub-query's words, so any reformulated "
+                     "retry escapes it by construction.")
     for fault, per_hop in (agentic.get("faults") or {}).items():
-        if any(cell.get("forced") for cell in per_hop.values()):
-            notes.append(f"{fault} is forced: its 'recovery' is the share of answers that "
-                         "survive a stop the agent did not choose, not a recovery of its own.")
-        rates = [cell["recovery"] for cell in per_hop.values()
-                 if cell.get("injected") and cell.get("recovery") is not None]
-        for end in (0, 1):
-            if rates and all(abs(rate - end) <= EXTREME for rate in rates):
-                low, high = min(rates), max(rates)
-                span = f"{low:.0%}" if low == high else f"{low:.0%}–{high:.0%}"
-                why = (RECOVERY_EXPLAINED.get((fault, end))
-                       if ours and backend == "extractive" and persistence == "query"
-                       else None)
-                notes.append(f"{fault} recovers {span} at every depth"
-                             + (f": {why}." if why else
-                                " (a property of this agent under this persistence, not a "
-                                "measured tendency)."))
-        injected = sum(cell.get("injected", 0) for cell in per_hop.values())
-        ineffective = sum(cell.get("ineffective", 0) for cell in per_hop.values())
-        if injected and ineffective > 0.2 * injected:
-            notes.append(f"{fault}: {ineffective} of {injected} injections were ineffective "
-                         "(hop h selected, found and verified what it did in the clean run: "
-                         "the injected item ranked where the reader never read it, or it "
-                         "concerned a fact the hop did not use); recovery over the effective "
-                         "ones is reported beside the overall figure.")
+        cells = [c for c in per_hop.values() if c.get("injected")]
+        if not cells:
+            continue
+        if any(c.get("forced") for c in cells):
+            rec = sum(c.get("recovered", 0) for c in cells)
+            inj = sum(c["injected"] for c in cells)
+            notes.append(f"{fault} is forced: {rec} of {inj} answers were still right after a "
+                         "stop the agent did not choose — not a recovery of its own.")
+            continue
+        notes.append(_fault_note(fault, cells))
+    return notes
+
+
+def _fault_note(fault: str, cells: list[dict[str, Any]]) -> str:
+    injected = sum(c["injected"] for c in cells)
+    effective = sum(c.get("effective", 0) for c in cells)
+    flagged = sum(c.get("verify_detected", 0) for c in cells)
+    saved = sum(c.get("recovered_effective", 0) for c in cells)
+    controls = [c["control"] for c in cells if isinstance(c.get("control"), dict)]
+    never = sum((c.get("first_hit") or {}).get("never", 0) for c in cells)
+    text = (f"{fault}: {effective} of {injected} injections changed hop h's first attempt"
+            + (f" ({never} never reached the agent)" if never else "")
+            + f"; VERIFY flagged {flagged} of those; {saved} ended right")
+    if controls:
+        n = sum(c["n"] for c in controls)
+        without = sum(c["recovered"] for c in controls)
+        text += (f", {without} of the same {n} without retries — the retry "
+                 + (f"saved {saved - without}" if saved > without else
+                    f"lost {without - saved}" if without > saved else "changed nothing"))
+    return text + " (pooled over hops)."
+
+
+def construction_notes(summary: dict[str, Any]) -> list[str]:
+    """Which figures could follow from construction: detectable injections, VERIFY's
+    rates, the reader's dependence on its word table."""
+    notes = []
+    invisible = summary.get("invisibility") or {}
+    positional = set(invisible.get("positional") or ())
+    for fault, cell in (invisible.get("faults") or {}).items():
+        if not cell.get("detectable"):
+            continue
+        top = cell.get("top_feature")
+        where = (" — by where the retriever placed them, not by what they say: an item that "
+                 "enters a ranked list because another left (or that the retriever ranks "
+                 "itself) takes its place from the scores, which follows from how the fault "
+                 "changes the list" if top in positional else "")
+        notes.append(f"{fault}: a classifier tells its injected items from real ones (AUC "
+                     f"{cell.get('auc')}, independent {cell.get('auc_independent')}; best single "
+                     f"feature {top}){where}.")
+    verify = summary.get("verify") or {}
+    alarm = (verify.get("false_alarm") or {}).get("rate")
+    if alarm is not None:
+        caught = ", ".join(f"{f} {c['rate']:.2f}" for f, c in (verify.get("detection") or {})
+                           .items() if c.get("rate") is not None)
+        notes.append(f"VERIFY flags {alarm:.1%} of clean hops (false alarms) and, of the "
+                     f"effective injections' faulted hops: {caught}.")
+    reader = summary.get("reader") or {}
+    plain = reader.get("without_relation_table")
+    if isinstance(plain, dict) and reader.get("accuracy") is not None:
+        notes.append(f"The reader's clean accuracy is {reader['accuracy']:.2f} with its "
+                     f"relation table and {plain['accuracy']:.2f} without it.")
     return notes

@@ -23,7 +23,7 @@ def diagnoser_table(summary: dict[str, Any]) -> Table:
     table.add_column("reads", no_wrap=True)
     for h in depths:
         table.add_column(f"depth {h}", justify="right", no_wrap=True)
-    for col in ("clean blame", "stage acc", "calls"):
+    for col in ("covers / prec.", "clean blame", "stage acc", "calls"):
         table.add_column(col, justify="right")
     for name, d in diagnosers.items():
         cells = []
@@ -34,11 +34,16 @@ def diagnoser_table(summary: dict[str, Any]) -> Table:
                 continue
             flag = "*" if cell["descriptive_only"] else ""
             mark = "" if cell.get("beats_independence", True) else " ✗"
+            mark += " ▲" if cell.get("beats_trace_rule") else ""
             cells.append(f"{cell['acc']:.2f}{flag} / {cell.get('independence', 0):.2f}{mark}")
         stage = (d.get("stage_acc") or {}).get("mean")
         blame = d.get("clean_blame_rate")
         label = name + (" †" if d.get("stand_in") else "")
-        table.add_row(label, _reads(d), *cells,
+        cover = d.get("abstention") or {}
+        covers = ("—" if cover.get("coverage") is None else
+                  f"{cover['coverage']:.2f} / "
+                  + ("—" if cover.get("precision") is None else f"{cover['precision']:.2f}"))
+        table.add_row(label, _reads(d), *cells, covers,
                       "—" if blame is None else f"{blame:.2f}",
                       "—" if stage is None else f"{stage:.2f}",
                       f"{d.get('calls_per_diagnosis') or 0:.1f}")
@@ -49,7 +54,37 @@ def _reads(d: dict[str, Any]) -> str:
     """Short form of what a diagnoser reads besides the trace (the report spells it out)."""
     parts = (["gold"] if d.get("uses_gold") else []) + (
         ["probe+oracle"] if d.get("uses_gold_oracle") else ["probe"] if d.get("probing") else [])
+    parts += ["clean tool"] if d.get("uses_environment_oracle") else []
     return ", ".join(parts) or "trace"
+
+
+def construction_table(summary: dict[str, Any]) -> Table:
+    """Per fault: invisibility AUC and VERIFY's detection; VERIFY's false alarms and the
+    reader's table ablation in the caption."""
+    verify = summary.get("verify") or {}
+    alarm = verify.get("false_alarm") or {}
+    reader = summary.get("reader") or {}
+    plain = reader.get("without_relation_table") or {}
+    caption = (f"VERIFY false alarms on clean hops: {alarm.get('hits', 0)}/{alarm.get('n', 0)}"
+               + (f". Reader clean accuracy {reader['accuracy']:.2f}, relation table off "
+                  f"{plain['accuracy']:.2f}" if reader.get("accuracy") is not None
+                  and plain.get("accuracy") is not None else "") + ".")
+    table = Table(title="What the figures rest on — invisibility AUC (0.5 = invisible) and "
+                        "VERIFY's detection", caption=caption)
+    for col in ("fault", "AUC [95% CI]", "trees", "best feature", "VERIFY flagged"):
+        table.add_column(col, justify="left" if col == "fault" else "right")
+    invisible = (summary.get("invisibility") or {}).get("faults") or {}
+    detection = verify.get("detection") or {}
+    for fault in sorted(set(invisible) | set(detection)):
+        inv, det = invisible.get(fault) or {}, detection.get(fault) or {}
+        auc = ("—" if inv.get("auc") is None else
+               f"{inv['auc']:.2f} [{inv['ci'][0]:.2f}, {inv['ci'][1]:.2f}]"
+               + (" ✗" if inv.get("detectable") else ""))
+        trees = inv.get("auc_independent")
+        table.add_row(fault, auc, "—" if trees is None else f"{trees:.2f}",
+                      str(inv.get("top_feature") or "—"),
+                      "—" if det.get("rate") is None else f"{det['hits']}/{det['n']}")
+    return table
 
 
 def print_headline(summary: dict[str, Any], run_dir: Path, invocation: dict[str, Any]) -> None:
@@ -59,10 +94,12 @@ def print_headline(summary: dict[str, Any], run_dir: Path, invocation: dict[str,
     console.print(cuer_table(summary["single_shot"], title="Single-shot CUE-R baseline"))
     for table in propagation_tables({**summary["agentic"]}):
         console.print(table)
+    console.print(construction_table(summary))
     console.print(diagnoser_table(summary))
     console.print("* fewer than 10 failed traces: descriptive only.  † rule-based stand-in.  ✗: "
-                  "not above its independence baseline.  Clean blame: share of clean, correct "
-                  "runs on which it names a hop.")
+                  "not above its independence baseline.  ▲: above the trace-rule control.  "
+                  "Covers / prec.: share of failures it names a hop on, its accuracy there.  "
+                  "Clean blame: share of clean, correct runs on which it names a hop.")
     for note in summary["notes"]:
         console.print(f"- {note}")
     ledger = summary["ledger"]

@@ -318,6 +318,7 @@ def example_rows(example: Example, executor: Executor, retriever: BM25Retriever,
         if control is not None:
             metrics["control_correct"] = float(recall_correct(
                 control.trace.answer, example.gold_answers, threshold=config.recall_threshold))
+            metrics["control_same_run"] = float(control is fork)
         extra: dict[str, Any] = {}
         if outcome.record.certificate:
             extra["tampering"] = tampering_outcome(

@@ -8,13 +8,14 @@ from rich.table import Table
 
 from cuer_agent.data import Dataset
 from cuer_agent.execution import Executor
+from cuer_agent.experiments.invisibility import invisibility
 from cuer_agent.experiments.propagation import (
     RECORDS,
     TRACES,
     PropagationConfig,
     run_propagation,
 )
-from cuer_agent.experiments.propagation_summary import summarize_propagation
+from cuer_agent.experiments.propagation_summary import summarize_propagation, verify_rates
 from cuer_agent.experiments.run_agent import ledger_from_rows, retriever_factory
 from cuer_agent.experiments.summaries import PropagateSummary
 from cuer_agent.parallel import Parallelism
@@ -28,7 +29,10 @@ def run_and_summarize(dataset: Dataset, executor: Executor, run_dir: RunDir,
                     retriever_for=retriever_factory(dataset), show_progress=show_progress,
                     parallel=parallel)
     traces = run_dir.rows(TRACES)
-    summary = summarize_propagation(run_dir.rows(RECORDS), traces, config)
+    records = run_dir.rows(RECORDS)
+    summary = summarize_propagation(records, traces, config)
+    summary["verify"] = verify_rates(records, config.faults)
+    summary["invisibility"] = invisibility(traces, config.faults)
     summary["ledger"] = ledger_from_rows(traces)
     summary["config"] = config.model_dump(mode="json")
     run_dir.write_summary(summary, PropagateSummary)
@@ -37,27 +41,21 @@ def run_and_summarize(dataset: Dataset, executor: Executor, run_dir: RunDir,
 
 def propagation_tables(summary: dict[str, Any]) -> list[Table]:
     clean = summary["clean"]
-    recovery = Table(title=f"Recovery after a fault at hop h (clean n={clean['n']}, "
-                           f"accuracy {clean['accuracy']}; persistence "
+    recovery = Table(title=f"Recovery over effective injections at hop h — the agent | the "
+                           f"same injections, retries off (clean n={clean['n']}, accuracy "
+                           f"{clean['accuracy']}; persistence "
                            f"{summary.get('persistence', 'once')})",
-                     caption="r = runs that retried hop h, e = effective injections, x = runs "
-                             "that ended in a request error or a parse failure (counted apart); "
-                             "forced = the agent did "
-                             "not choose to stop")
+                     caption="e = effective injections (hop h's first attempt changed), v = "
+                             "VERIFY flagged, r = retried hop h, x = ended in a request error "
+                             "or a parse failure (apart); forced = the agent did not choose to "
+                             "stop (its row counts every injection)")
     hops = sorted({h for per_hop in summary["faults"].values() for h in per_hop}, key=int)
     recovery.add_column("fault")
     for h in hops:
-        recovery.add_column(f"hop {h}: recovered/injected", justify="right")
+        recovery.add_column(f"hop {h}", justify="right")
     for fault, per_hop in summary["faults"].items():
-        cells = []
-        for h in hops:
-            cell = per_hop.get(h)
-            cells.append("—" if not cell or not cell["injected"] else
-                         f"{cell['recovered']}/{cell['injected']} ({cell['recovery']:.2f})"
-                         + (f" r{cell['retried']} e{cell['effective']}" if "effective" in cell
-                            else "")
-                         + (f" x{cell['errors']}" if cell.get("errors") else ""))
         forced = any(c.get("forced") for c in per_hop.values())
+        cells = [_console_cell(per_hop.get(h), forced) for h in hops]
         recovery.add_row(fault + (" (forced)" if forced else ""), *cells)
     cert = summary["tampering_certification"]
     tampering = Table(title=f"Content tampering (certified {cert['certified']}"
@@ -68,3 +66,18 @@ def propagation_tables(summary: dict[str, Any]) -> list[Table]:
         tampering.add_row(h, *(str(cell[k]) for k in ("injected", "resisted", "absorbed",
                                                       "derailed", "contaminated")))
     return [recovery, tampering]
+
+
+def _console_cell(cell: dict[str, Any] | None, forced: bool) -> str:
+    if not cell or not cell["injected"]:
+        return "—"
+    if forced or "effective" not in cell:
+        return f"{cell['recovered']}/{cell['injected']} ({cell['recovery']:.2f})"
+    if not cell["effective"]:
+        return f"e0 of {cell['injected']}"
+    text = f"{cell['recovered_effective']}/{cell['effective']} ({cell['recovery_effective']:.2f})"
+    control = cell.get("control")
+    if control:
+        text += f" | {control['recovered']}/{control['n']}"
+    text += f" v{cell.get('verify_detected', 0)} r{cell['retried']}"
+    return text + (f" x{cell['errors']}" if cell.get("errors") else "")

@@ -4,11 +4,18 @@ stage transitions) alone: the same rows give the same bytes.
 * `faults` — per fault and hop: injected, recovered (correct after re-execution),
   failed, recovery(h) = recovered / injected with its Wilson interval (`ci`),
   `descriptive_only` when fewer than 10 were injected; `retried`; `effective` /
-  `ineffective` (did hop h's observable state change?) and recovery over the effective
-  injections only (`recovery_effective`); `errors` — forks that ended in a request error
-  or a parse failure, counted apart from every other figure (neither recovered nor
-  failed); `forced` on early termination, whose "recovery" is the share of answers that
-  survive a stop the agent did not choose; `persistence` says how long faults held;
+  `ineffective` (did hop h's first attempt find or select something else?) and recovery
+  over the effective injections only (`recovery_effective`, its interval), next to the
+  `control` (the same effective injections with the agent's retries off); how many of
+  them VERIFY flagged (`verify_detected`); where the fault first reached the agent
+  (`first_hit`: at hop h, later, never); recovery by the redundancy of the faulted fact
+  (`by_redundancy`); `errors` — forks that ended in a request error or a parse failure,
+  counted apart from every other figure (neither recovered nor failed); `forced` on
+  early termination, whose "recovery" is the share of answers that survive a stop the
+  agent did not choose; `persistence` says how long faults held;
+* `verify` — VERIFY's rates: the share of hops of the clean runs whose first attempt it
+  flagged (false alarms: nothing was wrong), and per fault the share of effective
+  injections whose faulted first attempt it flagged (detection);
 * `tampering` — per hop: resisted / absorbed / derailed and query contamination;
   `tampering_certification` — the share of eligible hops where a span could be
   certified (and why not);
@@ -68,16 +75,50 @@ def _wilson(successes: int, n: int) -> list[float] | None:
     return list(wilson_interval(successes, n)) if n else None
 
 
+def _share(hits: int, n: int) -> dict[str, Any]:
+    return {"n": n, "hits": hits, "rate": _r(hits / n) if n else None, "ci": _wilson(hits, n)}
+
+
+def _control(effective: list[dict[str, float]]) -> dict[str, Any] | None:
+    """Recovery of the same effective injections with the agent's retries off."""
+    with_control = [m for m in effective if "control_correct" in m]
+    if not with_control:
+        return None
+    recovered = int(sum(m["control_correct"] for m in with_control))
+    return {"n": len(with_control), "recovered": recovered,
+            "recovery": _r(recovered / len(with_control)),
+            "ci": _wilson(recovered, len(with_control)),
+            "same_run": int(sum(m.get("control_same_run", 0.0) for m in with_control))}
+
+
+def _first_hit(metrics: list[dict[str, float]], hop: int) -> dict[str, int]:
+    hits = [int(m.get("first_hit", hop)) for m in metrics]
+    return {"at_h": sum(h == hop for h in hits), "later": sum(h > hop for h in hits),
+            "never": sum(h < 0 for h in hits)}
+
+
+def _by_redundancy(items: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, list[float]] = defaultdict(list)
+    for r in items:
+        redundancy = r["record"].get("params", {}).get("redundancy")
+        if redundancy is not None and r["metrics"].get("effective", 1.0):
+            out[str(redundancy)].append(r["metrics"]["correct"])
+    return {k: {"n": len(v), "recovered": int(sum(v)), "ci": _wilson(int(sum(v)), len(v))}
+            for k, v in sorted(out.items())}
+
+
 def fault_table(rows: Rows, faults: tuple[str, ...]) -> dict[str, Any]:
     grouped = _by(rows, lambda c: c in faults)
     table: dict[str, Any] = {}
     for fault in faults:
         per_hop = {}
         for hop, items in sorted(grouped.get(fault, {}).items()):
-            metrics = [r["metrics"] for r in items if ran_ok(r)]
+            ok = [r for r in items if ran_ok(r)]
+            metrics = [r["metrics"] for r in ok]
             errors = sum(1 for r in items if r["metrics"] is not None and not ran_ok(r))
             recovered = int(sum(m["correct"] for m in metrics))
-            effective = [m["correct"] for m in metrics if m.get("effective", 1.0)]
+            effective = [m for m in metrics if m.get("effective", 1.0)]
+            saved = int(sum(m["correct"] for m in effective))
             cell: dict[str, Any] = {
                 "injected": len(metrics), "recovered": recovered,
                 "failed": len(metrics) - recovered,
@@ -86,8 +127,13 @@ def fault_table(rows: Rows, faults: tuple[str, ...]) -> dict[str, Any]:
                 "descriptive_only": len(metrics) < MIN_CELL,
                 "retried": int(sum(m.get("retried", 0.0) for m in metrics)),
                 "effective": len(effective), "ineffective": len(metrics) - len(effective),
-                "recovered_effective": int(sum(effective)),
-                "recovery_effective": _r(sum(effective) / len(effective)) if effective else None,
+                "recovered_effective": saved,
+                "recovery_effective": _r(saved / len(effective)) if effective else None,
+                "recovery_effective_ci": _wilson(saved, len(effective)),
+                "control": _control(effective),
+                "verify_detected": int(sum(m.get("verify_fired", 0.0) for m in effective)),
+                "first_hit": _first_hit(metrics, hop),
+                "by_redundancy": _by_redundancy(ok),
                 "errors": errors,
             }
             if get_fault(fault).boundary == "read":  # it forces the agent's stop
@@ -95,6 +141,22 @@ def fault_table(rows: Rows, faults: tuple[str, ...]) -> dict[str, Any]:
             per_hop[str(hop)] = cell
         table[fault] = per_hop
     return table
+
+
+def verify_rates(rows: Rows, faults: tuple[str, ...]) -> dict[str, Any]:
+    """VERIFY's false alarms on the clean runs' hops, and its detection per fault on the
+    effective injections' faulted first attempts (early termination has no hop h)."""
+    clean = [fired for r in rows if r["record"]["condition"] == "clean"
+             and r.get("status", "ok") == "ok" for fired in r.get("verify", [])]
+    detection = {}
+    for fault in faults:
+        if get_fault(fault).boundary == "read":
+            continue
+        effective = [r["metrics"] for r in rows if r["record"]["condition"] == fault
+                     and ran_ok(r) and r["metrics"].get("effective", 1.0)]
+        detection[fault] = _share(int(sum(m.get("verify_fired", 0.0) for m in effective)),
+                                  len(effective))
+    return {"false_alarm": _share(int(sum(clean)), len(clean)), "detection": detection}
 
 
 def skipped(rows: Rows) -> dict[str, dict[str, int]]:

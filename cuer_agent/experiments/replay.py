@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from cuer_agent.data._select import hop_questions, load_study_data
+from cuer_agent.data._select import load_study_data
 from cuer_agent.errors import CuerError, DataError
 from cuer_agent.execution import AgentConfig, Executor
 from cuer_agent.experiments.run_configs import (
@@ -111,12 +111,12 @@ def _meta(config: CuerRunConfig | PropagateRunConfig, skills: SkillClient) -> di
 def _cuer_rows(config: CuerRunConfig, example_id: str,
                skills: SkillClient) -> list[dict[str, Any]]:
     from cuer_agent.experiments.cuer import _example_rows
+    from cuer_agent.experiments.pools import single_shot_data
     from cuer_agent.experiments.run_agent import retriever_factory
 
     ds = _dataset(config.data)
     study = config.cuer
-    if study.asks_per_hop(ds.name):
-        ds = hop_questions(ds)
+    ds = single_shot_data(ds, study.questions, study.pool_size)
     example = _find(ds, example_id)
     executor = Executor(skills, AgentConfig(mode="single_shot", k=study.k),
                         meta=_meta(config, skills))

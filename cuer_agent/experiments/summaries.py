@@ -51,12 +51,15 @@ from cuer_agent.experiments.summary_cells_agentic import (
     EvaluateLedger,
     FaultCell,
     HopOperatorCell,
+    Invisibility,
     NoProvenance,
     PrefixCalls,
     Provenance,
+    ReaderCheck,
     StageTransitions,
     TamperingCell,
     TamperingCertification,
+    VerifyRates,
 )
 from cuer_agent.interventions.persistence import Persistence
 
@@ -132,6 +135,8 @@ class PropagationResults(Part):
 class PropagateSummary(PropagationResults):
     """`summary.json` of `cuer-agent propagate`."""
 
+    verify: VerifyRates
+    invisibility: Invisibility
     ledger: Ledger
     config: PropagationConfig
     """The propagation study config."""
@@ -150,6 +155,9 @@ class EvaluateSummary(Part):
 
     single_shot: SingleShot
     agentic: PropagationResults
+    verify: VerifyRates
+    invisibility: Invisibility
+    reader: ReaderCheck
     comparison: Comparison
     diagnosers: dict[str, DiagnoserSummary]
     """Diagnoser name → its summary."""

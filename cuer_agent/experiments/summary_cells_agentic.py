@@ -37,6 +37,139 @@ class CleanRuns(Part):
     """Of them, hops that were retried (VERIFY found them unsupported)."""
 
 
+class Share(Part):
+    """A share with its Wilson interval."""
+
+    n: int
+    """The denominator."""
+    hits: int
+    """The numerator."""
+    rate: float | None
+    """`hits / n`; null when n is 0."""
+    ci: Interval | None
+    """Wilson interval of `rate`."""
+
+
+class ControlCell(Part):
+    """The same effective injections, the agent's retries switched off."""
+
+    n: int
+    """Effective injections with a control."""
+    recovered: int
+    """Of them, correct without retries."""
+    recovery: float | None
+    """`recovered / n`."""
+    ci: Interval | None
+    """Wilson interval of `recovery`."""
+    same_run: int
+    """Controls that are the run itself: it never retried from hop h on, so without
+    retries it makes the same decisions (deterministic or cached skills)."""
+
+
+class FirstHit(Part):
+    """Where the fault first changed what the agent saw (the label stays hop h)."""
+
+    at_h: int
+    """At hop h."""
+    later: int
+    """At a later hop (a faulted passage first entered view there)."""
+    never: int
+    """Never: the run searched nothing the fault changed."""
+
+
+class RedundancyCell(Part):
+    """Effective injections whose faulted fact is stated in this many passages."""
+
+    n: int
+    recovered: int
+    ci: Interval | None
+    """Wilson interval of `recovered / n`."""
+
+
+class VerifyRates(Part):
+    """How often VERIFY flags a hop (unsupported, or nothing selected)."""
+
+    false_alarm: Share
+    """Hops of the clean runs (first attempts): nothing was wrong."""
+    detection: dict[str, Share]
+    """Fault → its effective injections' faulted first attempts (early termination has
+    no hop to verify)."""
+
+
+class InViewScores(Part):
+    """The faulted views whole: every real item in view a negative, its place included."""
+
+    items: int
+    """Items classified."""
+    auc: float | None
+    """ROC AUC of the logistic regression on every feature."""
+    auc_content: float | None
+    """The same without the positional features (score, rank, score over the best):
+    whether the items look injected, apart from where the retriever put them."""
+
+
+class InvisibilityCell(Part):
+    """One fault: each injected item against the real items it stands in for
+    (`cuer_agent.experiments.invisibility`)."""
+
+    items: int
+    """Items classified."""
+    injected: int
+    """Of them, injected."""
+    auc: float | None
+    """ROC AUC of the logistic regression (out of fold, folds grouped by example); 0.5
+    is invisible. Null when the items cannot be split."""
+    ci: Interval | None
+    """95 % interval of `auc`, resampling examples."""
+    auc_independent: float | None
+    """ROC AUC of gradient-boosted trees on the same items (an independent check)."""
+    auc_words: float | None
+    """ROC AUC of the words alone (hashed 1-2-grams)."""
+    feature_auc: dict[str, float]
+    """Each numeric feature alone: its AUC, either direction."""
+    detectable: bool
+    """`auc` or `auc_independent` above the threshold."""
+    top_feature: str | None
+    """The single feature that separates best ("words": the n-gram model)."""
+    in_view: InViewScores
+
+
+class Accuracy(Part):
+    """A clean accuracy with its Wilson interval."""
+
+    accuracy: float | None
+    ci: Interval | None
+
+
+class ReaderCheck(Accuracy):
+    """The reader the agent ran with (`cuer_agent.experiments.reader_check`): its clean
+    accuracy (the agentic clean runs), and without its relation table."""
+
+    backend: str
+    model: str
+    version: str
+    """The backend's version (the rule reader: a hash of its rules and tables)."""
+    n: int
+    """Clean runs."""
+    without_relation_table: Accuracy | None
+    """The same agent and questions, the reader's relation table off (extractive only)."""
+    relation_groups: int
+    """Groups in the reader's word table (0 for a language model)."""
+    relation_words: int
+    """Words in it."""
+
+
+class Invisibility(Part):
+    """Can a classifier tell what a fault put in view from real items?"""
+
+    threshold: float
+    """Above this AUC a fault is called detectable."""
+    positional: list[str]
+    """The features that say where the retriever placed an item."""
+    faults: dict[str, InvisibilityCell]
+    """Fault (or "replace (per hop)") → its figures."""
+
+
 class FaultCell(Part):
     """One fault injected at one hop: did the agent recover?"""
 
@@ -62,6 +195,17 @@ class FaultCell(Part):
     """Recovered runs among the effective injections."""
     recovery_effective: float | None
     """Recovery over the effective injections only; null without any."""
+    recovery_effective_ci: Interval | None
+    """Its Wilson interval."""
+    control: ControlCell | None
+    """The same effective injections with the agent's retries off; null when there is
+    no control (forced stop, an agent without retries, `retries_control` off)."""
+    verify_detected: int
+    """Effective injections whose faulted first attempt VERIFY flagged."""
+    first_hit: FirstHit
+    by_redundancy: dict[HopKey, RedundancyCell]
+    """Redundancy of the faulted fact → recovery of its effective injections (empty
+    when the data set does not say)."""
     errors: int
     """Forks that ended in a request error or a parse failure: neither recovered nor
     failed, counted apart."""
@@ -151,6 +295,22 @@ class StageTransitions(Part):
 
 # ---------------------------------------------------------------------------- diagnosers
 
+class Abstention(Part):
+    """A diagnoser scored as one that may abstain (hop 0 names no hop)."""
+
+    coverage: float | None
+    """Share of the failed traces on which it names a hop (>= 1)."""
+    named: int
+    """Traces on which it names a hop."""
+    precision: float | None
+    """Exact-hop accuracy where it names one."""
+    precision_ci: Interval | None
+    """Wilson interval of `precision`."""
+    random_precision: float | None
+    """A uniform hop's precision on the same traces: a random diagnoser at the same
+    coverage (its accuracy is `coverage · random_precision`)."""
+
+
 class DepthCell(Part):
     """A diagnoser at one injected depth (failed traces whose fault sat at hop d)."""
 
@@ -171,6 +331,10 @@ class DepthCell(Part):
     blind to the truth."""
     beats_independence: bool
     """The lower end of `ci` lies above `independence`."""
+    abstention: Abstention
+    beats_trace_rule: bool = absent()
+    """The lower end of `ci` lies above the `trace-rule` control's accuracy at this
+    depth (present when trace-rule ran)."""
 
 
 class ProportionCI(MeanCI):
@@ -245,6 +409,8 @@ class DiagnoserSummary(Part):
     """It reads the gold answer (declared)."""
     uses_gold_oracle: bool
     """Its probe decides that a repair fixes the run by comparing with the gold answer."""
+    uses_environment_oracle: bool
+    """Its probe re-runs a hop against a clean tool (an environment oracle)."""
     probing: bool
     """It re-executes the agent."""
     stand_in: str | None
@@ -253,6 +419,7 @@ class DiagnoserSummary(Part):
     """For each hop, the share of its diagnoses on failed runs naming it."""
     independence: float | None
     """The independence baseline overall."""
+    abstention: Abstention
     clean_n: int
     """Clean, correct, unfaulted runs it diagnosed."""
     clean_blame_rate: float | None
@@ -282,11 +449,14 @@ class ComparisonExample(Part):
     """Each single-shot REMOVE of the example (per hop's sub-question, or the whole
     question)."""
     critical_hop: int | None
-    """The hop whose REMOVE hurts the final answer most; null when none hurts."""
+    """The hop whose REMOVE hurts the final answer most; null when none hurts, or when
+    several hurt as much (`tied_hops`)."""
+    tied_hops: list[int]
+    """The hops whose REMOVE hurts most, when they tie (empty otherwise)."""
     critical_item: str | None
-    """Title of its target."""
+    """Title of the critical hop's target."""
     critical_delta: float | None
-    """Its Δcorrectness."""
+    """The largest Δcorrectness of a hop's REMOVE (null when none hurts)."""
     points_at_critical: bool | None
     """The single-shot analysis flags the critical hop's item."""
 
@@ -295,17 +465,20 @@ class Comparison(Part):
     """Single-shot CUE-R next to the agentic per-hop analysis (`comparison.py`)."""
 
     n: int
-    """Examples both analyses have."""
+    """Examples both analyses have whose clean agentic run was right."""
     with_critical_hop: int
-    """Examples with a critical hop."""
+    """Examples with one critical hop (ties not counted)."""
     ties: int
-    """Examples where several hops hurt as much as the critical one."""
+    """Examples where several hops hurt most, as much."""
     points_at_critical: int
     """Examples whose single-shot analysis flags the critical hop's item."""
     points_at_critical_share: float | None
     """`points_at_critical / with_critical_hop`; null without a critical hop."""
     points_at_critical_ci: Interval | None
     """Wilson interval of the share."""
+    independent_share: float | None
+    """The share of all compared hops' items the single-shot analysis flags: what
+    `points_at_critical_share` would be if flags ignored which hop is critical."""
     single_shot_flags: int
     """Items the single-shot analysis flags."""
     flags_recovered: int

@@ -6,6 +6,9 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from cuer_agent.llm import _text as tx
@@ -26,8 +29,9 @@ RELATION_GROUPS: tuple[tuple[str, str, str], ...] = (
     ("found", "founding: the verb's forms, its agent noun, and its dictionary synonym",
      "founded founder founders founding established"),
     ("headq", "the noun and its verb form", "headquarters headquartered"),
-    ("educ", "education: study, its forms, and the nouns for a school's former students",
-     "study studies studied student educated education graduated alumnus alumna alma mater"),
+    ("educ", "education: study and its forms, educate and its noun (dictionary synonyms), "
+             "and the idiom for the school one attended",
+     "study studies studied student educated education alma mater"),
     ("locat", "the verb and its noun", "located location"),
     ("relea", "release: the verb, the noun, and premiere (a first release)",
      "released release premiered"),
@@ -47,6 +51,23 @@ Nothing here comes from a data set's or a generator's phrasing; a relation word 
 here is matched by its 5-letter prefix only."""
 RELATION_STEMS = _groups(*RELATION_GROUPS)
 GROUP_WORDS = {group: tuple(words.split()) for group, _reason, words in RELATION_GROUPS}
+_TABLE_ON: ContextVar[bool] = ContextVar("relation_table", default=True)
+
+
+@contextmanager
+def relation_table(on: bool) -> Iterator[None]:
+    """Read with the relation table (`on`) or with 5-letter prefixes only, in this
+    context (a thread's or task's own): the ablation `summary.reader` reports."""
+    token = _TABLE_ON.set(on)
+    try:
+        yield
+    finally:
+        _TABLE_ON.reset(token)
+
+
+def relation_group(word: str) -> str | None:
+    """The word's relation group, when the table is on and lists it."""
+    return RELATION_STEMS.get(word) if _TABLE_ON.get() else None
 # Words of a wh-phrase name the answer type, not a relation a hop must resolve.
 TYPE_NOUNS = frozenset("""
 country city state town county region continent place island nation person year date
@@ -55,7 +76,8 @@ film movie book album band company university name number
 
 
 def stem(word: str) -> str:
-    return RELATION_STEMS.get(word, tx.stem(word))
+    group = relation_group(word)
+    return group if group is not None else tx.stem(word)
 
 
 def stems(text: str) -> set[str]:

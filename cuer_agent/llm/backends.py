@@ -78,6 +78,8 @@ class BackendReply:
 class Backend(Protocol):
     name: str
     model: str
+    # A backend may also set `version: str` (part of the cache key): what changes its
+    # replies besides the model name — the rule reader's hash of its rules and tables.
 
     def decoding(self) -> dict[str, Any]:
         """Decoding parameters that shape the reply (part of the cache key)."""
@@ -206,7 +208,8 @@ class SkillClient:
         if made is None:
             rendered = self.backend.render(skill, request)
             made = (rendered, cache_key(self.backend.name, self.backend.model, skill, rendered,
-                                        self.backend.decoding()))
+                                        self.backend.decoding(),
+                                        getattr(self.backend, "version", "")))
             with self._prompts_lock:
                 self._prompts.put(name, made)
         return made

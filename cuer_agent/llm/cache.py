@@ -1,6 +1,7 @@
 """Response cache (SQLite) and call ledger.
 
-Every skill call goes through one `ResponseCache`, keyed by backend, model, skill, the
+Every skill call goes through one `ResponseCache`, keyed by backend, model, the
+backend's version (for the rule reader, a hash of its rules and tables), skill, the
 rendered request (the exact prompt a server would receive) and the decoding parameters.
 A finished command given again therefore makes zero backend calls, and a fork's prefix
 — never re-requested — costs nothing.
@@ -29,18 +30,22 @@ from typing import Any
 
 from cuer_agent._lru import LRU
 
-CACHE_SCHEMA = 1
+CACHE_SCHEMA = 2
+"""2: the key holds the backend's version (an edited rule reader is never served old
+answers)."""
 MEMORY_ENTRIES = 50_000
 """Replies a `ResponseCache` keeps in memory in front of its file (a few hundred bytes
 each)."""
 
 
 def cache_key(backend: str, model: str, skill: str, rendered: Any,
-              decoding: dict[str, Any]) -> str:
-    """sha256 over a canonical JSON of everything that determines the reply."""
+              decoding: dict[str, Any], version: str = "") -> str:
+    """sha256 over a canonical JSON of everything that determines the reply: backend,
+    model, the backend's `version` (the rule reader: a hash of its rules and tables),
+    skill, rendered request, decoding parameters."""
     payload = json.dumps(
-        {"v": CACHE_SCHEMA, "backend": backend, "model": model, "skill": skill,
-         "request": rendered, "decoding": decoding},
+        {"v": CACHE_SCHEMA, "backend": backend, "model": model, "version": version,
+         "skill": skill, "request": rendered, "decoding": decoding},
         sort_keys=True, ensure_ascii=False, separators=(",", ":"),
     )
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()

@@ -37,7 +37,10 @@ How it reads:
   entity and relation words alone; the entity's name alone — or it answers with what it
   has. Only observable inputs: never gold;
 * **support and confidence** come from the share of query weight the chosen sentence
-  matched; **used ids** are the evidence items the answer was drawn from.
+  matched; **used ids** are the evidence items the answer was drawn from;
+* **single-shot answers** (one answer call over one retrieved context) read that context
+  hop by hop — the planner and reader above, over the same passages, no retrieval
+  between steps — as a language model reasons within its context.
 
 Stems use a 5-letter prefix plus one table of English relation words
 (`_reading.RELATION_GROUPS`: born/birth/birthplace, wrote/written/author …), each group with its
@@ -48,8 +51,10 @@ seeds 0/1/2): 0.73 / 0.78 / 0.76 on the synthetic world with its paraphrase bank
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -59,11 +64,13 @@ from cuer_agent.llm._compare import attribute_words, compare, options
 from cuer_agent.llm._questions import residual, words_with_stems
 from cuer_agent.llm._reading import (
     GROUP_WORDS,
-    RELATION_STEMS,
+    RELATION_GROUPS,
     TYPE_NOUNS,
     Hit,
     confidence,
     extract,
+    relation_group,
+    relation_table,
     score_sentences,
     stem,
     stems,
@@ -147,7 +154,7 @@ def _reword(query: str) -> str:
     present = set(tx.words(query))
     out, changed = [], False
     for word in re.findall(r"\w+|\W+", query):
-        group = RELATION_STEMS.get(word.lower())
+        group = relation_group(word.lower())
         if group is not None:
             other = next((w for w in GROUP_WORDS[group]
                           if w != word.lower() and w not in present), None)
@@ -218,8 +225,9 @@ def verify(subquery: str, finding: str, hit: Hit) -> str:
     * the finding is in the sentence.
 
     supported: about, the finding stated, half the relation words or more; partial: about
-    and the finding stated, with fewer (or a sub-query with no relation word); otherwise
-    unsupported. Nothing else in view is consulted."""
+    and the finding stated with fewer (a relation said in words this reader does not
+    know is not evidence against it); unsupported: the sentence is about something else,
+    or does not state the finding. Nothing else in view is consulted."""
     names = [set(tx.content_words(span.text)) for span in tx.capitalized_spans(subquery)]
     names = [n for n in names if n]
     context = set(tx.words(f"{hit.ev.title} {hit.sentence}"))
@@ -230,11 +238,7 @@ def verify(subquery: str, finding: str, hit: Hit) -> str:
     stated = relation & stems(hit.sentence)
     if not about or not finding or _norm(finding) not in _norm(hit.sentence):
         return "unsupported"
-    if not relation:
-        return "partial"
-    if 2 * len(stated) >= len(relation):
-        return "supported"
-    return "partial" if stated else "unsupported"
+    return "supported" if relation and 2 * len(stated) >= len(relation) else "partial"
 
 
 def _norm(text: str) -> str:
@@ -265,6 +269,14 @@ def answer(req: AnswerRequest) -> AnswerResponse:
                               confidence=_hop_confidence(req.hops),
                               used_ids=list(dict.fromkeys(used)),
                               rationale=f"followed {len(req.hops)} hop(s) to {last.finding}")
+    if not agentic:  # one call over a context: read it hop by hop, as a model would
+        hops = _read_in_context(req.question, evidence)
+        if hops:
+            used = [ev.id for hop in hops for ev in hop.evidence]
+            return AnswerResponse(answer=_year_only(req.question, hops[-1].finding),
+                                  confidence=_hop_confidence(hops),
+                                  used_ids=list(dict.fromkeys(used)),
+                                  rationale=f"read {len(hops)} step(s) to {hops[-1].finding}")
     kind = qt.kind if qt.kind in {"date", "number"} else "entity"
     span, hit = extract(req.question, evidence, kind)
     span = _year_only(req.question, span)
@@ -273,6 +285,33 @@ def answer(req: AnswerRequest) -> AnswerResponse:
                               rationale="no evidence sentence matches the question")
     return AnswerResponse(answer=span, confidence=confidence(hit, req.question),
                           used_ids=[hit.ev.id], rationale=hit.sentence)
+
+
+CONTEXT_READS = 4
+"""Steps a single-shot answer may read through its context (the synthetic world's
+longest questions have four hops)."""
+
+
+def _read_in_context(question: str,
+                     evidence: tuple[EvidenceView, ...]) -> tuple[HopView, ...]:
+    """The steps of reading one context for a multi-hop question: plan the next
+    sub-question from what was found, read it off the same passages (`plan` and `read`,
+    the agent's own skills, with no retrieval between them), until the planner answers
+    or a step finds nothing. One answer call; the passages never change."""
+    history: list[HopView] = []
+    for step in range(1, CONTEXT_READS + 1):
+        planned = plan(PlanRequest(question=question, hop=step, hop_budget=CONTEXT_READS,
+                                   history=tuple(history)))
+        if planned.action != "search":
+            break
+        found = read(ReadRequest(question=question, hop=step, subquery=planned.subquery,
+                                 evidence=evidence, history=tuple(history)))
+        if not found.finding:
+            break
+        chosen = tuple(ev for ev in evidence if ev.id in found.selected_ids)
+        history.append(HopView(hop=step, subquery=planned.subquery, finding=found.finding,
+                               support=found.support, reason=found.reason, evidence=chosen))
+    return tuple(history)
 
 
 def _year_only(question: str, span: str) -> str:
@@ -311,17 +350,35 @@ def judge(req: JudgeRequest) -> JudgeResponse:
 
 
 _SKILLS = {"plan": plan, "read": read, "answer": answer, "judge": judge}
+READER_MODULES = ("extractive.py", "_reading.py", "_text.py", "_compare.py", "_questions.py")
+"""The reader's rules: the files whose bytes its version hashes."""
+
+
+def rules_version(relation_table: bool = True) -> str:
+    """A hash of the reader's rules and tables (the source of `READER_MODULES`, the live
+    relation table, and whether it is on): part of every cache key, so an edited reader
+    is never served an old reader's answers."""
+    digest = hashlib.sha256()
+    for name in READER_MODULES:
+        digest.update((Path(__file__).parent / name).read_bytes())
+    digest.update(json.dumps(RELATION_GROUPS).encode("utf-8"))
+    digest.update(b"table" if relation_table else b"no-table")
+    return digest.hexdigest()[:16]
 
 
 class ExtractiveBackend:
-    """Rule-based reader behind the backend protocol; makes no network calls."""
+    """Rule-based reader behind the backend protocol; makes no network calls.
+    `relation_table=False` reads with 5-letter prefixes only (the ablation)."""
 
     name = "extractive"
     deterministic = True
     """The same request always gets the same reply (`SkillClient.repeatable`)."""
 
-    def __init__(self, model: str = "rules-v1") -> None:
+    def __init__(self, model: str = "rules-v1", relation_table: bool = True) -> None:
         self.model = model
+        self.relation_table = relation_table
+        self.version = rules_version(relation_table)
+        """Part of the cache key (`cuer_agent.llm.cache.cache_key`)."""
 
     def decoding(self) -> dict[str, Any]:
         return {}
@@ -330,7 +387,8 @@ class ExtractiveBackend:
         return request.model_dump(mode="json")
 
     def respond(self, skill: str, request: BaseModel, rendered: Any) -> BackendReply:
-        response = _SKILLS[skill](request)  # type: ignore[operator]
+        with relation_table(self.relation_table):
+            response = _SKILLS[skill](request)  # type: ignore[operator]
         return BackendReply(text=json.dumps(response.model_dump(mode="json"), sort_keys=True))
 
     def check(self) -> None:

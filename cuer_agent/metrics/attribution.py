@@ -53,8 +53,8 @@ DEFAULT_SEED = 42
 DEFAULT_MIN_CELL = MIN_CELL
 _DIGITS = 6
 
-__all__ = ["Attribution", "attribution_summary", "blame_histogram", "chance_expected_accuracy",
-           "independence_baseline"]
+__all__ = ["Attribution", "abstention", "attribution_summary", "blame_histogram",
+           "chance_expected_accuracy", "independence_baseline"]
 
 
 def _as_int(value: object, name: str, *, optional: bool = False) -> int | None:
@@ -250,6 +250,26 @@ def independence_baseline(items: Sequence[Attribution]) -> dict[str, Any]:
     overall = sum((hist.get(str(d)) or 0.0) * len(cell) / n for d, cell in depths.items())
     return {"overall": _num(overall) if n else None,
             "by_depth": {str(d): hist.get(str(d), 0.0) for d in depths}}
+
+
+def abstention(items: Sequence[Attribution]) -> dict[str, Any]:
+    """A diagnoser that may abstain (hop 0, the answer level, names no hop), scored as
+    one: `coverage` = share of the items where it names a hop (>= 1); `precision` =
+    exact-hop accuracy on those (Wilson `precision_ci`); `random_precision` = what a
+    uniform hop in 1..n_hops scores on the same items — the precision of a random
+    diagnoser at any coverage, its accuracy `coverage · random_precision`. Errors count
+    as abstentions."""
+    items = list(items)
+    named = [it for it in items if it.pred_hop is not None and it.pred_hop >= 1]
+    right = sum(1 for it in named if it.pred_hop == it.true_hop)
+    chance = _indicator(items, "chance_hit_probability")
+    return {
+        "coverage": _num(len(named) / len(items)) if items else None,
+        "named": len(named),
+        "precision": _num(right / len(named)) if named else None,
+        "precision_ci": list(wilson_interval(right, len(named))) if named else None,
+        "random_precision": _num(chance.mean()) if items else None,
+    }
 
 
 def chance_expected_accuracy(items: Sequence[Attribution]) -> dict[str, Any]:

@@ -114,9 +114,11 @@ def single_shot(summary: dict[str, Any]) -> list[Block]:
     conditions = part["conditions"]
     per_hop = part.get("questions") == "per_hop"
     asked = ("each hop's gold sub-question (bridge resolved), one single-shot call per hop — "
-             "the experimenter reads the gold decomposition to pose these questions; the "
-             "system sees only the question it is asked" if per_hop
-             else "each example's whole question")
+             "the system is given the gold decomposition: a single-hop oracle, not the "
+             "paper's system" if per_hop
+             else "each example's whole question, once, over the example's own pool (on the "
+                  "synthetic world: one passage per hop's fact plus lexical confusers, as in "
+                  "HotpotQA's distractor setting) — the paper's system")
     blocks += [Para(f"{part.get('n', '?')} questions: the single-shot system (BM25 top k → "
                     f"answer) asked {asked}; run once, then forked after retrieval with one "
                     "evidence item perturbed."),
@@ -180,7 +182,12 @@ def agentic(summary: dict[str, Any]) -> list[Block]:
                            f"over {prefix.get('forks', '?')} forks (must be 0: the suffix is "
                            "re-executed from the saved state)."))
     faults = _part(part, "faults")
-    blocks += [Heading(3, "Recovery by fault and hop"),
+    blocks += [Heading(3, "Recovery that means recovery"),
+               _table(_tables.recovery_effective(faults), "No fault was injected.")]
+    by_redundancy = _tables.redundancy(faults)
+    if by_redundancy is not None:
+        blocks.append(by_redundancy)
+    blocks += [Heading(3, "Recovery by fault and hop, every injection"),
                _table(_tables.recovery(faults), "No fault was injected."),
                *_figure("recovery", _plots.recovery_by_depth(faults),
                         "Recovery vs fault depth per fault, 95% Wilson intervals")]
@@ -206,6 +213,17 @@ def agentic(summary: dict[str, Any]) -> list[Block]:
 
 
 PERSISTENCE_TEXT = {
+    "corpus": ("How faults hold (persistence `corpus`): a retrieval fault at hop h is a state of "
+               "the corpus from hop h on — the passages hop h read its fact from are withheld "
+               "(empty and irrelevant evidence; empty also answers the faulted sub-query with "
+               "nothing), a passage the world's own generator writes with another value of the "
+               "fact is indexed beside the real ones (conflicting and stale evidence), or the "
+               "passage is edited in the index (content tampering). Every later search — a "
+               "retry, a later hop, a probe's regenerated suffix — is answered by the same "
+               "retriever over that corpus, so recovery depends on whether the fact is stated "
+               "elsewhere (its redundancy) and on the agent finding it. Query drift and early "
+               "termination are faults of the agent's own action: the first attempt's sub-query "
+               "at hop h drifts, or the hop budget drops to h−1."),
     "query": ("How faults hold (persistence `query`): a retrieval fault at hop h is a condition "
               "of the retriever — whenever hop h's faulted sub-query is asked again (a retry, a "
               "regenerated suffix, a probe) the same faulty result comes back, as a "
@@ -224,6 +242,23 @@ PERSISTENCE_TEXT = {
 }
 
 
+def construction(summary: dict[str, Any]) -> list[Block]:
+    """What the figures rest on: can injections be told apart, how often VERIFY fires,
+    how much the reader's word table carries."""
+    blocks: list[Block] = [Heading(2, "What the figures rest on")]
+    verify = _tables.verify_rates(_part(summary, "verify"))
+    invisible = _tables.invisibility(_part(summary, "invisibility"))
+    reader = _tables.reader(_part(summary, "reader"))
+    if verify is None and invisible is None and reader is None:
+        return [*blocks, _not_run("verify, invisibility or reader")]
+    blocks.append(Para("A figure that follows from how the world, the faults and the agent "
+                       "were written is not a finding. These controls say which ones could: "
+                       "whether a classifier tells injected items from real ones, how often "
+                       "VERIFY flags a hop with and without a fault, and how much of the "
+                       "agent's accuracy its reader's word table carries."))
+    return [*blocks, *(t for t in (invisible, verify, reader) if t is not None)]
+
+
 def comparison(summary: dict[str, Any]) -> list[Block]:
     """Single-shot CUE-R's target next to the agentic critical hop, per example."""
     blocks: list[Block] = [Heading(2, "Single-shot vs agentic analysis, per example")]
@@ -234,12 +269,15 @@ def comparison(summary: dict[str, Any]) -> list[Block]:
         "Single-shot CUE-R flags an item when removing it breaks that single-shot answer; the "
         "agentic analysis removes hop h's item inside the agent, which may retry, and takes the "
         "hop whose REMOVE hurts the final answer most as the critical hop. "
-        f"Of {part['n']} examples, {part['with_critical_hop']} have a critical hop "
+        f"Of {part['n']} examples whose clean agentic run was right, "
+        f"{part['with_critical_hop']} have one critical hop "
         f"(by hop: {', '.join(f'{h}: {c}' for h, c in part['critical_hops'].items()) or 'none'}"
-        f"; in {part.get('ties', 0)} several hops hurt as much and the earliest is taken)"
-        f"; the single-shot analysis flags the critical hop's item in "
+        f"); in {part.get('ties', 0)} several hops hurt as much (ties, left out)"
+        f". The single-shot analysis flags the critical hop's item in "
         f"{part['points_at_critical']} of them ({num(part.get('points_at_critical_share'), 2)} "
-        f"{ci(part.get('points_at_critical_ci'), 2)}). Of its {part['single_shot_flags']} flags, "
+        f"{ci(part.get('points_at_critical_ci'), 2)}); flags blind to the hop would score "
+        f"{num(part.get('independent_share'), 2)} (the share of all compared hops' items it "
+        f"flags). Of its {part['single_shot_flags']} flags, "
         f"{part['flags_recovered']} ({num(part.get('flags_recovered_share'), 2)}) are items "
         "whose removal the agent recovered from."))
     rows = []
@@ -247,7 +285,9 @@ def comparison(summary: dict[str, Any]) -> list[Block]:
         single = "; ".join(f"{'h' + str(s['hop']) if s['hop'] else 'q'} {s['target']} "
                            f"Δ{s['delta']:+.0f}" for s in row["single_shot"])
         critical = (f"hop {row['critical_hop']}: {row['critical_item']} "
-                    f"Δ{row['critical_delta']:+.0f}" if row["critical_hop"] else "none")
+                    f"Δ{row['critical_delta']:+.0f}" if row["critical_hop"] else
+                    f"tie: hops {', '.join(map(str, row.get('tied_hops') or []))}"
+                    if row.get("tied_hops") else "none")
         points = {True: "yes", False: "no", None: "—"}[row["points_at_critical"]]
         rows.append((row["example_id"], single, critical, points))
     blocks.append(Table(caption="First examples: single-shot targets (Δcorrectness of REMOVE) "
@@ -264,11 +304,11 @@ def diagnosers(summary: dict[str, Any]) -> list[Block]:
     if not part:
         return [*blocks, _not_run("diagnosers"), _tables.paper_diagnosers()]
     return [*blocks,
+            *([] if (cells := _tables.diagnoser_fault_depths(part)) is None else [cells]),
             _tables.diagnoser_depths(part),
             *_figure("exact_hop", _plots.exact_hop_by_depth(part),
                      "Exact-hop accuracy vs fault depth per diagnoser, 95% Wilson intervals"),
             _tables.paper_diagnosers(),
-            *([] if (cells := _tables.diagnoser_fault_depths(part)) is None else [cells]),
             *([] if (by_fault := _tables.diagnoser_faults(part)) is None else [by_fault]),
             _tables.diagnoser_metrics(part),
             *_figure("cost", _plots.cost_per_correct(part),
@@ -302,5 +342,6 @@ def provenance(summary: dict[str, Any]) -> list[Block]:
 def all_sections(summary: dict[str, Any]) -> list[Block]:
     """The whole report, in reading order."""
     return [*headline(summary), *notes(summary), *single_shot(summary), *roles(summary),
-            *agentic(summary), *comparison(summary), *diagnosers(summary),
+            *agentic(summary), *construction(summary), *comparison(summary),
+            *diagnosers(summary),
             *ledger_and_config(summary), *provenance(summary)]

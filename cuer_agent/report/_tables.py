@@ -93,9 +93,134 @@ def _recovery_cell(cell: Any) -> str:
     if "effective" in cell:
         text += (f"; retried {cell.get('retried', 0)}, effective {cell['effective']}"
                  f" → {cell.get('recovered_effective', 0)}/{cell['effective']}")
+    hit = cell.get("first_hit") or {}
+    if hit.get("later") or hit.get("never"):
+        text += f"; first reached the agent later in {hit.get('later', 0)}, never in " \
+                f"{hit.get('never', 0)}"
     if cell.get("errors"):
         text += f"; {cell['errors']} ended in an error or a parse failure (apart)"
     return text
+
+
+def _effective_cell(cell: Any) -> str:
+    """Recovery over the effective injections, then the retries-off control."""
+    if not isinstance(cell, dict) or not cell.get("effective"):
+        return DASH
+    text = (f"{num(cell.get('recovery_effective'), 2)} "
+            f"{ci(cell.get('recovery_effective_ci'), 2)}").rstrip()
+    control = cell.get("control")
+    text += (f" | {num(control.get('recovery'), 2)} {ci(control.get('ci'), 2)}".rstrip()
+             if isinstance(control, dict) else " | —")
+    text += f" (n={cell['effective']}, VERIFY {cell.get('verify_detected', 0)})"
+    return text + (DESCRIPTIVE if cell["effective"] < 10 else "")
+
+
+def recovery_effective(faults: dict[str, Any]) -> Table | None:
+    """The headline: fault × hop, recovery over effective injections with retries on |
+    off (the control, same injections)."""
+    if not faults:
+        return None
+    hops = sorted({h for per_hop in faults.values() for h in (per_hop or {})}, key=hop_key)
+    rows = tuple((fault, *(_effective_cell((faults[fault] or {}).get(h)) for h in hops))
+                 for fault in faults)
+    return Table(caption="Recovery over effective injections: the agent [95% Wilson CI] | "
+                         "the same injections with its retries off (the control); n = "
+                         "effective injections, VERIFY = how many of them it flagged",
+                 headers=("fault", *(f"hop {h}" for h in hops)), rows=rows,
+                 footnote=(f"{DESCRIPTIVE} fewer than 10 effective injections: descriptive "
+                           "only. Effective: hop h's first attempt found or selected "
+                           "something else than in the clean run. The gap between the two "
+                           "figures is what the retry did; where they agree, recovery would "
+                           "be the same without it."))
+
+
+def redundancy(faults: dict[str, Any]) -> Table | None:
+    """Fault × redundancy of the faulted fact: recovery of effective injections."""
+    rows = []
+    for fault, per_hop in faults.items():
+        pooled: dict[str, list[int]] = {}
+        for cell in (per_hop or {}).values():
+            for r, c in ((cell or {}).get("by_redundancy") or {}).items():
+                acc = pooled.setdefault(r, [0, 0])
+                acc[0] += c.get("recovered", 0)
+                acc[1] += c.get("n", 0)
+        if pooled:
+            rows.append((fault, *(f"{pooled[r][0]}/{pooled[r][1]}" if r in pooled else DASH
+                                  for r in ("1", "2", "3"))))
+    if not rows:
+        return None
+    return Table(caption="Recovery of effective injections by the faulted fact's redundancy "
+                         "(in how many passages the world states it), pooled over hops",
+                 headers=("fault", "stated in 1", "stated in 2", "stated in 3"),
+                 rows=tuple(rows))
+
+
+def verify_rates(verify: dict[str, Any]) -> Table | None:
+    """VERIFY's false alarms on clean hops and its detection per fault."""
+    if not verify:
+        return None
+    alarm = verify.get("false_alarm") or {}
+    rows = [("clean hops (false alarm)", str(alarm.get("n", 0)),
+             f"{num(alarm.get('rate'), 3)} {ci(alarm.get('ci'), 3)}".rstrip())]
+    for fault, cell in (verify.get("detection") or {}).items():
+        rows.append((f"{fault} (detection)", str(cell.get("n", 0)),
+                     f"{num(cell.get('rate'), 3)} {ci(cell.get('ci'), 3)}".rstrip()))
+    return Table(caption="VERIFY: how often it flags a hop's first attempt (unsupported, or "
+                         "nothing selected)",
+                 headers=("hops", "n", "flagged [95% Wilson CI]"), rows=tuple(rows),
+                 footnote="Detection: over the effective injections' faulted first attempts. "
+                          "False alarm: over every hop of the clean runs.")
+
+
+def invisibility(part: dict[str, Any]) -> Table | None:
+    """Per fault: can classifiers tell its injected items from real ones?"""
+    faults = part.get("faults") or {}
+    if not faults:
+        return None
+    rows = []
+    for name, c in faults.items():
+        view = c.get("in_view") or {}
+        top = c.get("top_feature") or DASH
+        top_auc = (c.get("feature_auc") or {}).get(top)
+        rows.append((name, str(c.get("injected", 0)),
+                     f"{num(c.get('auc'), 2)} {ci(c.get('ci'), 2)}".rstrip(),
+                     num(c.get("auc_independent"), 2), num(c.get("auc_words"), 2),
+                     f"{top} ({num(top_auc, 2)})" if top_auc is not None else top,
+                     "DETECTABLE" if c.get("detectable") else "no",
+                     f"{num(view.get('auc'), 2)} / {num(view.get('auc_content'), 2)}"))
+    positional = ", ".join(part.get("positional") or [])
+    return Table(caption="Invisibility: ROC AUC of classifiers telling injected items from "
+                         "the real items they stand in for (0.5 = invisible)",
+                 headers=("fault", "injected", "AUC [95% CI]", "trees", "words only",
+                          "best single feature", f"> {num(part.get('threshold'), 2)}",
+                          "in view: all / without position"),
+                 rows=tuple(rows),
+                 footnote=("Stands in for: an edited passage's original; a passage added to "
+                           "the corpus → the real paragraphs of its title in the same view; a "
+                           "real passage that entered the view because another left → the "
+                           "clean run's item at its rank. In view: every real item of the "
+                           f"faulted view, position ({positional}) included, then without it. "
+                           "Out-of-fold scores, folds grouped by example."))
+
+
+def reader(part: dict[str, Any]) -> Table | None:
+    """The reader's clean accuracy with and without its relation table."""
+    if not part:
+        return None
+    rows = [("as run", str(part.get("n", 0)),
+             f"{num(part.get('accuracy'), 3)} {ci(part.get('ci'), 3)}".rstrip())]
+    plain = part.get("without_relation_table")
+    if isinstance(plain, dict):
+        rows.append(("relation table off", str(part.get("n", 0)),
+                     f"{num(plain.get('accuracy'), 3)} {ci(plain.get('ci'), 3)}".rstrip()))
+    return Table(caption=f"The reader ({part.get('backend')}, {part.get('model')}, version "
+                         f"{part.get('version') or DASH}): clean accuracy of the agent",
+                 headers=("reader", "clean runs", "accuracy [95% Wilson CI]"),
+                 rows=tuple(rows),
+                 footnote=(f"Its word table: {part.get('relation_groups', 0)} relation groups, "
+                           f"{part.get('relation_words', 0)} words "
+                           "(cuer_agent.llm._reading.RELATION_GROUPS)."
+                           if part.get("relation_groups") else None))
 
 
 def recovery(faults: dict[str, Any]) -> Table | None:
@@ -170,10 +295,12 @@ def _paper_depth(name: str, depth: str) -> tuple[str, str]:
 
 
 def sees(d: dict[str, Any]) -> str:
-    """What a diagnoser reads: the trace, the gold answer, a probe and its oracle."""
+    """What a diagnoser reads: the trace, the gold answer, a probe, its oracles."""
     text = "trace" + (" + gold" if d.get("uses_gold") else "")
     if d.get("probing"):
         text += " + probe (gold oracle)" if d.get("uses_gold_oracle") else " + probe (gold-free)"
+    if d.get("uses_environment_oracle"):
+        text += " + clean tool (environment oracle)"
     return text
 
 
@@ -195,6 +322,7 @@ def diagnoser_depths(diagnosers: dict[str, Any]) -> Table:
     independence baseline and whether it beats it, the descriptive flag, chance's analytic
     expectation, and the paper's values."""
     rows = []
+    rule = (diagnosers.get("trace-rule") or {}).get("by_depth") or {}
     for name, d in diagnosers.items():
         d = d or {}
         analytic = d.get("expected_acc_analytic") or {}
@@ -204,45 +332,84 @@ def diagnoser_depths(diagnosers: dict[str, Any]) -> Table:
             rows.append((name, str(depth), str(c.get("n", DASH)), num(c.get("acc"), 2),
                          ci(c.get("ci"), 2) or DASH, ci(c.get("ci_clustered"), 2) or DASH,
                          num(c.get("independence"), 2), beats,
+                         num((rule.get(depth) or {}).get("acc"), 2),
+                         _BEATS.get(c.get("beats_trace_rule"), DASH),
+                         _abstention(c.get("abstention")),
                          "yes" if c.get("descriptive_only") else "no",
                          num(analytic.get(str(depth)), 2), *_paper_depth(name, str(depth))))
         overall = d.get("exact_hop_acc") or {}
         rows.append((name, "all", str(d.get("n", DASH)), num(overall.get("mean"), 2),
                      ci(overall.get("ci"), 2) or DASH, ci(overall.get("ci_clustered"), 2) or DASH,
-                     num(d.get("independence"), 2), DASH, "",
+                     num(d.get("independence"), 2), DASH, DASH, DASH,
+                     _abstention(d.get("abstention")), "",
                      num(analytic.get("overall"), 2), DASH, DASH))
     return Table(caption="Exact-hop accuracy by fault depth (over traces still wrong after "
                          "re-execution)",
                  headers=("diagnoser", "depth", "failed n", "exact-hop acc", "95% CI (Wilson)",
-                          "clustered CI", "independence", "beats it", "descriptive only",
-                          "analytic expectation", "paper: all faults",
+                          "clustered CI", "independence", "beats it", "trace-rule",
+                          "beats trace-rule", "coverage / precision (random)",
+                          "descriptive only", "analytic expectation", "paper: all faults",
                           "paper: content corruption"),
                  rows=tuple(rows),
                  footnote=(f"Each depth pools a different fault mix — {fault_mix(diagnosers)}. "
                            "Independence: Σ_h P(pred = h)·P(true = h), what the diagnoser's own "
                            "blame histogram scores blind to the truth; beats it: the lower "
-                           "end of the Wilson interval above that. Paper columns: "
+                           "end of the Wilson interval above that. trace-rule: the control "
+                           "that reads only what the agent said of itself (its retries, its "
+                           "VERIFY, an early stop); beats trace-rule: the lower end of the "
+                           "Wilson interval above its accuracy. Coverage: share of failures on "
+                           "which it names a hop; precision: accuracy there; random: a uniform "
+                           "hop's precision on the same traces. Paper columns: "
                            f"{ref.DIAG_SETUP} — the paper's setup, not ours. Descriptive "
                            "only: fewer than 10 failed traces at that depth. Clustered CI: "
                            "bootstrap over examples, not traces."))
 
 
+def _abstention(cell: Any) -> str:
+    if not isinstance(cell, dict) or cell.get("coverage") is None:
+        return DASH
+    return (f"{num(cell['coverage'], 2)} / {num(cell.get('precision'), 2)} "
+            f"({num(cell.get('random_precision'), 2)})")
+
+
 def diagnoser_fault_depths(diagnosers: dict[str, Any]) -> Table | None:
-    """Diagnoser × fault × depth: exact-hop accuracy in each unpooled cell."""
+    """The headline of the diagnosers: fault × depth cells (never pooled over faults),
+    each diagnoser beside the trace-rule control in the same cell."""
+    faults = sorted({f for d in diagnosers.values()
+                     for f in ((d or {}).get("by_fault_depth") or {})})
+    if not faults:
+        return None
+    rule = (diagnosers.get("trace-rule") or {}).get("by_fault_depth") or {}
+    depths = sorted({h for d in diagnosers.values()
+                     for cells in ((d or {}).get("by_fault_depth") or {}).values()
+                     for h in cells}, key=hop_key)
     rows = []
-    for name, d in diagnosers.items():
-        for fault, by_depth in sorted(((d or {}).get("by_fault_depth") or {}).items()):
-            cells = [f"{num(c.get('acc'), 2)} {ci(c.get('ci'), 2)} (n={c.get('n', 0)})"
-                     + (DESCRIPTIVE if c.get("descriptive_only") else "")
-                     for _, c in sorted(by_depth.items(), key=lambda kv: hop_key(kv[0]))]
-            depths = ", ".join(sorted(by_depth, key=hop_key))
-            rows.append((name, fault, depths, " | ".join(cells)))
+    for fault in faults:
+        for name, d in diagnosers.items():
+            cells = ((d or {}).get("by_fault_depth") or {}).get(fault) or {}
+            if not cells or name == "trace-rule":
+                continue
+            row = [fault, name]
+            for h in depths:
+                c, r = cells.get(h) or {}, (rule.get(fault) or {}).get(h) or {}
+                if not c:
+                    row.append(DASH)
+                    continue
+                mark = (" ▲" if c.get("ci") and r.get("acc") is not None
+                        and c["ci"][0] > r["acc"] else "")
+                row.append(f"{num(c.get('acc'), 2)}{mark} vs {num(r.get('acc'), 2)} "
+                           f"(n={c.get('n', 0)})"
+                           + (DESCRIPTIVE if c.get("descriptive_only") else ""))
+            rows.append(tuple(row))
     if not rows:
         return None
-    return Table(caption="Exact-hop accuracy per fault and depth (unpooled cells, Wilson CIs)",
-                 headers=("diagnoser", "fault", "depths", "accuracy by depth"),
+    return Table(caption="Exact-hop accuracy per fault and depth: each diagnoser vs the "
+                         "trace-rule control on the same failed traces",
+                 headers=("fault", "diagnoser", *(f"depth {h}" for h in depths)),
                  rows=tuple(rows),
-                 footnote=f"{DESCRIPTIVE} fewer than 10 failed traces: descriptive only.")
+                 footnote=(f"▲ the lower end of its Wilson interval lies above trace-rule's "
+                           f"accuracy. {DESCRIPTIVE} fewer than 10 failed traces: descriptive "
+                           "only. A pooled depth mixes faults; these cells do not."))
 
 
 def diagnoser_faults(diagnosers: dict[str, Any]) -> Table | None:

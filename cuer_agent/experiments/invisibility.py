@@ -1,0 +1,286 @@
+"""Invisibility, measured in every run: can a classifier tell injected items from real ones?
+
+An injection that a surface feature gives away (fewer sentences, a template word, a
+title nothing else carries) measures its own construction: a reader, VERIFY or a
+diagnoser can key on the tell instead of reading. So every run trains classifiers to
+tell the items a fault put in view from real ones, on generic surface features, and
+reports how well they do (`summary.invisibility`).
+
+**Items.** For each applied injection that puts items in view (a fault's added, edited
+or newly surfaced passages — `record.new_ids` and tampering's `documents_touched` — and
+the per-hop REPLACE; not DUPLICATE, an exact copy by definition), the first attempt of
+the faulted run at or after hop h that shows one: its injected items are positives.
+Negatives, **matched**: for each positive, the real item the clean run showed at the
+same hop and rank — so the place an item takes (decided by the retriever's score, or by
+what a withholding pushed up) is not what the classifier learns; whether an item *looks*
+injected is. Also reported, **in view**: every real item of the faulted view as
+negatives, position included.
+
+**Features** (generic, nothing fault-specific): sentence and token counts, whether the
+text opens with its title, how many other items in view share its title, score, rank,
+score over the view's best, and hashed word 1-2-grams of title and text.
+
+**Classifiers.** A logistic regression on all features (the figure: `auc`), and, as an
+independent check, gradient-boosted trees on the numeric features plus a low-dimensional
+hashing of the words (`auc_independent`). Cross-validated with folds grouped by example
+(no example's items on both sides); ROC AUC of the out-of-fold scores, with a 95 %
+interval from resampling examples. A fault is **detectable** when `auc` exceeds
+`DETECTABLE` (0.65); `top_feature` names the single feature that separates best (its
+own AUC, either direction) or "words" when the n-gram model alone does better.
+
+Needs scikit-learn (a dependency). Deterministic: fixed folds and seeds.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cuer_agent.retrieval import sentences, tokenize
+
+Rows = list[dict[str, Any]]
+
+DETECTABLE = 0.65
+"""Above this ROC AUC a fault's injections are called detectable."""
+FOLDS = 5
+RESAMPLES = 500
+SEED = 0
+NUMERIC = ("sentences", "tokens", "opens_with_title", "title_in_view", "score", "rank",
+           "score_ratio")
+"""The numeric features, in column order."""
+POSITIONAL = ("score", "rank", "score_ratio")
+"""Features that say where the retriever placed an item, not what it is."""
+WORD_FEATURES = 2 ** 12
+TREE_WORD_FEATURES = 2 ** 6
+
+
+@dataclass(frozen=True)
+class Item:
+    """One item in view, with what the classifier may use."""
+
+    example_id: str
+    text: str
+    numeric: tuple[float, ...]
+    injected: bool
+
+
+def _item(example_id: str, ev: dict[str, Any], view: Sequence[dict[str, Any]],
+          injected: bool) -> Item:
+    title, text = str(ev.get("title", "")), str(ev.get("text", ""))
+    best = max((float(e.get("score", 0.0)) for e in view), default=0.0)
+    score = float(ev.get("score", 0.0))
+    numeric = (float(len(sentences(text))), float(len(tokenize(text))),
+               float(text.startswith(title) and bool(title)),
+               float(sum(1 for e in view if e is not ev and e.get("title") == title)),
+               score, float(ev.get("rank", 0)), score / best if best > 0 else 0.0)
+    return Item(example_id, f"{title} {text}", numeric, injected)
+
+
+def _injected_ids(row: dict[str, Any]) -> set[str]:
+    record = row["record"]
+    ids = set(record.get("new_ids") or ())
+    ids |= set((record.get("certificate") or {}).get("documents_touched") or ())
+    return ids
+
+
+def _attempts(trace: dict[str, Any], hop: int) -> list[dict[str, Any]]:
+    out = []
+    for record in trace["hops"][hop - 1:]:
+        out += [*record.get("attempts", []), record]
+    return out
+
+
+def _counterparts(ev: dict[str, Any], view: Sequence[dict[str, Any]],
+                  clean_view: Sequence[dict[str, Any]], injected: set[str],
+                  surfaced: bool) -> list[tuple[dict[str, Any], Sequence[dict[str, Any]]]]:
+    """The real items an injected one stands in for, each with its view: a passage edited
+    in place → its original (the clean run's item of that id); a real passage that
+    entered the view because another left (`surfaced`) → the clean run's item at its
+    rank; a passage added to the corpus → the real paragraphs of its title in the same
+    view (else the clean run's item at its rank)."""
+    for other in clean_view:
+        if other["id"] == ev["id"]:
+            return [(other, clean_view)]
+    same = [(other, view) for other in view
+            if other["title"] == ev["title"] and str(other["id"]) not in injected]
+    if same and not surfaced:
+        return same
+    return [(other, clean_view) for other in clean_view
+            if int(other.get("rank", 0)) == int(ev.get("rank", 0))]
+
+
+def items_by_fault(trace_rows: Rows, faults: Sequence[str]) -> dict[str, dict[str, list[Item]]]:
+    """fault (or "replace (per hop)") → {"matched": each injected item and the real ones
+    it stands in for, "in_view": every item of the faulted views}."""
+    clean = {r["record"]["example_id"]: r["trace"] for r in trace_rows
+             if r["record"]["condition"] == "clean"}
+    wanted = {*faults, "hop_replace"}
+    out: dict[str, dict[str, list[Item]]] = defaultdict(lambda: {"matched": [], "in_view": []})
+    for row in trace_rows:
+        record = row["record"]
+        if record["condition"] not in wanted or row["trace"] is None:
+            continue
+        injected, example = _injected_ids(row), record["example_id"]
+        attempt = next((a for a in _attempts(row["trace"], int(record["hop"]))
+                        if injected & {str(ev["id"]) for ev in a["retrieved"]}), None)
+        if attempt is None or example not in clean:
+            continue
+        view, hop = attempt["retrieved"], int(attempt["hop"])
+        clean_hops = clean[example]["hops"]
+        clean_view = (_attempts(clean[example], hop)[0]["retrieved"]
+                      if hop <= len(clean_hops) else [])
+        name = "replace (per hop)" if record["condition"] == "hop_replace" else record["condition"]
+        provenance = record.get("provenance") or {}
+        for ev in view:
+            is_injected = str(ev["id"]) in injected
+            out[name]["in_view"].append(_item(example, ev, view, is_injected))
+            if is_injected:
+                out[name]["matched"].append(_item(example, ev, view, True))
+                surfaced = provenance.get(str(ev["id"])) == str(ev["id"])
+                out[name]["matched"] += [
+                    _item(example, other, context, False) for other, context
+                    in _counterparts(ev, view, clean_view, injected, surfaced)]
+    return dict(out)
+
+
+def _auc(y: np.ndarray, scores: np.ndarray) -> float:
+    """ROC AUC = the Mann-Whitney U of the positives' scores over n_pos · n_neg (ties
+    count half): `sklearn.metrics.roc_auc_score`'s value, computed from ranks."""
+    from scipy.stats import rankdata
+
+    positives = y == 1
+    n_pos, n_neg = int(positives.sum()), int((~positives).sum())
+    ranks = rankdata(scores)
+    return float((ranks[positives].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def _cluster_ci(y: np.ndarray, scores: np.ndarray, groups: np.ndarray) -> list[float] | None:
+    """95 % interval of the AUC, resampling examples."""
+    labels, inverse = np.unique(groups, return_inverse=True)
+    members = [np.flatnonzero(inverse == i) for i in range(len(labels))]
+    rng = np.random.default_rng(SEED)
+    values = []
+    for _ in range(RESAMPLES):
+        idx = np.concatenate([members[i] for i in rng.integers(0, len(labels), len(labels))])
+        if 0 < y[idx].sum() < len(idx):
+            values.append(_auc(y[idx], scores[idx]))
+    if not values:
+        return None
+    lo, hi = np.percentile(values, [2.5, 97.5])
+    return [round(float(lo), 6), round(float(hi), 6)]
+
+
+def _matrices(items: list[Item], word_features: int,
+              columns: Sequence[int]) -> tuple[Any, np.ndarray]:
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    words = HashingVectorizer(n_features=word_features, ngram_range=(1, 2),
+                              alternate_sign=False, norm="l2").transform([i.text for i in items])
+    numeric = np.asarray([i.numeric for i in items], dtype=np.float64)[:, list(columns)]
+    return words, numeric
+
+
+def _out_of_fold(items: list[Item], model: str, features: str = "all") -> np.ndarray | None:
+    """Out-of-fold P(injected) per item, folds grouped by example, for `model` (linear,
+    trees or words) on `features` (all, or content: without the positional ones); None
+    if the items cannot be split (one example, or one class)."""
+    from scipy import sparse
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GroupKFold
+    from sklearn.preprocessing import StandardScaler
+
+    y = np.asarray([i.injected for i in items], dtype=int)
+    groups = np.asarray([i.example_id for i in items])
+    n_groups = len(set(groups.tolist()))
+    if n_groups < 2 or y.min() == y.max():
+        return None
+    columns = [j for j, name in enumerate(NUMERIC)
+               if features == "all" or name not in POSITIONAL]
+    words, numeric = _matrices(items, WORD_FEATURES if model != "trees" else TREE_WORD_FEATURES,
+                               columns)
+    scores = np.zeros(len(items))
+    for train, test in GroupKFold(n_splits=min(FOLDS, n_groups)).split(numeric, y, groups):
+        if y[train].min() == y[train].max():
+            scores[test] = y[train].mean()
+            continue
+        if model == "trees":
+            dense = np.hstack([numeric, words.toarray()])
+            trees = HistGradientBoostingClassifier(max_iter=60, random_state=SEED)
+            trees.fit(dense[train], y[train])
+            scores[test] = trees.predict_proba(dense[test])[:, 1]
+            continue
+        scaler = StandardScaler().fit(numeric[train])
+        matrix = words if model == "words" else sparse.hstack(
+            [sparse.csr_matrix(scaler.transform(numeric)), words]).tocsr()
+        linear = LogisticRegression(max_iter=2000, random_state=SEED)
+        linear.fit(matrix[train], y[train])
+        scores[test] = linear.predict_proba(matrix[test])[:, 1]
+    return scores
+
+
+def _feature_aucs(items: list[Item]) -> dict[str, float]:
+    """Each numeric feature alone as a score: its AUC, either direction (>= 0.5)."""
+    y = np.asarray([i.injected for i in items], dtype=int)
+    numeric = np.asarray([i.numeric for i in items], dtype=np.float64)
+    out = {}
+    for j, name in enumerate(NUMERIC):
+        auc = _auc(y, numeric[:, j])
+        out[name] = round(max(auc, 1.0 - auc), 6)
+    return out
+
+
+def _rounded(y: np.ndarray, scores: np.ndarray | None) -> float | None:
+    return round(_auc(y, scores), 6) if scores is not None else None
+
+
+def classify(items: list[Item]) -> dict[str, Any]:
+    """One fault's figures (see the module docstring)."""
+    y = np.asarray([i.injected for i in items], dtype=int)
+    groups = np.asarray([i.example_id for i in items])
+    scores = _out_of_fold(items, "linear")
+    cell: dict[str, Any] = {"items": len(items), "injected": int(y.sum()),
+                            "auc": _rounded(y, scores), "ci": None, "auc_independent": None,
+                            "auc_words": None, "feature_auc": {}}
+    if scores is None:
+        return cell
+    cell["ci"] = _cluster_ci(y, scores, groups)
+    cell["auc_independent"] = _rounded(y, _out_of_fold(items, "trees"))
+    cell["auc_words"] = _rounded(y, _out_of_fold(items, "words"))
+    cell["feature_auc"] = _feature_aucs(items)
+    return cell
+
+
+def _verdict(cell: dict[str, Any]) -> tuple[bool, str | None]:
+    """(detectable, the feature that separates best)."""
+    features = cell["feature_auc"]
+    if not features:
+        return False, None
+    top = max(features, key=lambda f: (features[f], f))
+    if (cell["auc_words"] or 0.0) > features[top]:
+        top = "words"
+    return max(cell["auc"] or 0.0, cell["auc_independent"] or 0.0) > DETECTABLE, top
+
+
+def in_view(items: list[Item]) -> dict[str, Any]:
+    """The faulted views whole: every real item in view a negative, position included."""
+    y = np.asarray([i.injected for i in items], dtype=int)
+    scores = _out_of_fold(items, "linear")
+    return {"items": len(items), "auc": _rounded(y, scores),
+            "auc_content": (_rounded(y, _out_of_fold(items, "linear", "content"))
+                            if scores is not None else None)}
+
+
+def invisibility(trace_rows: Rows, faults: Sequence[str]) -> dict[str, Any]:
+    """`summary.invisibility`: per fault, how well the classifiers do."""
+    out: dict[str, Any] = {}
+    for name, sets in sorted(items_by_fault(trace_rows, faults).items()):
+        cell = classify(sets["matched"])
+        detectable, top = _verdict(cell)
+        out[name] = {**cell, "detectable": detectable, "top_feature": top,
+                     "in_view": in_view(sets["in_view"])}
+    return {"threshold": DETECTABLE, "positional": list(POSITIONAL), "faults": out}
