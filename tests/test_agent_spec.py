@@ -29,6 +29,7 @@ from cuer_agent.experiments.propagation import (
     prefix_skill_calls,
 )
 from cuer_agent.interventions import get_fault
+from cuer_agent.interventions.facts import fact_source
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.retrieval import BM25Retriever
 
@@ -93,7 +94,8 @@ def test_a_fault_at_hop_2_of_the_react_agent_reexecutes_only_the_suffix(
         if len(base.trace.hops) < 2:
             continue
         injector = _Injector(example, base, retriever,
-                             distractor_answers(dataset, example, config.distractor_pool), config)
+                             distractor_answers(dataset, example, config.distractor_pool), config,
+                             fact_source(dataset))
         inp = injector.fault_input(2, executor.config.k)
         outcome = spec.apply(inp)
         if not outcome.applied:

@@ -5,7 +5,11 @@ from __future__ import annotations
 import multiprocessing as mp
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from cuer_agent.llm.backends import SkillClient
 from cuer_agent.llm.cache import CachedReply, Ledger, ResponseCache, cache_key
 
 
@@ -16,8 +20,9 @@ def test_cache_key_depends_on_every_part() -> None:
             cache_key(base[0], "m2", *base[2:]),
             cache_key(*base[:2], "read", *base[3:]),
             cache_key(*base[:3], [{"role": "user", "content": "y"}], base[4]),
-            cache_key(*base[:4], {"temperature": 0, "seed": 1})}
-    assert len(keys) == 6
+            cache_key(*base[:4], {"temperature": 0, "seed": 1}),
+            cache_key(*base, "rules-2")}
+    assert len(keys) == 7
     assert cache_key(*base) == cache_key(*base)
 
 
@@ -116,5 +121,52 @@ def test_a_repeated_request_is_rendered_once_and_keyed_as_a_fresh_render_would_b
     assert renders == ["plan", "plan"]  # `again` equals `first`: rendered once
     assert replies[0] == replies[1] != replies[2]
     fresh = [cache_key(backend.name, backend.model, "plan", ExtractiveBackend().render(
-        "plan", r), backend.decoding()) for r in (first, again, other)]
+        "plan", r), backend.decoding(), backend.version) for r in (first, again, other)]
     assert list(log) == fresh
+
+
+def _read_request() -> Any:
+    from cuer_agent.llm.skills import EvidenceView, ReadRequest
+
+    text = "Quorin Rising was helmed by Pell Varnick."
+    return ReadRequest(question="Who directed Quorin Rising?", hop=1,
+                       subquery="Who directed Quorin Rising?",
+                       evidence=(EvidenceView(id="a", title="Quorin Rising", text=text),))
+
+
+def test_an_edited_reader_is_never_served_a_cached_answer(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    from cuer_agent.llm import _reading, extractive
+    from cuer_agent.llm.extractive import ExtractiveBackend
+
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    before = SkillClient(ExtractiveBackend(), cache=cache)
+    old = before("read", _read_request()).response
+    again = SkillClient(ExtractiveBackend(), cache=cache)
+    again("read", _read_request())
+    assert again.ledger.to_dict()["cache_hits"] == 1  # the same reader: served
+    edited = (*_reading.RELATION_GROUPS, ("direc", "a made-up synonym", "directed helmed"))
+    monkeypatch.setattr(_reading, "RELATION_GROUPS", edited)
+    monkeypatch.setattr(_reading, "RELATION_STEMS", _reading._groups(*edited))
+    monkeypatch.setattr(extractive, "RELATION_GROUPS", edited)
+    after = SkillClient(ExtractiveBackend(), cache=cache)
+    new = after("read", _read_request()).response
+    counts = after.ledger.to_dict()
+    assert (counts["calls"], counts["cache_hits"]) == (1, 0)
+    assert new != old  # the edited table reads "helmed" as "directed"
+
+
+def test_editing_a_reader_file_changes_its_version(tmp_path: Path) -> None:
+    import shutil
+
+    from cuer_agent.llm import extractive
+
+    source = Path(extractive.__file__).parent
+    for name in extractive.READER_MODULES:
+        shutil.copy(source / name, tmp_path / name)
+    assert extractive.rules_version(root=tmp_path) == extractive.rules_version()
+    with open(tmp_path / "_reading.py", "a", encoding="utf-8") as fh:
+        fh.write("\n# an edited rule\n")
+    assert extractive.rules_version(root=tmp_path) != extractive.rules_version()
+    assert extractive.rules_version(relation_table=False) != extractive.rules_version()

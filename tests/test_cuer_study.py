@@ -28,7 +28,7 @@ def test_summary_has_every_condition_axis_and_delta(tmp_path: Path) -> None:
     code, out = cuer(tmp_path / "run")
     assert code == 0, out
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    assert summary["n"] == 8 * 2  # synthetic: one single-shot question per hop (auto)
+    assert summary["n"] == 8  # the whole question, over its own pool
     for name in CONDITIONS:
         cond = summary["conditions"][name]
         for axis in AXES:
@@ -47,7 +47,7 @@ def test_records_and_traces_are_stored_with_intervention_records(tmp_path: Path)
     assert cuer(tmp_path / "run")[0] == 0
     rows = [json.loads(line) for line in (tmp_path / "run" / "traces.jsonl").open()]
     records = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").open()]
-    assert len(records) == 8 * 2 * len(CONDITIONS)
+    assert len(records) == 8 * len(CONDITIONS)
     assert {r["record"]["condition"] for r in rows} == set(CONDITIONS)
     dup = next(r for r in rows if r["record"]["condition"] == "duplicate")
     copy_id = dup["record"]["new_ids"][0]
@@ -113,26 +113,48 @@ def test_config_file_sets_the_study_and_flags_override_it(tmp_path: Path) -> Non
                                  "--out", str(tmp_path / "run"), "--no-cache", "--no-progress"])
     assert result.exit_code == 0, result.output
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    assert summary["n"] == 4 * 2
+    assert summary["n"] == 4
     assert summary["config"]["divergence_weights"] == [0.2, 0.6, 0.2]
 
 
-def test_synthetic_single_shot_asks_each_hops_subquestion(tmp_path: Path) -> None:
+def test_synthetic_single_shot_asks_the_whole_question_over_its_own_pool(
+        tmp_path: Path) -> None:
+    from cuer_agent.data import load_dataset
+    from cuer_agent.experiments.pools import question_pools
+
     assert cuer(tmp_path / "run")[0] == 0
     rows = [json.loads(line) for line in (tmp_path / "run" / "traces.jsonl").open()]
     originals = [r["trace"] for r in rows if r["record"]["condition"] == "original"]
-    assert [t["example_id"] for t in originals[:2]] == ["syn-3-0#h1", "syn-3-0#h2"]
-    assert all(t["question"] == t["hops"][0]["subquery"] for t in originals)
+    data = question_pools(load_dataset("synthetic", n=8, hops=2, seed=3))
+    pools = {ex.id: {p.title for p in ex.passages} for ex in data.examples}
+    assert [t["example_id"] for t in originals[:2]] == ["syn-3-0", "syn-3-1"]
+    for trace in originals:
+        assert trace["question"] == trace["hops"][0]["subquery"]
+        assert {e["title"] for e in trace["hops"][0]["retrieved"]} <= pools[trace["example_id"]]
 
 
-def test_whole_questions_are_asked_when_the_config_says_so(tmp_path: Path) -> None:
+def test_each_pool_holds_a_passage_per_hop_fact_and_lexical_confusers() -> None:
+    from cuer_agent.data import load_dataset
+    from cuer_agent.experiments.pools import question_pools
+
+    data = question_pools(load_dataset("synthetic", n=8, hops=3, seed=3), size=10)
+    assert data.corpus is None
+    for ex in data.examples:
+        assert len(ex.passages) == 10
+        titles = [p.title for p in ex.passages]
+        assert all(h.support_title in titles for h in ex.hops)
+        confusers = [p for p in ex.passages if p.title not in ex.supporting_titles]
+        assert len(confusers) == 10 - len(ex.hops)
+
+
+def test_gold_sub_questions_are_asked_when_the_config_says_so(tmp_path: Path) -> None:
     config = tmp_path / "study.toml"
     config.write_text('[data]\ndataset = "synthetic"\nn = 3\nhops = 2\n\n'
-                      '[cuer]\nquestions = "whole"\n')
+                      '[cuer]\nquestions = "per_hop"\n')
     result = runner.invoke(app, ["cuer", "--config", str(config), "--out",
                                  str(tmp_path / "run"), "--no-cache", "--no-progress"])
     assert result.exit_code == 0, result.output
-    assert json.loads((tmp_path / "run" / "summary.json").read_text())["n"] == 3
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["n"] == 3 * 2
 
 
 def test_shipped_study_configs_are_valid() -> None:

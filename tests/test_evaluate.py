@@ -37,7 +37,12 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_summary_has_every_part(run: Path) -> None:
     summary = json.loads((run / "summary.json").read_text())
-    assert {"single_shot", "agentic", "diagnosers", "ledger", "config", "notes"} <= set(summary)
+    assert {"single_shot", "agentic", "diagnosers", "ledger", "config", "notes", "verify",
+            "invisibility", "reader"} <= set(summary)
+    reader = summary["reader"]
+    assert reader["accuracy"] == summary["agentic"]["clean"]["accuracy"]
+    assert reader["without_relation_table"]["accuracy"] is not None
+    assert summary["diagnosers"]["frozen-hop"]["uses_environment_oracle"]
     assert {"n", "accuracy"} <= set(summary["agentic"]["clean"])
     cell = summary["agentic"]["faults"]["empty_retrieval"]["1"]
     assert {"injected", "failed", "recovery"} <= set(cell)
@@ -64,23 +69,29 @@ def test_summary_counts_retries_effective_injections_and_persistence(run: Path) 
             assert cell["recovered_effective"] <= cell["effective"]
 
 
-def test_single_shot_baseline_asks_each_hops_subquestion(run: Path) -> None:
+def test_single_shot_baseline_asks_the_whole_question(run: Path) -> None:
     summary = json.loads((run / "summary.json").read_text())
-    assert summary["single_shot"]["questions"] == "per_hop"
-    assert summary["single_shot"]["n"] == 6 * 3
+    assert summary["single_shot"]["questions"] == "whole"
+    assert summary["single_shot"]["n"] == 6
     originals = [json.loads(line)["record"]["example_id"]
                  for line in (run / "single_shot" / "records.jsonl").open()]
-    assert "syn-7-0#h1" in originals
+    assert "syn-7-0" in originals
 
 
 def test_comparison_puts_single_shot_targets_beside_the_critical_hop(run: Path) -> None:
-    comparison = json.loads((run / "summary.json").read_text())["comparison"]
-    assert comparison["n"] >= 1
+    summary = json.loads((run / "summary.json").read_text())
+    comparison = summary["comparison"]
+    right = {r["record"]["example_id"] for r in map(json.loads, (run / "agentic" /
+                                                                 "records.jsonl").open())
+             if r["record"]["condition"] == "clean" and r["metrics"]["correct"]}
+    assert {row["example_id"] for row in comparison["examples"]} <= right
     for row in comparison["examples"]:
-        assert {s["hop"] for s in row["single_shot"]} <= {1, 2, 3}
+        assert {s["hop"] for s in row["single_shot"]} == {None}  # the whole question
         if row["critical_hop"] is None:
             assert row["points_at_critical"] is None
+        assert not (row["critical_hop"] and row["tied_hops"])  # a tie is never broken
     assert comparison["points_at_critical"] <= comparison["with_critical_hop"]
+    assert comparison["independent_share"] is None or 0 <= comparison["independent_share"] <= 1
     assert "Single-shot vs agentic analysis, per example" in (run / "report.md").read_text()
 
 
@@ -181,6 +192,23 @@ def test_conformance_kit_catches_an_oracle_reading_probe_that_says_it_is_gold_fr
     assert not report.ok
     assert any("gold oracle" in p for p in report.problems)
     assert validate_diagnoser(SuffixRegen(), failed_fork_cases()).ok  # declared: fine
+
+
+def test_conformance_kit_catches_a_probe_that_calls_a_clean_tool_undeclared() -> None:
+    from cuer_agent.diagnosers.frozen_hop import FrozenHopFree
+
+    class Undeclared(FrozenHopFree):
+        uses_environment_oracle = False  # but it re-runs hops with a clean tool
+
+    report = validate_diagnoser(Undeclared(), failed_fork_cases())
+    assert not report.ok
+    assert any("clean tool" in p for p in report.problems)
+    assert validate_diagnoser(FrozenHopFree(), failed_fork_cases()).ok  # declared: fine
+
+
+def test_the_probes_that_repair_a_hop_declare_the_environment_oracle() -> None:
+    declared = {n for n in diagnoser_names() if get_diagnoser(n).uses_environment_oracle}
+    assert declared == {"frozen-hop", "frozen-hop-free", "suffix-regen", "suffix-regen-free"}
 
 
 def test_conformance_kit_catches_a_gold_peeking_diagnoser() -> None:

@@ -105,10 +105,14 @@ def test_evidence_fork_changes_only_the_suffix() -> None:
     from cuer_agent.retrieval import chunk_passages
     swapped = [chunk_passages([other])[0].to_evidence(rank=1, score=1.0).model_dump(mode="json")]
     fork = executor.fork(base, 1, "retrieve", replace_evidence(swapped))
-    assert fork.trace.hops[0].retrieved[0].title == "Quorin Falls"
+    first = fork.trace.hops[0].first_attempt()
+    assert first.retrieved[0].title == "Quorin Falls"
     assert fork.trace.steps[1].state.in_view == (swapped[0]["id"],)  # RETRIEVE step rewritten
     assert fork.trace.steps[0] == base.trace.steps[0]  # PLAN of hop 1 untouched
-    assert fork.trace.hops[0].finding == "Tadeo Vessimer"
+    # The swapped passage is about another film: VERIFY finds the hop unsupported, and the
+    # agent's retry (a one-shot edit holds no longer) reads the right one.
+    assert (first.finding, first.support) == ("Tadeo Vessimer", "unsupported")
+    assert fork.trace.hops[0].finding == base.trace.hops[0].finding
 
 
 def test_subquery_fork_reruns_the_hop_from_retrieve() -> None:

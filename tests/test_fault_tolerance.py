@@ -251,8 +251,8 @@ def eval_pair(tmp_path_factory: pytest.TempPathFactory) -> Pair:
 def test_evaluate_under_chaos_writes_every_record_exactly_once(eval_pair: Pair) -> None:
     single = rows(eval_pair.chaos / "single_shot" / "records.jsonl")
     ids = [r["record"]["record_id"] for r in single]
-    # one single-shot question per hop (4 examples × 2 hops), original + 5 conditions each
-    assert len(ids) == len(set(ids)) == 4 * 2 * 6
+    # the whole question of each of 4 examples, original + 5 conditions each
+    assert len(ids) == len(set(ids)) == 4 * 6
     assert ids == [r["record"]["record_id"]
                    for r in rows(eval_pair.clean / "single_shot" / "records.jsonl")]
     agentic = rows(eval_pair.chaos / "agentic" / "records.jsonl")

@@ -23,48 +23,57 @@ from cuer_agent.interventions import (
     fault_names,
     get_fault,
 )
-from cuer_agent.interventions._record import seeded_rng
 from cuer_agent.interventions._text import capitalized_spans, topic
-from cuer_agent.interventions.misleading_faults import (
-    STALE_TOP_K,
-    _facts,
-    _premise_forms,
-    shift_number,
-)
+from cuer_agent.interventions.facts import PoolFacts, SyntheticFacts
+from cuer_agent.interventions.structural_faults import withheld_ids
 from cuer_agent.retrieval import BM25Retriever, chunk_passages, tokenize
 
 STRUCTURAL = {
     "empty_retrieval": ("retrieval", "retrieve"),
     "irrelevant_evidence": ("retrieval", "retrieve"),
     "query_drift": ("tool", "plan"),
-    "false_premise": ("retrieval", "retrieve"),
+    "conflicting_evidence": ("retrieval", "retrieve"),
     "stale_evidence": ("retrieval", "retrieve"),
     "early_termination": ("answer", "read"),
 }
-EVIDENCE_FAULTS = ("irrelevant_evidence", "false_premise", "stale_evidence")
+EVIDENCE_FAULTS = ("empty_retrieval", "irrelevant_evidence", "conflicting_evidence",
+                   "stale_evidence")
+MISLEADING = ("conflicting_evidence", "stale_evidence")
 
 
 # --- a small synthetic world -------------------------------------------------------------
 
+SIZE = 300
+
+
 @cache
 def world() -> tuple[list[CorpusItem], BM25Retriever, list[Example]]:
-    w = build_world(seed=0, size=300)
+    w = build_world(seed=0, size=SIZE)
     chunks = chunk_passages(w.passages)
     corpus = [CorpusItem(c.id, c.title, c.text) for c in chunks]
     return corpus, BM25Retriever(chunks), make_questions(w, 6, hops=3, seed=0)
 
 
+FACTS = SyntheticFacts(0, SIZE, (1 / 3, 1 / 3, 1 / 3))
+
+
 def make_input(example: int = 0, hop: int = 1, seed: int = 0, **changes: Any) -> FaultInput:
+    """Hop `hop` of a question, asked with its gold sub-question; the hop selected the
+    retrieved passages that state its fact (as a clean hop reading it would)."""
     corpus, retriever, examples = world()
     ex = examples[example]
     sub = ex.hops[hop - 1].question
     evidence = [e.model_dump(mode="json") for e in retriever.retrieve(sub, 5)]
+    fact = FACTS.fact(ex, hop)
+    assert fact is not None
+    selected = tuple(e["id"] for e in evidence if e["id"] in fact.passage_ids)[:1]
     inp = FaultInput(example_id=ex.id, question=ex.question, hop=hop, subquery=sub,
                      evidence=evidence,
                      later_subqueries=tuple(h.question for h in ex.hops[hop:]),
                      corpus=corpus, seed=seed, gold_answers=(ex.answer,),
                      score=retriever.score_text, search=search, known_ids=retriever.ids,
-                     max_paragraph=retriever.max_paragraph, k=5)
+                     max_paragraph=retriever.max_paragraph, k=5, selected=selected,
+                     finding=ex.hops[hop - 1].answer or "", fact=fact, facts=FACTS)
     return replace(inp, **changes)
 
 
@@ -77,14 +86,14 @@ REAL_ID = re.compile(r"[0-9a-f]{8}-p\d+-c\d+")
 
 def assert_looks_retrieved(inp: FaultInput, evidence: Sequence[dict]) -> None:
     """As the retriever would return it: real-form ids, the retriever's own scores for
-    the sub-query, ordered by (-score, id) and ranked 1..n, no longer than the input."""
+    the sub-query, ordered by (-score, id) and ranked 1..n, no longer than k."""
     assert_ranked(evidence)
     assert all(REAL_ID.fullmatch(e["id"]) for e in evidence)
     for e in evidence:
         assert e["score"] == pytest.approx(world()[1].score_text(inp.subquery, e["title"],
                                                                  e["text"]), rel=1e-5)
     assert evidence == sorted(evidence, key=lambda e: (-e["score"], e["id"]))
-    assert len(evidence) <= max(len(inp.evidence), 1)
+    assert len(evidence) <= (inp.k or len(inp.evidence))
 
 
 def apply(name: str, inp: FaultInput) -> FaultOutcome:
@@ -101,7 +110,7 @@ def assert_ranked(evidence: Sequence[dict]) -> None:
 
 
 def quorin(**changes: Any) -> FaultInput:
-    """The paper's running example, over the synthetic corpus."""
+    """The paper's running example, over the synthetic corpus (no gold fact known)."""
     corpus, _, _ = world()
     evidence = [{"id": "q1", "title": "Quorin Rising",
                  "text": "Quorin Rising is a 1987 drama film. It was directed by Pell Varnick.",
@@ -111,13 +120,13 @@ def quorin(**changes: Any) -> FaultInput:
                  "score": 4.0}]
     inp = FaultInput(example_id="ex-q", question="Who directed Quorin Rising?", hop=1,
                      subquery="Who directed Quorin Rising?", evidence=evidence,
-                     later_subqueries=(), corpus=corpus, seed=0)
+                     later_subqueries=(), corpus=corpus, seed=0, selected=("q1",))
     return replace(inp, **changes)
 
 
 # --- registry ----------------------------------------------------------------------------
 
-def test_registry_lists_the_six_faults_with_stage_and_boundary() -> None:
+def test_registry_lists_the_faults_with_stage_and_boundary() -> None:
     assert set(STRUCTURAL) <= set(fault_names())
     for name, (stage, boundary) in STRUCTURAL.items():
         spec = get_fault(name)
@@ -134,119 +143,76 @@ def test_record_names_fault_hop_stage_and_boundary(name: str) -> None:
 
 # --- empty retrieval / early termination -------------------------------------------------
 
-def test_empty_retrieval_empties_the_evidence() -> None:
+def test_early_termination_forces_an_answer_from_earlier_hops() -> None:
+    out = apply("early_termination", make_input(hop=2))
+    assert out.force_answer and out.evidence is None and out.subquery is None
+    assert out.record.params["answer_from_hops"] == 1
+
+
+# --- withholding: empty and irrelevant evidence ---------------------------------------------
+
+def test_withheld_are_the_fact_passages_the_hop_read() -> None:
+    inp = make_input()
+    assert withheld_ids(inp) == inp.selected
+    assert set(inp.selected) <= set(inp.fact.passage_ids)
+
+
+def test_without_a_selected_fact_passage_every_fact_passage_in_view_is_withheld() -> None:
+    inp = make_input(selected=())
+    in_view = [e["id"] for e in inp.evidence]
+    assert withheld_ids(inp) == tuple(i for i in in_view if i in inp.fact.passage_ids)
+
+
+def test_without_a_gold_fact_the_selected_items_are_withheld() -> None:
+    inp = quorin()
+    assert withheld_ids(inp) == ("q1",)
+
+
+@pytest.mark.parametrize("name", ["empty_retrieval", "irrelevant_evidence"])
+def test_withholding_skips_when_no_fact_passage_is_in_view(name: str) -> None:
+    inp = make_input()
+    others = [e for e in inp.evidence if e["id"] not in inp.fact.passage_ids]
+    out = apply(name, replace(inp, evidence=others, selected=()))
+    assert out.record.skipped == "fact not in view"
+
+
+def test_empty_retrieval_withholds_the_fact_and_blanks_the_faulted_query() -> None:
     inp = make_input()
     out = apply("empty_retrieval", inp)
-    assert out.applied and out.evidence == []
-    assert out.record.target_ids == tuple(e["id"] for e in inp.evidence)
+    assert out.evidence == []
+    assert out.corpus is not None and out.corpus.withheld == set(inp.selected)
+    assert out.corpus.view(search, inp.score, inp.subquery, 5) == []
+    asked_again = out.corpus.view(search, inp.score, "Who made " + inp.subquery, 5)
+    assert asked_again and not {e["id"] for e in asked_again} & set(inp.selected)
+    assert out.record.target_ids == inp.selected
+    assert out.record.params["redundancy"] == inp.fact.redundancy
 
 
-def test_empty_retrieval_applies_to_empty_evidence() -> None:
-    out = apply("empty_retrieval", make_input(evidence=[]))
-    assert out.applied and out.evidence == []
-
-
-def test_early_termination_forces_an_answer_from_earlier_hops() -> None:
-    out = apply("early_termination", make_input(hop=3))
-    assert out.applied and out.force_answer
-    assert out.evidence is None and out.subquery is None
-    assert out.record.params["answer_from_hops"] == 2
-
-
-# --- irrelevant evidence -----------------------------------------------------------------
-
-def test_irrelevant_evidence_replaces_every_item_with_a_scored_corpus_passage() -> None:
+def test_irrelevant_evidence_shows_what_the_retriever_finds_without_the_fact() -> None:
     inp = make_input()
     out = apply("irrelevant_evidence", inp)
-    corpus = {c.id: c for c in inp.corpus}
-    assert out.applied and out.evidence is not None
-    assert 1 <= len(out.evidence) <= len(inp.evidence)
-    assert_looks_retrieved(inp, out.evidence)
-    for item in out.evidence:
-        source = corpus[item["id"]]
-        assert (item["title"], item["text"]) == (source.title, source.text)
-        assert item["score"] > 0  # retrievable for the sub-query, as real bad retrieval is
-    assert set(out.record.new_ids) == {e["id"] for e in out.evidence}
-    assert set(out.record.provenance) == set(out.record.new_ids)
+    evidence = out.evidence or []
+    assert_looks_retrieved(inp, evidence)
+    assert not {e["id"] for e in evidence} & set(inp.selected)
+    expected = [e for e in search(inp.subquery, 10) if e["id"] not in inp.selected][:5]
+    assert [e["id"] for e in evidence] == [e["id"] for e in expected]
+    assert set(out.record.new_ids) == {e["id"] for e in evidence} - {e["id"] for e in
+                                                                       inp.evidence}
 
 
-def name_words(*texts: str) -> set[str]:
-    return {w for t in texts for span in capitalized_spans(t) for w in words(span.text)}
-
-
-@pytest.mark.parametrize("example, hop", [(0, 1), (0, 3), (2, 2), (5, 1)])
-def test_irrelevant_passages_mention_no_name_of_the_question_or_its_subqueries(
-        example: int, hop: int) -> None:
-    inp = make_input(example, hop)
-    out = apply("irrelevant_evidence", inp)
-    assert out.evidence
-    banned = name_words(inp.question, inp.subquery, *inp.later_subqueries)
-    banned |= {w for a in inp.gold_answers for w in words(a)}
-    for item in out.evidence:
-        text = words(item["title"] + " " + item["text"])
-        assert banned.isdisjoint(text)
-        assert text & words(inp.subquery)  # but a word of the sub-query: it was retrieved
-
-
-def test_irrelevant_evidence_without_a_retriever_draws_off_topic_corpus_passages() -> None:
-    inp = make_input(search=None, score=None)
-    out = apply("irrelevant_evidence", inp)
-    assert out.evidence and out.record.params["method"] == "rejection"
-    banned = words(inp.question) | words(inp.subquery)
-    for item in out.evidence:
-        assert banned.isdisjoint(words(item["title"] + " " + item["text"]))
-
-
-def test_irrelevant_passages_are_not_already_in_view() -> None:
-    inp = make_input()
-    out = apply("irrelevant_evidence", inp)
-    assert out.evidence
-    assert {e["id"] for e in inp.evidence}.isdisjoint(e["id"] for e in out.evidence)
-
-
-def test_irrelevant_evidence_skips_without_enough_off_topic_passages() -> None:
-    inp = make_input()
-    on_topic = [CorpusItem(f"c{i}", inp.question, inp.subquery) for i in range(50)]
-    out = apply("irrelevant_evidence", replace(inp, corpus=on_topic, search=None))
-    assert not out.applied and out.record.skipped == "no off-topic passage"
-    assert out.evidence is None
-
-
-class LazyCorpus(Sequence[CorpusItem]):
-    """A large corpus made on access, counting how many passages a fault looked at."""
-
-    def __init__(self, size: int, off_topic: set[int] | None = None) -> None:
-        self.size, self.off_topic, self.reads = size, off_topic, 0
-
-    def __len__(self) -> int:
-        return self.size
-
-    @overload
-    def __getitem__(self, i: int) -> CorpusItem: ...
-    @overload
-    def __getitem__(self, i: slice) -> Sequence[CorpusItem]: ...
-
-    def __getitem__(self, i: int | slice) -> CorpusItem | Sequence[CorpusItem]:
-        if isinstance(i, slice):
-            raise NotImplementedError
-        self.reads += 1
-        if self.off_topic is None or i in self.off_topic:
-            return CorpusItem(f"big{i}", f"Tolmere {i}", f"Harbour number {i} by the bay.")
-        return CorpusItem(f"big{i}", "Quorin Rising", "Who directed Quorin Rising?")
-
-
-def test_irrelevant_evidence_does_not_scan_a_million_passages() -> None:
-    big = LazyCorpus(1_000_000)
-    out = apply("irrelevant_evidence", quorin(corpus=big))
-    assert out.applied and out.record.params["method"] == "rejection"
-    assert big.reads < 100
-
-
-def test_irrelevant_evidence_scans_when_off_topic_passages_are_rare() -> None:
-    rare = LazyCorpus(5_000, off_topic={17, 4321})
-    out = apply("irrelevant_evidence", quorin(corpus=rare))
-    assert out.applied and out.record.params["method"] == "rejection+scan"
-    assert sorted(e["id"] for e in out.evidence or []) == ["big17", "big4321"]
+def test_irrelevant_evidence_keeps_the_facts_other_statements() -> None:
+    """Only what the hop read is withheld: a fact stated in several passages can still
+    be found (here, among the retriever's next results)."""
+    for example in range(6):
+        for hop in (1, 2, 3):
+            inp = make_input(example, hop)
+            if inp.fact.redundancy < 2:
+                continue
+            out = apply("irrelevant_evidence", inp)
+            others = set(inp.fact.passage_ids) - set(inp.selected)
+            assert out.corpus is not None and not others & out.corpus.withheld
+            return
+    pytest.fail("no fact of redundancy >= 2 in the small world")
 
 
 # --- query drift -------------------------------------------------------------------------
@@ -285,134 +251,79 @@ def test_query_drift_skips_without_an_off_topic_passage() -> None:
     assert out.record.skipped == "no off-topic passage" and out.subquery is None
 
 
-@pytest.mark.parametrize("name", ["query_drift", "false_premise"])
-def test_empty_subquery_is_skipped(name: str) -> None:
-    out = apply(name, quorin(subquery=" ? "))
+def test_empty_subquery_is_skipped() -> None:
+    out = apply("query_drift", quorin(subquery=" ? "))
     assert out.record.skipped == "empty sub-query"
 
 
-# --- false premise -----------------------------------------------------------------------
+# --- conflicting and stale evidence ------------------------------------------------------
 
 def injected(out: FaultOutcome) -> dict:
     (new_id,) = out.record.new_ids
-    return next(e for e in out.evidence or [] if e["id"] == new_id)
+    assert out.corpus is not None
+    return next(e for e in out.corpus.added if e["id"] == new_id)
 
 
-@pytest.mark.parametrize("name", ["false_premise", "stale_evidence"])
-def test_injected_item_looks_retrieved_and_its_provenance_is_recorded(name: str) -> None:
-    inp = make_input()
+@cache
+def world_words() -> frozenset[str]:
+    """Every word any real passage of the small world uses."""
+    return frozenset(w for item in world()[0] for w in tokenize(f"{item.title} {item.text}"))
+
+
+@pytest.mark.parametrize("name", MISLEADING)
+@pytest.mark.parametrize("example, hop", [(0, 1), (1, 2), (2, 3), (4, 1)])
+def test_a_contradicting_passage_is_written_by_the_world(name: str, example: int,
+                                                        hop: int) -> None:
+    """Same title as the fact's subject, the fact stated with another value, words the
+    world's real passages use, an id of the form its article's next paragraph gets."""
+    inp = make_input(example, hop)
     out = apply(name, inp)
     item = injected(out)
-    assert_looks_retrieved(inp, out.evidence or [])
-    assert item["id"] not in inp.known_ids and item["id"] not in {e["id"] for e in inp.evidence}
+    params = out.record.params
+    assert item["title"] == inp.fact.title
+    assert params["strategy"] == "world" and params["value"] != params["original_value"]
+    assert params["original_value"] == inp.fact.value
+    assert params["value"] in item["text"] and inp.fact.value not in item["text"]
+    assert set(tokenize(item["text"])) - world_words() <= set(tokenize(params["value"]))
+    assert REAL_ID.fullmatch(item["id"]) and item["id"] not in inp.known_ids
     assert item["id"].startswith(hashlib.sha1(item["title"].encode()).hexdigest()[:8] + "-p")
-    assert len(out.evidence or []) == len(inp.evidence)  # the lowest original made room
+    assert out.record.provenance[item["id"]] == f"world:{name.split('_')[0]}"
 
 
-def test_false_premise_keeps_the_other_items_but_the_lowest_scored() -> None:
-    inp = make_input()
-    out = apply("false_premise", inp)
-    kept = [e["id"] for e in out.evidence or [] if e["id"] not in out.record.new_ids]
-    assert kept == [e["id"] for e in inp.evidence][:len(kept)]
-    assert out.record.provenance[injected(out)["id"]].startswith("template:")
-
-
-@pytest.mark.parametrize("seed", range(8))
-def test_false_premise_asserts_the_subquery_premise_is_false(seed: int) -> None:
-    item = injected(apply("false_premise", quorin(seed=seed)))
-    assert item["title"] == "Quorin Rising"
-    assert "Quorin Rising" in item["text"]
-    assert "false" in item["text"]
-
-
-@pytest.mark.parametrize("subquery, claim, embedded", [
-    ("Who directed Quorin Rising?", "anyone directed Quorin Rising",
-     "who directed Quorin Rising"),
-    ("Who is the publisher of The Silent Bymrorrick?", None,
-     "who the publisher of The Silent Bymrorrick is"),
-    ("When was Echoes of Grynvysh released?", None, "when Echoes of Grynvysh was released"),
-    ("How many people live in East Sungash?", None, "how many people live in East Sungash"),
-    ("Was Rulrix and the Sea released before 1990?", None,
-     "whether Rulrix and the Sea was released before 1990"),
-    ("Where did Vammon Parade form?", None, None),
-    ("In which city was Saesfoz Serrall born?", None, None),
-])
-def test_premise_forms_turn_a_question_into_a_claim_or_embedded_question(
-        subquery: str, claim: str | None, embedded: str | None) -> None:
-    span, _ = topic(subquery)
-    assert _premise_forms(subquery, span) == (claim, embedded)
-
-
-# --- stale evidence ----------------------------------------------------------------------
-
-def test_stale_evidence_names_its_source_and_takes_its_title() -> None:
-    inp = make_input()
-    out = apply("stale_evidence", inp)
-    item = injected(out)
-    source_id = out.record.provenance[item["id"]]
-    assert source_id in {e["id"] for e in inp.evidence[:STALE_TOP_K]}
-    assert out.record.target_ids == (source_id,)
-    assert item["title"] == next(e["title"] for e in inp.evidence if e["id"] == source_id)
-
-
-def test_stale_evidence_prefers_the_fact_the_clean_hop_found() -> None:
-    inp = make_input(0, 2)
-    plain = apply("stale_evidence", inp).record.params
-    finding = next(f.sentence[f.start:f.end] for _, f in reversed(_facts(inp))
-                   if f.kind == "entity"
-                   and f.sentence[f.start:f.end] != plain["original_span"])
-    chosen = apply("stale_evidence", replace(inp, finding=finding)).record.params
-    assert chosen["original_span"] == finding != plain["original_span"]
-
-
-@pytest.mark.parametrize("example, hop", [(0, 1), (0, 2), (1, 1), (2, 3), (4, 2)])
-def test_stale_evidence_is_an_outdated_version_of_a_top_fact(example: int, hop: int) -> None:
-    inp = make_input(example, hop)
-    out = apply("stale_evidence", inp)
-    p = out.record.params
-    source = next(e for e in inp.evidence if e["id"] == p["source_id"])
-    assert p["original_sentence"] in source["text"]
-    assert p["original_span"] in p["original_sentence"]
-    assert p["new_span"] != p["original_span"]
-    assert p["stale_sentence"] == p["original_sentence"].replace(p["original_span"],
-                                                                 p["new_span"], 1)
-    text = injected(out)["text"]
-    assert p["stale_sentence"][1:] in text
-    assert re.search(r"archived|Earlier records|Superseded|edition", text)
-
-
-def test_stale_entity_swap_takes_a_corpus_span_not_in_view() -> None:
+def test_conflicting_evidence_takes_a_family_siblings_value() -> None:
     inp = make_input(0, 1)
-    seen = 0
-    for seed in range(12):
-        out = apply("stale_evidence", replace(inp, seed=seed))
-        p = out.record.params
-        if p["strategy"] != "entity":
-            continue
-        seen += 1
-        assert any(p["new_span"] in c.title + " " + c.text for c in inp.corpus)
-        view = " ".join(e["title"] + " " + e["text"] for e in inp.evidence)
-        assert p["new_span"] not in view
-    assert seen
+    w = FACTS.world
+    entity = w.id_of(inp.fact.title)
+    siblings = {w.answer(s, inp.fact.relation) for s in w.siblings(entity)}
+    value = apply("conflicting_evidence", inp).record.params["value"]
+    assert value in siblings - {inp.fact.value}
 
 
-@pytest.mark.parametrize("text, allowed", [
-    ("1957", {str(1957 + d) for d in (-5, -4, -3, -2, 2, 3, 4, 5)}),
-    ("7", {"8", "9", "10"}),
-    ("98,660", {"49,330", "69,062", "128,258", "147,990", "197,320"}),
-    ("3.5", {"1.8", "2.4", "4.6", "5.2", "7.0"}),
-])
-def test_shift_number_follows_the_paper_rules(text: str, allowed: set[str]) -> None:
-    got = {shift_number(text, seeded_rng(0, i)) for i in range(60)}
-    assert got <= allowed and len(got) > 1
+def test_the_added_passage_is_ranked_by_the_retriever_for_every_query() -> None:
+    inp = make_input()
+    out = apply("conflicting_evidence", inp)
+    assert out.corpus is not None
+    assert_looks_retrieved(inp, out.evidence or [])
+    item = injected(out)
+    for query in (inp.subquery, item["title"]):
+        view = out.corpus.view(search, inp.score, query, 5)
+        assert_ranked(view)
+        shown = next((e for e in view if e["id"] == item["id"]), None)
+        if shown is not None:
+            assert shown["score"] == pytest.approx(inp.score(query, item["title"],
+                                                             item["text"]))
 
 
-def test_stale_evidence_skips_without_a_fact() -> None:
-    inp = quorin(evidence=[{"id": "x", "title": "Quorin Rising",
-                            "text": "the film was shot in winter. critics liked it.",
-                            "rank": 1, "score": 1.0}])
-    out = apply("stale_evidence", inp)
-    assert out.record.skipped == "no fact to make stale" and out.evidence is None
+def test_without_a_world_the_contradicting_passage_is_a_certified_edit() -> None:
+    inp = quorin(search=search, score=world()[1].score_text, gold_answers=("Pell Varnick",),
+                 distractor_answers=("Ysolde Farrant",), facts=PoolFacts())
+    out = apply("conflicting_evidence", inp)
+    item = injected(out)
+    params = out.record.params
+    assert params["strategy"] == "edit:answer_fact"
+    assert params["original_value"] == "Pell Varnick" and params["value"] == "Ysolde Farrant"
+    assert item["text"] == inp.evidence[0]["text"].replace("Pell Varnick", "Ysolde Farrant")
+    assert item["title"] == "Quorin Rising" and out.record.provenance[item["id"]] == "q1"
 
 
 @pytest.mark.parametrize("name", EVIDENCE_FAULTS)
@@ -433,11 +344,19 @@ def test_faults_are_deterministic(name: str) -> None:
         apply(name, make_input(1, 2)))
 
 
-@pytest.mark.parametrize("name", ["irrelevant_evidence", "query_drift", "false_premise",
+@pytest.mark.parametrize("name", ["query_drift", "conflicting_evidence",
                                   "stale_evidence"])
 def test_faults_depend_on_the_seed(name: str) -> None:
-    outcomes = {repr(outcome_key(apply(name, make_input(1, 2, seed=s)))[1:3]) for s in range(6)}
+    outcomes = {apply(name, make_input(1, 2, seed=s)).record.model_dump_json()
+                for s in range(6)}
     assert len(outcomes) > 1
+
+
+def test_a_config_naming_false_premise_gets_conflicting_evidence() -> None:
+    from cuer_agent.experiments.propagation import PropagationConfig
+
+    config = PropagationConfig(faults=("false_premise", "stale_evidence"))
+    assert config.faults == ("conflicting_evidence", "stale_evidence")
 
 
 @pytest.mark.parametrize("name", sorted(STRUCTURAL))

@@ -114,7 +114,7 @@ def test_import_rebuilds_every_exported_trace_exactly(run: Path, exported: Path)
 def test_round_trip_gives_the_runs_trace_only_diagnoses(run: Path, exported: Path,
                                                        tmp_path: Path) -> None:
     code, text = cli("diagnose", "--traces", str(exported), "--out", str(tmp_path / "d"),
-                     "--no-cache")
+                     "--no-cache", "--hop-budget", "3")
     assert code == 0, text
     mine = {(r["record_id"], r["diagnoser"]): r for r in read_rows(tmp_path / "d" /
                                                                   "diagnoses.jsonl")}
@@ -131,7 +131,7 @@ def test_round_trip_gives_the_runs_trace_only_diagnoses(run: Path, exported: Pat
 def test_round_trip_scores_diagnosers_as_the_study_did(run: Path, exported: Path,
                                                        tmp_path: Path) -> None:
     assert cli("diagnose", "--traces", str(exported), "--out", str(tmp_path / "d"),
-               "--no-cache")[0] == 0
+               "--no-cache", "--hop-budget", "3")[0] == 0
     study = json.loads((run / "summary.json").read_text())["diagnosers"]
     mine = json.loads((tmp_path / "d" / "summary.json").read_text())["diagnosers"]
     for name in TRACE_ONLY_NAMES:
@@ -476,7 +476,7 @@ def test_a_refusing_collector_is_one_line_and_exit_2(run: Path, tmp_path: Path,
 
 def test_the_default_diagnosers_are_the_trace_only_ones() -> None:
     assert sorted(TRACE_ONLY_NAMES) == ["chance", "coverage", "first-hop", "last-hop",
-                                        "llm-judge", "rule"]
+                                        "llm-judge", "rule", "trace-rule"]
 
 
 def test_a_probing_diagnoser_is_refused_before_any_work(exported: Path, tmp_path: Path) -> None:

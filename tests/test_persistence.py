@@ -22,6 +22,7 @@ from cuer_agent.experiments.propagation import (
     inject,
 )
 from cuer_agent.interventions import get_fault
+from cuer_agent.interventions.facts import fact_source
 from cuer_agent.interventions.persistence import FaultCondition, fault_condition, query_key
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.llm.extractive import ExtractiveBackend
@@ -32,8 +33,8 @@ REAL_ID = re.compile(r"[0-9a-f]{8}-p\d+-c\d+")
 
 
 @cache
-def world() -> tuple[Any, BM25Retriever]:
-    data = load_dataset("synthetic", n=10, hops=3, seed=5)
+def world(redundancy: object = "mix") -> tuple[Any, BM25Retriever]:
+    data = load_dataset("synthetic", n=10, hops=3, seed=5, redundancy=redundancy)
     return data, BM25Retriever.from_passages(data.corpus)
 
 
@@ -41,16 +42,31 @@ def executor(retries: int = 1) -> Executor:
     return Executor(SkillClient(ExtractiveBackend()), AgentConfig(retries_per_hop=retries))
 
 
+@cache
+def answered(redundancy: object = "mix") -> int:
+    """The first example whose clean run is right, in 3 hops, none of them retried."""
+    data, retriever = world(redundancy)
+    for i, ex in enumerate(data.examples):
+        trace = executor().run(ex, retriever).trace
+        if (trace.answer == ex.answer and len(trace.hops) == 3
+                and not any(h.attempts for h in trace.hops)):
+            return i
+    raise AssertionError("no example answered cleanly")
+
+
 def fault_fork(name: str, hop: int, persistence: str = "query", retries: int = 1,
-               example: int = 0) -> tuple[Executor, RunResult, RunResult]:
-    data, retriever = world()
-    ex = data.examples[example]
+               example: int | None = None, redundancy: object = "mix"
+               ) -> tuple[Executor, RunResult, RunResult]:
+    data, retriever = world(redundancy)
+    ex = data.examples[answered(redundancy) if example is None else example]
     agent = executor(retries)
     base = agent.run(ex, retriever)
     config = PropagationConfig(fault_persistence=persistence)  # type: ignore[arg-type]
-    inp = _Injector(ex, base, retriever, [], config).fault_input(hop, 5)
+    inp = _Injector(ex, base, retriever, [], config, fact_source(data)).fault_input(hop, 5)
     spec = get_fault(name)
-    fork = inject(agent, base, spec, inp, spec.apply(inp), persistence)  # type: ignore[arg-type]
+    outcome = spec.apply(inp)
+    assert outcome.applied, outcome.record.skipped
+    fork = inject(agent, base, spec, inp, outcome, persistence)  # type: ignore[arg-type]
     return agent, base, fork
 
 
@@ -110,6 +126,23 @@ def test_under_hop_persistence_asking_differently_does_not_help() -> None:
     assert fork.trace.answer != base.trace.answer
 
 
+def test_under_corpus_persistence_a_fact_stated_once_is_not_found_by_asking_again() -> None:
+    _, base, fork = fault_fork("empty_retrieval", 2, persistence="corpus", redundancy=1)
+    hop2 = fork.trace.hops[1]
+    assert hop2.attempts and not hop2.attempts[0].retrieved  # noticed, and retried
+    withheld = set(base.trace.hops[1].selected)
+    assert not withheld & {e.id for h in fork.trace.hops for a in (*h.attempts, h)
+                           for e in a.retrieved}
+    assert fork.trace.answer != base.trace.answer
+
+
+def test_under_corpus_persistence_a_fact_stated_thrice_can_be_found_elsewhere() -> None:
+    _, base, fork = fault_fork("irrelevant_evidence", 2, persistence="corpus", redundancy=3)
+    assert set(fork.trace.hops[1].selected) != set(base.trace.hops[1].selected)
+    assert fork.trace.hops[1].finding == base.trace.hops[1].finding
+    assert fork.trace.answer == base.trace.answer
+
+
 def test_once_is_a_one_shot_edit_that_nothing_holds() -> None:
     _, _, fork = fault_fork("empty_retrieval", 2, persistence="once")
     assert fork.condition is None
@@ -159,7 +192,8 @@ def study_rows() -> list[dict[str, Any]]:
     rows = []
     config = PropagationConfig()
     for ex in data.examples:
-        rows += example_rows(ex, agent, retriever, distractor_answers(data, ex, 50), config)
+        rows += example_rows(ex, agent, retriever, distractor_answers(data, ex, 50), config,
+                             facts=fact_source(data))
     return rows
 
 
@@ -210,14 +244,20 @@ def test_records_say_how_long_the_fault_held() -> None:
     for row in study_rows():
         rec = row["record"]
         if rec["condition"] not in ("clean", "done") and not rec.get("skipped"):
-            assert rec["params"]["persistence"] in {"query", "once"}
+            persistence = rec["params"]["persistence"]
+            boundary = rec["params"].get("boundary", "retrieve")
+            if rec["condition"].startswith("hop_"):  # an operator's edit: keyed to the query
+                assert persistence == "query"
+            else:  # a retrieval fault is a state of the corpus; the agent's own acts are not
+                assert persistence == ("corpus" if boundary == "retrieve" else "query")
 
 
 def test_fault_conditions_follow_each_fault_boundary() -> None:
     data, retriever = world()
     ex = data.examples[0]
     base = executor().run(ex, retriever)
-    inp = _Injector(ex, base, retriever, [], PropagationConfig()).fault_input(2, 5)
+    inp = _Injector(ex, base, retriever, [], PropagationConfig(),
+                    fact_source(data)).fault_input(2, 5)
     assert fault_condition(get_fault("early_termination"), inp, "query").budget_cap == 1
     assert fault_condition(get_fault("query_drift"), inp, "query").drift is not None
     assert fault_condition(get_fault("stale_evidence"), inp, "query").evidence_fault
@@ -229,7 +269,7 @@ def test_a_bad_persistence_is_one_error_line_and_exit_2(tmp_path: Path) -> None:
     result = runner.invoke(app, ["propagate", "--n", "2", "--fault-persistence", "forever",
                                  "--out", str(tmp_path / "run"), "--no-cache", "--no-progress"])
     assert result.exit_code == 2
-    assert "--fault-persistence must be one of query, hop, once" in result.output
+    assert "--fault-persistence must be one of corpus, query, hop, once" in result.output
     assert not (tmp_path / "run").exists()
 
 

@@ -67,6 +67,63 @@ def test_recovery_is_recovered_over_injected(study: Path) -> None:
                 assert cell["recovery"] == round(cell["recovered"] / cell["injected"], 6)
 
 
+def records(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "records.jsonl").open()]
+
+
+def traces(run: Path) -> dict[str, dict]:
+    return {json.loads(line)["record"]["record_id"]: json.loads(line)["trace"]
+            for line in (run / "traces.jsonl").open()}
+
+
+def first_attempt(trace: dict, hop: int) -> dict | None:
+    if hop > len(trace["hops"]):
+        return None
+    record = trace["hops"][hop - 1]
+    return (record["attempts"] or [record])[0]
+
+
+def test_an_injection_is_effective_when_hop_hs_first_attempt_changed(study: Path) -> None:
+    by_id = traces(study)
+    for row in records(study):
+        rec, metrics = row["record"], row["metrics"]
+        if rec["condition"] not in DEFAULT_FAULTS or metrics is None:
+            continue
+        clean = first_attempt(by_id[f"{rec['example_id']}/clean"], rec["hop"])
+        fork = first_attempt(by_id[rec["record_id"]], rec["hop"])
+        changed = (fork is None or clean is None or fork["finding"] != clean["finding"]
+                   or set(fork["selected"]) != set(clean["selected"]))
+        assert metrics["effective"] == float(changed), rec["record_id"]
+
+
+def test_verify_and_the_control_are_recorded_for_every_fault_the_agent_can_retry(
+        study: Path) -> None:
+    for row in records(study):
+        rec, metrics = row["record"], row["metrics"]
+        if rec["condition"] not in DEFAULT_FAULTS or metrics is None:
+            continue
+        assert {"verify_fired", "first_hit"} <= set(metrics)
+        forced = rec["condition"] == "early_termination"
+        assert ("control_correct" in metrics) != forced, rec["record_id"]
+        if metrics.get("control_same_run"):  # it never retried: its own control
+            assert metrics["control_correct"] == metrics["correct"]
+
+
+def test_the_summary_puts_the_retries_off_control_beside_recovery(study: Path) -> None:
+    summary = summary_of(study)
+    for fault, per_hop in summary["faults"].items():
+        for cell in per_hop.values():
+            if not cell["effective"] or cell.get("forced"):
+                continue
+            control = cell["control"]
+            assert control["n"] == cell["effective"]
+            assert sum(cell["first_hit"].values()) == cell["injected"]
+    verify = summary["verify"]
+    assert verify["false_alarm"]["n"] > 0
+    assert "early_termination" not in verify["detection"]
+    assert set(summary["invisibility"]["faults"]) <= {*DEFAULT_FAULTS, "replace (per hop)"}
+
+
 def test_tampering_outcomes_add_up_and_certificates_are_stored(study: Path) -> None:
     summary = summary_of(study)
     for cell in summary["tampering"].values():

@@ -68,32 +68,30 @@ def test_a_supported_finding_comes_from_the_named_passage() -> None:
         "Pell Varnick", "supported", ["a-p0-c0"])
 
 
-def test_verify_flags_evidence_about_an_entity_the_question_never_names() -> None:
-    elsewhere = EvidenceView(id="c-p2-c0", title="Port Tolmere",
-                             text="Port Tolmere was directed by Brem Falk.")
-    reply = read("Who directed Port Tolmere?", elsewhere)
-    assert reply.finding == "Brem Falk" and reply.support == "unsupported"
-
-
-def test_verify_flags_a_passage_about_the_same_entity_that_denies_the_premise() -> None:
-    denial = EvidenceView(id="a-p7-c0", title="Quorin Rising",
-                          text="There is no record that anyone directed Quorin Rising.")
-    reply = read("Who directed Quorin Rising?", QUORIN, denial)
-    assert reply.finding == "Pell Varnick" and reply.support == "unsupported"
-    assert reply.selected_ids == ["a-p0-c0", "a-p7-c0"]
-
-
-def test_verify_flags_two_passages_about_one_entity_that_disagree() -> None:
-    stale = EvidenceView(id="a-p9-c0", title="Quorin Rising",
-                         text="Earlier records stated that it was directed by Brem Falk.")
-    reply = read("Who directed Quorin Rising?", QUORIN, stale)
-    assert reply.support == "unsupported" and len(reply.selected_ids) == 2
-
-
-def test_a_sibling_passage_stating_its_own_fact_is_no_conflict() -> None:
+def test_verify_flags_a_sentence_about_another_entity_than_the_subquery_names() -> None:
     sibling = EvidenceView(id="d-p3-c0", title="The Quorin Letters",
                            text="The Quorin Letters was directed by Ansa Varnick.")
-    assert read("Who directed Quorin Rising?", QUORIN, sibling).support == "supported"
+    reply = read("Who directed Quorin Rising?", sibling)
+    assert reply.finding == "Ansa Varnick" and reply.support == "unsupported"
+
+
+def test_verify_calls_a_relation_it_cannot_read_partial_not_unsupported() -> None:
+    helmed = EvidenceView(id="a-p1-c0", title="Quorin Rising",
+                          text="Quorin Rising was helmed by Pell Varnick.")
+    reply = read("Who directed Quorin Rising?", helmed)
+    assert (reply.finding, reply.support) == ("Pell Varnick", "partial")
+
+
+def test_verify_judges_the_selected_sentence_alone() -> None:
+    """Another passage in view, even one that disagrees about the same entity, does not
+    change VERIFY's verdict: it decides from the sub-query, the finding and the selected
+    text (it tests no property of how faults are made, such as two items sharing a title)."""
+    other = EvidenceView(id="a-p9-c0", title="Quorin Rising",
+                         text="Quorin Rising was directed by Brem Falk.")
+    alone = read("Who directed Quorin Rising?", QUORIN)
+    beside = read("Who directed Quorin Rising?", QUORIN, other)
+    assert beside.support == alone.support == "supported"
+    assert len(beside.selected_ids) == 1
 
 
 def test_a_hop_that_matches_no_relation_word_uses_up_the_nearest_one() -> None:

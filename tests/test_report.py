@@ -16,6 +16,7 @@ from cuer_agent.report import build_report, write_report
 
 SECTIONS = ("Read this before quoting a number", "Single-shot CUE-R study",
             "Evidence-role distribution", "Agentic fault propagation",
+            "What the figures rest on",
             "Single-shot vs agentic analysis, per example", "Fault diagnosers",
             "Ledger and configuration", "Provenance")
 NOTES = ["coverage reads the gold answer: its 1.00 at depth 1 is not a fair comparison.",
@@ -38,14 +39,20 @@ def condition(correct: float, delta: float | None) -> dict[str, Any]:
     return cond
 
 
+ABSTENTION = {"coverage": 0.5, "named": 15, "precision": 0.6, "precision_ci": [0.4, 0.8],
+              "random_precision": 0.33}
+
+
 def diagnoser(acc: float, *, gold: bool = False, stand_in: str | None = None
               ) -> dict[str, Any]:
     by_depth = {str(h): {"n": n, "acc": acc, "ci": [acc - 0.1, acc + 0.1],
                          "ci_clustered": [acc - 0.2, acc + 0.2], "descriptive_only": n < 10,
                          "faults": {"empty_retrieval": n}, "independence": 0.3,
-                         "beats_independence": acc > 0.3}
+                         "beats_independence": acc > 0.3, "abstention": ABSTENTION,
+                         "beats_trace_rule": acc - 0.1 > 0.4}
                 for h, n in ((1, 30), (2, 20), (3, 6))}
-    return {"uses_gold": gold, "uses_gold_oracle": False, "probing": False,
+    return {"uses_gold": gold, "uses_gold_oracle": False, "uses_environment_oracle": False,
+            "probing": False, "abstention": ABSTENTION,
             "stand_in": stand_in, "n": 56, "errors": 0, "error_rate": 0.0,
             "by_depth": by_depth, "exact_hop_acc": {**stat(acc), "ci_clustered": [0.1, 0.9]},
             "stage_acc": stat(0.6), "hop_tol_acc": stat(0.8), "ancestor_hit": stat(0.5),
@@ -95,9 +102,16 @@ def summary() -> dict[str, Any]:
     }
     cell = {"injected": 30, "recovered": 12, "failed": 18, "recovery": 0.4, "ci": [0.2, 0.6],
             "descriptive_only": False, "retried": 0, "effective": 30, "ineffective": 0,
-            "recovered_effective": 12, "recovery_effective": 0.4, "errors": 0}
+            "recovered_effective": 12, "recovery_effective": 0.4,
+            "recovery_effective_ci": [0.2, 0.6],
+            "control": {"n": 30, "recovered": 3, "recovery": 0.1, "ci": [0.03, 0.26],
+                        "same_run": 2},
+            "verify_detected": 25, "first_hit": {"at_h": 28, "later": 1, "never": 1},
+            "by_redundancy": {"1": {"n": 10, "recovered": 1, "ci": [0.0, 0.4]},
+                              "3": {"n": 20, "recovered": 11, "ci": [0.3, 0.7]}},
+            "errors": 0}
     agentic = {
-        "persistence": "query",
+        "persistence": "corpus",
         "clean": {"n": 50, "accuracy": 0.8, "accuracy_ci": [0.7, 0.9],
                   "hops_used": {"2": 5, "3": 45}, "hops": 145, "retried_hops": 0},
         "faults": {"empty_retrieval": {"1": cell, "2": cell},
@@ -113,22 +127,38 @@ def summary() -> dict[str, Any]:
     chance["expected_acc_analytic"] = {"1": 0.33, "2": 0.33, "3": 0.33, "overall": 0.33}
     comparison = {"n": 1, "with_critical_hop": 1, "ties": 0, "points_at_critical": 1,
                   "points_at_critical_share": 1.0, "points_at_critical_ci": [0.2, 1.0],
+                  "independent_share": 0.4,
                   "single_shot_flags": 1, "flags_recovered": 0, "flags_recovered_share": 0.0,
                   "critical_hops": {"1": 1},
                   "examples": [{"example_id": "syn-0-0",
-                                "single_shot": [{"hop": 1, "target": "Alpha", "delta": 1.0}],
-                                "critical_hop": 1, "critical_item": "Alpha",
+                                "single_shot": [{"hop": None, "target": "Alpha", "delta": 1.0}],
+                                "critical_hop": 1, "tied_hops": [], "critical_item": "Alpha",
                                 "critical_delta": 1.0, "points_at_critical": True}]}
+    share = {"n": 30, "hits": 9, "rate": 0.3, "ci": [0.16, 0.48]}
+    verify = {"false_alarm": {"n": 150, "hits": 3, "rate": 0.02, "ci": [0.007, 0.057]},
+              "detection": {"empty_retrieval": share, "content_tampering": share}}
+    scores = {"items": 300, "injected": 60, "auc": 0.55, "ci": [0.48, 0.62],
+              "auc_independent": 0.53, "auc_words": 0.5,
+              "feature_auc": {"sentences": 0.52, "score": 0.58}, "detectable": False,
+              "top_feature": "score", "in_view": {"items": 300, "auc": 0.9, "auc_content": 0.6}}
+    invisibility = {"threshold": 0.65, "positional": ["score", "rank", "score_ratio"],
+                    "faults": {"content_tampering": scores,
+                               "replace (per hop)": {**scores, "auc": 0.7, "detectable": True}}}
+    reader = {"backend": "extractive", "model": "rules-v1", "version": "abc", "n": 50,
+              "accuracy": 0.8, "ci": [0.67, 0.89],
+              "without_relation_table": {"accuracy": 0.7, "ci": [0.56, 0.81]},
+              "relation_groups": 17, "relation_words": 61}
     return {
         "config": StudyConfig(data={"dataset": "synthetic", "hops": 3}).model_dump(mode="json"),
-        "single_shot": single_shot, "agentic": agentic, "comparison": comparison,
+        "single_shot": single_shot, "agentic": agentic, "verify": verify,
+        "invisibility": invisibility, "reader": reader, "comparison": comparison,
         "diagnosers": {"coverage-gold": diagnoser(0.9, gold=True), "coverage": diagnoser(0.5),
                        "llm-judge": diagnoser(0.25,
                                               stand_in="rule-based stand-in for an LLM judge"),
                        "llm-judge-gold": diagnoser(0.25, gold=True,
                                                    stand_in="rule-based stand-in for an LLM "
                                                             "judge"),
-                       "chance": chance},
+                       "chance": chance, "trace-rule": diagnoser(0.45)},
         "notes": NOTES,
         "ledger": {**ledger(900, 700), "diagnoser_requests": 50, "diagnoser_errors": 0},
         "provenance": {"command": "cuer-agent evaluate --hops 3", "version": "0.1.0",
@@ -213,7 +243,7 @@ def test_missing_agentic_and_diagnosers_parts_say_not_run() -> None:
 def test_an_empty_summary_still_renders_every_section() -> None:
     md, page, figures = build_report({})
     assert all(f"## {title}" in md for title in SECTIONS)
-    assert md.count("Not run") == 6 and "<img" not in page and not figures
+    assert md.count("Not run") == 7 and "<img" not in page and not figures
 
 
 @pytest.mark.parametrize(("mutate", "where"), [
@@ -257,18 +287,19 @@ def test_the_papers_reference_values_appear_labelled(full: tuple[str, str]) -> N
 
 def test_our_diagnoser_rows_sit_next_to_the_papers(full: tuple[str, str]) -> None:
     md = full[0]
-    assert ("| coverage-gold | 1 | 30 | 0.90 | [0.80, 1.00] | [0.70, 1.10] | 0.30 | yes | no "
-            "| — | 0.91 | 1.00 |") in md
+    cover = "0.50 / 0.60 (0.33)"
+    assert ("| coverage-gold | 1 | 30 | 0.90 | [0.80, 1.00] | [0.70, 1.10] | 0.30 | yes | 0.45 "
+            f"| yes | {cover} | no | — | 0.91 | 1.00 |") in md
     # the paper's judge saw the gold answer: its row sits next to llm-judge-gold only
-    assert ("| llm-judge-gold | 3 | 6 | 0.25 | [0.15, 0.35] | [0.05, 0.45] | 0.30 | NO | yes "
-            "| — | 0.43 | 0.33 |") in md
-    assert ("| llm-judge | 3 | 6 | 0.25 | [0.15, 0.35] | [0.05, 0.45] | 0.30 | NO | yes | — "
-            "| — | — |") in md
+    assert ("| llm-judge-gold | 3 | 6 | 0.25 | [0.15, 0.35] | [0.05, 0.45] | 0.30 | NO | 0.45 "
+            f"| NO | {cover} | yes | — | 0.43 | 0.33 |") in md
+    assert ("| llm-judge | 3 | 6 | 0.25 | [0.15, 0.35] | [0.05, 0.45] | 0.30 | NO | 0.45 | NO "
+            f"| {cover} | yes | — | — | — |") in md
     # our gold-free coverage is not the paper's (gold-reading) coverage: no paper values
-    assert ("| coverage | 1 | 30 | 0.50 | [0.40, 0.60] | [0.30, 0.70] | 0.30 | yes | no | — "
-            "| — | — |") in md
-    assert ("| chance | 3 | 6 | 0.33 | [0.23, 0.43] | [0.13, 0.53] | 0.30 | yes | yes | 0.33 "
-            "| — | — |") in md
+    assert ("| coverage | 1 | 30 | 0.50 | [0.40, 0.60] | [0.30, 0.70] | 0.30 | yes | 0.45 | NO "
+            f"| {cover} | no | — | — | — |") in md
+    assert ("| chance | 3 | 6 | 0.33 | [0.23, 0.43] | [0.13, 0.53] | 0.30 | yes | 0.45 | NO "
+            f"| {cover} | yes | 0.33 | — | — |") in md
 
 
 def test_the_extractive_backend_is_flagged_as_a_stand_in(full: tuple[str, str]) -> None:

@@ -72,7 +72,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
                  ["cuer", "--dataset", "hotpotqa", "--path", str(data), "--two-support",
                   "--duplicate-positions", "--replace-hardness", "--weight-sensitivity"],
                  ["propagate", "--hops", "2", "--n", "3"],
-                 ["evaluate", "--hops", "2", "--n", "5"]):
+                 ["evaluate", "--hops", "2", "--n", "10",
+                  "--diagnosers", "chance,trace-rule,coverage,frozen-hop"]):
         result = runner.invoke(app, [*args, "--out", str(root / args[0]), "--no-cache",
                                      "--no-progress"])
         assert result.exit_code == 0, result.output
@@ -100,6 +101,8 @@ def test_the_optional_parts_of_the_small_runs_are_covered(runs: Path) -> None:
     evaluate = EvaluateSummary.model_validate(summary_of(runs, "evaluate"))
     assert isinstance(evaluate.single_shot.roles.dataset, DatasetRoles)
     assert evaluate.diagnosers["chance"].expected_acc_analytic is not None
+    assert all(cell.beats_trace_rule is not None
+               for cell in evaluate.diagnosers["coverage"].by_depth.values())
     propagate = PropagateSummary.model_validate(summary_of(runs, "propagate"))
     assert all(cell.forced for cell in propagate.faults["early_termination"].values())
 

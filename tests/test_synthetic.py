@@ -113,14 +113,56 @@ def test_example_fields_follow_the_data_model() -> None:
         assert all(h.question and h.relation for h in q.hops)
 
 
-def test_each_hop_support_passage_states_the_hop_answer() -> None:
+def test_each_hop_fact_is_stated_in_passages_of_its_support_title() -> None:
     world = _world()
     for q in _all_questions():
         for hop in q.hops:
             subject = world.id_of(hop.support_title)
-            assert world.passages[subject].title == hop.support_title
-            assert hop.answer in world.passages[subject].text
+            stating = world.fact_passages(subject, hop.relation)
+            assert 1 <= len(stating) <= 3
+            assert all(p.title == hop.support_title and hop.answer in p.text for p in stating)
             assert world.answer(subject, hop.relation) == hop.answer
+
+
+@pytest.mark.parametrize("redundancy", [1, 2, 3])
+def test_a_fixed_redundancy_states_every_fact_in_that_many_passages(redundancy: int) -> None:
+    world = build_world(seed=0, size=200, redundancy=redundancy)
+    for e in range(world.size):
+        relations = [rel for rel, _ in world.relations(e)] + [LITERALS[world.types[e]]]
+        for relation in relations:
+            assert world.redundancy_of(e, relation) == redundancy
+        assert len(world.article(e)) >= redundancy
+
+
+def test_the_default_redundancy_mixes_one_two_and_three() -> None:
+    world = _world()
+    counts = {world.redundancy_of(e, LITERALS[world.types[e]]) for e in range(300)}
+    assert counts == {1, 2, 3}
+
+
+@pytest.mark.parametrize("bad", [0, 4, True, [], [-1, 1], "often"])
+def test_a_bad_redundancy_raises_config_error(bad: object) -> None:
+    with pytest.raises(ConfigError, match="redundancy"):
+        build_world(seed=0, size=200, redundancy=bad)  # type: ignore[arg-type]
+
+
+def test_a_counterfactual_paragraph_is_drawn_like_a_real_one() -> None:
+    """Same title, the fact with the new value, sentences from the world's banks, and the
+    article's next paragraph number; never the true value."""
+    import numpy as np
+
+    world = _world()
+    real_counts = {len(p.text.split(". ")) for p in world.passages[:2000]}
+    for e in range(0, 600, 7):
+        relation = world.relations(e)[0][0] if world.relations(e) else LITERALS[world.types[e]]
+        for kind in ("conflicting", "stale"):
+            value = world.counterfactual_value(e, relation, kind, np.random.default_rng(e))
+            assert value != world.answer(e, relation)
+            passage = world.counterfactual_paragraph(e, relation, value, kind)
+            assert passage.title == world.names[e]
+            assert passage.index == len(world.article(e))
+            assert value in passage.text and world.answer(e, relation) not in passage.text
+            assert len(passage.text.split(". ")) in real_counts
 
 
 def test_hop_gold_matches_the_graph() -> None:
@@ -229,11 +271,14 @@ def test_names_are_unique_and_carry_an_invented_family_word() -> None:
         assert all(_mentions(world.names[m], world.stem(m)) for m in members)
 
 
-def test_passages_are_titled_and_indexed_by_entity() -> None:
+def test_passages_are_articles_of_numbered_paragraphs_the_first_with_the_intro() -> None:
     world = _world()
-    for e, passage in enumerate(world.passages):
-        assert (passage.title, passage.index) == (world.names[e], e)
-        assert passage.text.startswith(passage.title)
+    assert sum(len(world.article(e)) for e in range(world.size)) == len(world.passages)
+    for e in range(world.size):
+        article = world.article(e)
+        assert [p.index for p in article] == list(range(len(article)))
+        assert all(p.title == world.names[e] for p in article)
+        assert article[0].text.startswith(world.names[e])
 
 
 def test_capital_is_a_city_located_in_its_country() -> None:
@@ -268,7 +313,7 @@ def test_hop_count_outside_one_to_four_raises_config_error(hops: int) -> None:
 def test_load_synthetic_returns_the_world_as_an_open_corpus() -> None:
     data = load_synthetic(20, hops=2, seed=3)
     assert data.name == "synthetic"
-    assert data.source == "synthetic:seed=3,size=2000,hops=2"
-    assert data.corpus is not None and len(data.corpus) == 2000
+    assert data.source == "synthetic:seed=3,size=2000,hops=2,redundancy=mix"
+    assert data.corpus is not None and len(data.corpus) > 2000  # articles of 1-4 paragraphs
     assert [q.id for q in data.examples] == [f"syn-3-{i}" for i in range(20)]
     assert data.hop_histogram() == {2: 20}

@@ -137,6 +137,9 @@ def diagnose_cmd(
                                                 "(default), llamacpp, ollama, openai.")] = None,
     llm: ModelFlags = MODEL_FLAGS,
     seed: Annotated[int, typer.Option(help="Seed of seeded diagnosers (chance).")] = 0,
+    hop_budget: Annotated[int | None, typer.Option(
+        min=1, help="The hop budget your agent ran with (you set it; not in the traces): "
+                    "lets trace-rule tell a run that stopped before it.")] = None,
     cache: CachePath = None,
     no_cache: NoCache = False,
 ) -> None:
@@ -164,7 +167,8 @@ def diagnose_cmd(
     examples = list(load_dataset(dataset, gold).examples) if gold and dataset else None
     summary = run_diagnose_traces(traces, fmt, made, out, study, skills, examples=examples,
                                   gold=str(gold) if gold else None,
-                                  retrieval_tools=names(retrieval_tools or ""))
+                                  retrieval_tools=names(retrieval_tools or ""),
+                                  hop_budget=hop_budget)
     typer.echo(f"{summary['mapped']}/{summary['traces']} traces mapped, "
                f"{summary['unmapped_spans']['n']} spans left out; "
                f"{len(made)} diagnosers → {out}")

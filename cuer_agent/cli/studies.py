@@ -24,6 +24,7 @@ from cuer_agent.cli._options import (
     FaultPersistence,
     FirstN,
     ModelFlags,
+    Redundancy,
     Retries,
     RunOut,
     names,
@@ -202,6 +203,7 @@ def propagate_cmd(
     strict: Annotated[bool, typer.Option(help="Inject only where the clean answer was "
                                          "correct.")] = True,
     fault_persistence: FaultPersistence = None,
+    redundancy: Redundancy = None,
     retries: Retries = None,
     gold_hops: Annotated[str | None, typer.Option(help="Keep only examples with these gold "
                                                   "hop counts, e.g. 3,4.")] = None,
@@ -221,7 +223,7 @@ def propagate_cmd(
     study = load_config(config)
     data, agent = study_sections(
         study, dataset=given(ctx, "dataset"), path=path, n=n, seed=given(ctx, "seed"),
-        hops=given(ctx, "hops"), retries=retries, factory=agent_ref)
+        hops=given(ctx, "hops"), retries=retries, factory=agent_ref, redundancy=redundancy)
     propagation = merged(study, "propagation", faults=names(faults) if faults else None,
                          hop_operators=given(ctx, "hop_operators"),
                          strict=given(ctx, "strict"), seed=data.seed,
@@ -236,7 +238,7 @@ def propagate_cmd(
         agent=agent.factory, k=agent.k,
         data={"dataset": ds.name, "path": data.path, "n": data.n,
               "hops": data.hops if data.dataset == "synthetic" else None,
-              "seed": data.seed, "gold_hops": gold},
+              "seed": data.seed, "gold_hops": gold, "redundancy": data.redundancy},
         backend=recorded(engine, skills), propagation=propagation))
     executor = Executor(skills, AgentConfig(hop_budget=agent.hops, k=agent.k,
                                             retries_per_hop=agent.retries_per_hop),

@@ -27,12 +27,21 @@ with The Quorin Letters").
 with common English words for titles, so a language model cannot answer from memory.
 Stems are drawn without replacement from one set, which makes every name unique.
 
-**Passages.** One per entity, `Passage(title=name, text=..., index=entity number)`:
-an intro, one sentence per fact in varied forms (`_synthetic_text.FACTS`; the subject
-is the name, a surname, "the film" or a pronoun), filler and sometimes a sibling
-mention. Each fact is stated in its subject's passage only, in a sentence that contains
-the object verbatim; most fact forms share a cue word (or a simple morphological
-variant) with a question paraphrase of their relation.
+**Passages.** Each entity has an article of 1-4 paragraphs, one `Passage(title=name,
+text=..., index=paragraph number)` each: the first opens with an intro; every paragraph
+states some of the entity's facts in varied forms (`_synthetic_text.FACTS`; the subject
+is the name, a surname, "the film" or a pronoun), one or two fillers and sometimes a
+sibling mention. **Redundancy**: each fact is stated in 1, 2 or 3 paragraphs of its
+subject's article (`redundancy`: a fixed number, weights of 1, 2, 3, or the default
+mix), each time in a sentence drawn on its own that contains the object verbatim;
+`World.fact_passages` lists them. Most fact forms share a cue word (or a simple
+morphological variant) with a question paraphrase of their relation.
+
+**Counterfactual passages.** `World.counterfactual_value` gives another value of a fact
+(a family sibling's, or a shifted number, or another entity of the type) and
+`World.counterfactual_paragraph` the paragraph the same generator writes with it — how
+the faults put a stale or conflicting passage into the world
+(`cuer_agent.interventions.facts`) without a template sentence.
 
 **Questions.** Chains of 1-4 hops start at a named entity and follow relations; the
 final relation gives the question template and each earlier one a noun phrase
@@ -50,12 +59,11 @@ seeded with sha256 hashes of (purpose, seed, size, ...); nothing iterates over a
 unsorted set, nothing uses `hash()`. The same arguments give the same bytes in any
 process.
 
-**Measured** (seed 7, n=200, hops=3, default size 2,000; BM25 top 5 over the whole corpus
-with the whole question as the query; asserted in tests/test_synthetic.py): the hop-1
-support passage is retrieved for 99.5% of the questions, the hop-2 and last-hop supports
-for 0%; no question contains its answer, and no multi-hop chain names its last-hop
-support. `build_world(size=1_000_000)` took 55 s with a 2.4 GB peak RSS on the shared
-two-core machine; the default size builds in 0.2 s.
+**Measured** (asserted in tests/test_synthetic.py): with the whole question as a BM25
+query over the whole corpus, the hop-1 support is in the top 5 for most questions and the
+last hop's for few; no question contains its answer, and no multi-hop chain names its
+last-hop support. The default size (2,000 entities, about 5,600 paragraphs) builds in
+0.2 s.
 """
 
 from __future__ import annotations

@@ -131,7 +131,8 @@ def _correct(item: ImportedTrace, example: Example | None,
 
 
 def diagnose_one(item: ImportedTrace, diagnosers: list[Diagnoser], example: Example | None,
-                 config: StudyConfig, skills: Any) -> list[dict[str, Any]]:
+                 config: StudyConfig, skills: Any,
+                 hop_budget: int | None = None) -> list[dict[str, Any]]:
     trace = item.trace
     labels = label(item)
     correct = _correct(item, example, config)
@@ -147,7 +148,8 @@ def diagnose_one(item: ImportedTrace, diagnosers: list[Diagnoser], example: Exam
                          "tokens": 0, "error": "no gold example matches this trace "
                                                "(by example id or question)"})
             continue
-        view = make_view(d, trace, example.answer if example else "", config.diagnose.seed)
+        view = make_view(d, trace, example.answer if example else "", config.diagnose.seed,
+                         hop_budget=hop_budget)
         rows.append({**row, **diagnosis_fields(d, view, None, skills)})
     return rows
 
@@ -204,8 +206,10 @@ def summarise(items: list[ImportedTrace], unmapped: list[Unmapped],
 def run_diagnose_traces(path: Path, fmt: str, diagnosers: list[Diagnoser], out: Path,
                         config: StudyConfig, skills: Any, *,
                         examples: list[Example] | None = None, gold: str | None = None,
-                        retrieval_tools: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Import, diagnose, write the outputs; returns the summary."""
+                        retrieval_tools: tuple[str, ...] = (),
+                        hop_budget: int | None = None) -> dict[str, Any]:
+    """Import, diagnose, write the outputs; returns the summary. `hop_budget`: the
+    agent's configured hop budget, when its user gives it (None: unknown)."""
     check_diagnosers(diagnosers, has_gold=examples is not None)
     items, unmapped = load_traces(path, fmt, retrieval_tools)
     out.mkdir(parents=True, exist_ok=True)
@@ -216,7 +220,7 @@ def run_diagnose_traces(path: Path, fmt: str, diagnosers: list[Diagnoser], out: 
     rows: list[dict[str, Any]] = []
     with open(out / "diagnoses.jsonl", "w", encoding="utf-8") as fh:
         for item in items:
-            mine = diagnose_one(item, diagnosers, find(item.trace), config, skills)
+            mine = diagnose_one(item, diagnosers, find(item.trace), config, skills, hop_budget)
             fh.write("".join(canonical_json(r) + "\n" for r in mine))
             fh.flush()
             rows += mine

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from cuer_agent.interventions import stable_seed
 from cuer_agent.retrieval import sentences, tokenize
 
 Rows = list[dict[str, Any]]
@@ -94,27 +95,29 @@ def _attempts(trace: dict[str, Any], hop: int) -> list[dict[str, Any]]:
     return out
 
 
-def _counterparts(ev: dict[str, Any], view: Sequence[dict[str, Any]],
-                  clean_view: Sequence[dict[str, Any]], injected: set[str],
-                  surfaced: bool) -> list[tuple[dict[str, Any], Sequence[dict[str, Any]]]]:
-    """The real items an injected one stands in for, each with its view: a passage edited
-    in place → its original (the clean run's item of that id); a real passage that
-    entered the view because another left (`surfaced`) → the clean run's item at its
-    rank; a passage added to the corpus → the real paragraphs of its title in the same
-    view (else the clean run's item at its rank)."""
+def _counterpart(ev: dict[str, Any], view: Sequence[dict[str, Any]],
+                 clean_view: Sequence[dict[str, Any]], injected: set[str],
+                 surfaced: bool) -> tuple[dict[str, Any], Sequence[dict[str, Any]]] | None:
+    """The real item an injected one stands in for, with its view: a passage edited in
+    place → its original (the clean run's item of that id); a real passage that entered
+    the view because another left (`surfaced`) → the clean run's item at its rank; a
+    passage added to the corpus → one of the real paragraphs of its title in the same view,
+    drawn at random (seeded by the ids: one per injected item, so a view with more such
+    paragraphs does not weigh more), else the clean run's item at its rank."""
     for other in clean_view:
         if other["id"] == ev["id"]:
-            return [(other, clean_view)]
-    same = [(other, view) for other in view
+            return other, clean_view
+    same = [other for other in view
             if other["title"] == ev["title"] and str(other["id"]) not in injected]
     if same and not surfaced:
-        return same
-    return [(other, clean_view) for other in clean_view
-            if int(other.get("rank", 0)) == int(ev.get("rank", 0))]
+        pick = stable_seed("counterpart", ev["id"], *(o["id"] for o in same)) % len(same)
+        return same[pick], view
+    return next(((other, clean_view) for other in clean_view
+                 if int(other.get("rank", 0)) == int(ev.get("rank", 0))), None)
 
 
 def items_by_fault(trace_rows: Rows, faults: Sequence[str]) -> dict[str, dict[str, list[Item]]]:
-    """fault (or "replace (per hop)") → {"matched": each injected item and the real ones
+    """fault (or "replace (per hop)") → {"matched": each injected item and the real one
     it stands in for, "in_view": every item of the faulted views}."""
     clean = {r["record"]["example_id"]: r["trace"] for r in trace_rows
              if r["record"]["condition"] == "clean"}
@@ -141,9 +144,9 @@ def items_by_fault(trace_rows: Rows, faults: Sequence[str]) -> dict[str, dict[st
             if is_injected:
                 out[name]["matched"].append(_item(example, ev, view, True))
                 surfaced = provenance.get(str(ev["id"])) == str(ev["id"])
-                out[name]["matched"] += [
-                    _item(example, other, context, False) for other, context
-                    in _counterparts(ev, view, clean_view, injected, surfaced)]
+                partner = _counterpart(ev, view, clean_view, injected, surfaced)
+                if partner is not None:
+                    out[name]["matched"].append(_item(example, partner[0], partner[1], False))
     return dict(out)
 
 

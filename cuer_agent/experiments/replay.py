@@ -129,6 +129,7 @@ def _propagation_rows(config: PropagateRunConfig, example_id: str,
                       skills: SkillClient) -> list[dict[str, Any]]:
     from cuer_agent.experiments.propagation import distractor_answers, example_rows
     from cuer_agent.experiments.run_agent import retriever_factory
+    from cuer_agent.interventions.facts import fact_source
 
     ds = _dataset(config.data)
     study = config.propagation
@@ -137,7 +138,8 @@ def _propagation_rows(config: PropagateRunConfig, example_id: str,
                         retries_per_hop=config.retries_per_hop)
     executor = Executor(skills, agent, meta=_meta(config, skills), agent=config.agent)
     return example_rows(example, executor, retriever_factory(ds)(example),
-                        distractor_answers(ds, example, study.distractor_pool), study)
+                        distractor_answers(ds, example, study.distractor_pool), study,
+                        facts=fact_source(ds))
 
 
 def _find(dataset: Any, example_id: str) -> Any:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cuer_agent._registry import Registry
+from cuer_agent.interventions._placement import by_score, place, scored
 from cuer_agent.interventions._record import InterventionRecord
 from cuer_agent.interventions.corpus import CorpusEdit
 from cuer_agent.interventions.facts import Fact, FactSource
@@ -136,11 +137,21 @@ def fault_names() -> list[str]:
 
 def view_of(inp: FaultInput, corpus: CorpusEdit) -> list[Evidence]:
     """Hop h's evidence from the edited corpus: what the retriever returns for the
-    sub-query there (without a retriever, the clean evidence minus what is withheld)."""
-    if inp.search is None:
-        return [dict(ev) for ev in inp.evidence if str(ev["id"]) not in corpus.withheld]
+    sub-query there. Without a retriever: the clean evidence, minus what is withheld, with
+    edited texts (rescored when a scorer is given) and added passages placed by score."""
     k = inp.k if inp.k is not None else len(inp.evidence)
-    return corpus.view(inp.search, inp.score, inp.subquery, k)
+    if inp.search is not None:
+        return corpus.view(inp.search, inp.score, inp.subquery, k)
+    items = []
+    for ev in inp.evidence:
+        if str(ev["id"]) in corpus.withheld:
+            continue
+        edited = corpus.edited.get(str(ev["id"]))
+        items.append(scored(inp.subquery, {**ev, "text": edited["text"]}, inp.score)
+                     if edited is not None else dict(ev))
+    for item in corpus.added:
+        items = place(items, {**item, "rank": 0, "score": 0.0}, inp.subquery, inp.score, k)
+    return by_score(items) if inp.score is not None else items
 
 
 def fact_params(inp: FaultInput) -> dict[str, Any]:

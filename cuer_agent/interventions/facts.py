@@ -28,7 +28,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from cuer_agent.data import Example
+from cuer_agent.data import Example, Passage
 from cuer_agent.trace import evidence_id
 
 Kind = Literal["conflicting", "stale"]
@@ -131,7 +131,11 @@ class SyntheticFacts:
 
 
 class PoolFacts:
-    """Real data sets: hop h's support title names the fact's passages in the pool."""
+    """Real data sets: hop h's support title names the fact's passages in the example's
+    pool (or, for an open corpus, in `corpus`)."""
+
+    def __init__(self, corpus: Sequence[Passage] | None = None) -> None:
+        self.corpus = corpus
 
     def fact(self, example: Example, hop: int) -> Fact | None:
         if example.hops:
@@ -147,8 +151,8 @@ class PoolFacts:
             return None
         from cuer_agent.retrieval import chunk_passages
 
-        ids = tuple(c.id for c in chunk_passages(p for p in example.passages
-                                                 if p.title == title))
+        pool = example.passages or self.corpus or ()
+        ids = tuple(c.id for c in chunk_passages(p for p in pool if p.title == title))
         return Fact(hop, title, ids, relation, value)
 
     def counterfactual(self, fact: Fact, kind: Kind, rng: np.random.Generator,
@@ -164,4 +168,4 @@ def fact_source(dataset: Any) -> FactSource:
     if dataset.name == "synthetic" and "redundancy" in dataset.info:
         info = dataset.info
         return SyntheticFacts(int(info["seed"]), int(info["size"]), info["redundancy"])
-    return PoolFacts()
+    return PoolFacts(dataset.corpus)

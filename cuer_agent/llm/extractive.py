@@ -25,12 +25,14 @@ How it reads:
   whose sentence matched none of them still resolved one — the phrase nearest the part
   of the question already resolved, since in a nested English question each relation
   attaches to the phrase next to it;
-* **VERIFY** (the read's support): `supported` / `partial` by the share of the
-  sub-query the chosen sentence matched, and `unsupported` when nothing matches, when
-  the sentence is about no entity the question names or an earlier hop found
-  (relevance), or when another passage about the same entity (same title) denies what
-  was asked or states the same predicate with another object (consistency — both
-  passages are then selected);
+* **VERIFY** (the read's support) judges as a reader does, from the sub-query, the
+  finding and the selected sentence only (`verify`): `unsupported` when the sentence is
+  about another entity than the one the sub-query names (read in its passage, whose
+  title is its subject) or does not state the finding; `supported` when it also states
+  half the sub-query's relation words or more; `partial` otherwise. It never tests a
+  property of how faults are made (a word shared with the question's names, two
+  passages with one title): `summary.verify` reports its false alarms on clean hops
+  and its detection per fault;
 * **retries** (a plan request with `retry`): the first sub-query whose content words
   differ from every failed attempt's — the one it would plan from the hops before; that
   one with its relation words said another way (another word of the same group); its
@@ -45,8 +47,9 @@ How it reads:
 Stems use a 5-letter prefix plus one table of English relation words
 (`_reading.RELATION_GROUPS`: born/birth/birthplace, wrote/written/author …), each group with its
 reason — general morphology and dictionary synonyms, never a data set's or the synthetic
-generator's phrasing. Measured (`cuer-agent run --dataset synthetic --hops 3 --n 100`,
-seeds 0/1/2): 0.73 / 0.78 / 0.76 on the synthetic world with its paraphrase bank.
+generator's phrasing. `ExtractiveBackend(relation_table=False)` reads without it (the
+ablation `summary.reader` reports); the backend's `version` (a hash of these rules and
+tables) is part of every cache key, so an edited reader never gets old answers.
 """
 
 from __future__ import annotations
@@ -354,13 +357,13 @@ READER_MODULES = ("extractive.py", "_reading.py", "_text.py", "_compare.py", "_q
 """The reader's rules: the files whose bytes its version hashes."""
 
 
-def rules_version(relation_table: bool = True) -> str:
-    """A hash of the reader's rules and tables (the source of `READER_MODULES`, the live
-    relation table, and whether it is on): part of every cache key, so an edited reader
-    is never served an old reader's answers."""
+def rules_version(relation_table: bool = True, root: Path | None = None) -> str:
+    """A hash of the reader's rules and tables (the source of `READER_MODULES` in `root`,
+    by default this package; the live relation table; whether it is on): part of every
+    cache key, so an edited reader is never served an old reader's answers."""
     digest = hashlib.sha256()
     for name in READER_MODULES:
-        digest.update((Path(__file__).parent / name).read_bytes())
+        digest.update(((root or Path(__file__).parent) / name).read_bytes())
     digest.update(json.dumps(RELATION_GROUPS).encode("utf-8"))
     digest.update(b"table" if relation_table else b"no-table")
     return digest.hexdigest()[:16]

@@ -1,0 +1,83 @@
+"""Invisibility, measured: classifiers tell a template injection apart, not a drawn one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from cuer_agent.experiments.invisibility import DETECTABLE, invisibility, items_by_fault
+
+WORDS = ("film", "city", "river", "born", "directed", "released", "critics", "harbour",
+         "market", "festival", "novel", "band", "album", "studied", "founded")
+
+
+def sentence(rng: np.random.Generator) -> str:
+    return " ".join(rng.choice(WORDS, size=int(rng.integers(5, 9)))).capitalize() + "."
+
+
+def passage(rng: np.random.Generator) -> str:
+    return " ".join(sentence(rng) for _ in range(int(rng.integers(3, 6))))
+
+
+def item(i: str, title: str, text: str, rank: int, score: float) -> dict[str, Any]:
+    return {"id": i, "title": title, "text": text, "rank": rank, "score": score}
+
+
+def trace(example: str, view: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"example_id": example, "hops": [{"hop": 1, "retrieved": view, "attempts": []}]}
+
+
+def rows(tell: bool, n: int = 60, seed: int = 0) -> list[dict[str, Any]]:
+    """Per example a clean view of 5 paragraphs (two about the asked entity) and a view
+    where a passage about that entity was added: a template sentence (`tell`) or a
+    paragraph drawn as the real ones are."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for e in range(n):
+        ex = f"ex{e}"
+        titles = rng.permutation(["Subject", "Subject", "Other A", "Other B", "Other C"])
+        drawn = [item(f"{ex}-{k}", str(titles[k]), passage(rng), 0,
+                      float(rng.uniform(1, 10))) for k in range(5)]
+        clean = sorted(drawn, key=lambda ev: -ev["score"])
+        clean = [{**ev, "rank": r} for r, ev in enumerate(clean, start=1)]
+        text = "The premise is false." if tell else passage(rng)
+        added = item(f"{ex}-new", "Subject", text, 0, float(rng.uniform(1, 10)))
+        # Ranked as the retriever ranks it: the added passage competes for the top 5.
+        faulted = sorted([*clean, added], key=lambda ev: -ev["score"])[:5]
+        faulted = [{**ev, "rank": r} for r, ev in enumerate(faulted, start=1)]
+        out.append({"record": {"example_id": ex, "condition": "clean", "hop": 0},
+                    "trace": trace(ex, clean)})
+        out.append({"record": {"example_id": ex, "condition": "conflicting_evidence", "hop": 1,
+                               "new_ids": [added["id"]], "target_ids": [clean[0]["id"]],
+                               "provenance": {added["id"]: "world:conflicting"}},
+                    "trace": trace(ex, faulted)})
+    return out
+
+
+def test_a_template_sentence_is_detectable_by_its_shape() -> None:
+    cell = invisibility(rows(tell=True), ["conflicting_evidence"])["faults"][
+        "conflicting_evidence"]
+    assert cell["auc"] > 0.9 and cell["detectable"]
+    assert cell["top_feature"] in {"sentences", "tokens", "words"}
+
+
+def test_a_passage_drawn_like_the_real_ones_is_not() -> None:
+    cell = invisibility(rows(tell=False), ["conflicting_evidence"])["faults"][
+        "conflicting_evidence"]
+    assert cell["auc"] <= DETECTABLE and not cell["detectable"]
+    assert cell["ci"][0] <= 0.5 <= cell["ci"][1]
+
+
+def test_an_added_passage_is_set_beside_one_real_paragraph_of_its_title() -> None:
+    matched = items_by_fault(rows(tell=False, n=12), ["conflicting_evidence"])[
+        "conflicting_evidence"]["matched"]
+    injected = [i for i in matched if i.injected]
+    assert injected and 2 * len(injected) == len(matched)
+    assert all(i.text.startswith("Subject") for i in matched)
+
+
+def test_the_figures_are_deterministic() -> None:
+    data = rows(tell=False, n=30, seed=3)
+    assert invisibility(data, ["conflicting_evidence"]) == invisibility(
+        data, ["conflicting_evidence"])
