@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import cache
-from typing import Any, overload
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -23,7 +23,6 @@ from cuer_agent.interventions import (
     fault_names,
     get_fault,
 )
-from cuer_agent.interventions._text import capitalized_spans, topic
 from cuer_agent.interventions.facts import PoolFacts, SyntheticFacts
 from cuer_agent.interventions.structural_faults import withheld_ids
 from cuer_agent.retrieval import BM25Retriever, chunk_passages, tokenize

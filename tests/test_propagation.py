@@ -111,7 +111,7 @@ def test_verify_and_the_control_are_recorded_for_every_fault_the_agent_can_retry
 
 def test_the_summary_puts_the_retries_off_control_beside_recovery(study: Path) -> None:
     summary = summary_of(study)
-    for fault, per_hop in summary["faults"].items():
+    for per_hop in summary["faults"].values():
         for cell in per_hop.values():
             if not cell["effective"] or cell.get("forced"):
                 continue
