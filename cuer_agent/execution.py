@@ -419,6 +419,6 @@ def without_retries(spec: AgentSpec, state: State) -> State:
     return spec.with_retries(state, 0)
 
 
-__all__ = ["AgentConfig", "AgentState", "Executor", "RunResult", "build_trace", "force_answer",
-           "hop_of_key", "identity", "our_system", "replace_evidence", "replace_subquery",
-           "without_retries"]
+__all__ = ["AgentConfig", "AgentState", "Edit", "Executor", "RunResult", "build_trace",
+           "force_answer", "hop_of_key", "identity", "our_system", "replace_evidence",
+           "replace_subquery", "without_retries"]

@@ -101,8 +101,7 @@ def validate_diagnoser(diagnoser: Diagnoser, cases: Sequence[Case],
             probe = WatchedProbe(probe_factory(oracle_gold)) if probe_factory else None
             if probe is not None:
                 watched.append(probe)
-            return diagnoser.diagnose(make_view(diagnoser, trace, view_gold, seed),
-                                      probe)  # type: ignore[arg-type]
+            return diagnoser.diagnose(make_view(diagnoser, trace, view_gold, seed), probe)
 
         view = make_view(diagnoser, trace, gold, seed)
         if not diagnoser.uses_gold and view.gold_answer is not None:

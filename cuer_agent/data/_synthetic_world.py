@@ -153,17 +153,18 @@ class World:
         """In how many passages the fact is stated."""
         return len(self.fact_passages(entity, relation))
 
-    def alternatives(self, name: str) -> list[str]:
-        """Other names of the same type, family siblings first, then the rest in entity
-        order (empty for a string that names no entity): what the world could have said
-        in a name's place."""
+    def alternatives(self, name: str, limit: int = 64) -> list[str]:
+        """Other names of the same type (empty for a string that names no entity): what the
+        world could have said in a name's place — the family siblings, then up to `limit`
+        others, the next ones in entity order."""
         entity = self._by_name.get(name)
         if entity is None:
             return []
         siblings = self.siblings(entity)
-        rest = [int(e) for e in self.by_type[self.types[entity]].tolist()
-                if e != entity and e not in siblings]
-        return [self.names[e] for e in (*siblings, *sorted(rest))]
+        same = sorted(int(e) for e in self.by_type[self.types[entity]].tolist())
+        at = same.index(entity)
+        rest = [e for e in same[at + 1:] + same[:at] if e not in siblings][:limit]
+        return [self.names[e] for e in (*siblings, *rest)]
 
     def counterfactual_value(self, entity: int, relation: str, kind: str,
                              rng: np.random.Generator) -> str:

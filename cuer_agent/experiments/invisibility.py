@@ -28,7 +28,7 @@ interval from resampling examples. A fault is **detectable** when `auc` exceeds
 `DETECTABLE` (0.65); `top_feature` names the single feature that separates best (its
 own AUC, either direction) or "words" when the n-gram model alone does better.
 
-Needs scikit-learn (a dependency). Deterministic: fixed folds and seeds.
+Needs scikit-learn (a dependency). Deterministic: fixed folds and seeds, one thread.
 """
 
 from __future__ import annotations
@@ -279,7 +279,16 @@ def in_view(items: list[Item]) -> dict[str, Any]:
 
 
 def invisibility(trace_rows: Rows, faults: Sequence[str]) -> dict[str, Any]:
-    """`summary.invisibility`: per fault, how well the classifiers do."""
+    """`summary.invisibility`: per fault, how well the classifiers do. One thread for the
+    classifiers' native code: a parallel sum may round differently on another machine,
+    and the figures must be the same bytes everywhere."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):
+        return _invisibility(trace_rows, faults)
+
+
+def _invisibility(trace_rows: Rows, faults: Sequence[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, sets in sorted(items_by_fault(trace_rows, faults).items()):
         cell = classify(sets["matched"])

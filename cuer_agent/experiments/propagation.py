@@ -43,6 +43,7 @@ from rich.progress import Progress
 from cuer_agent.data import Dataset, Example
 from cuer_agent.errors import ConfigError
 from cuer_agent.execution import (
+    Edit,
     Executor,
     RunResult,
     force_answer,
@@ -207,8 +208,10 @@ def first_attempt(trace: Trace, hop: int) -> HopAttempt | None:
 
 
 def inject(executor: Executor, base: RunResult, spec: FaultSpec, inp: FaultInput,
-           outcome: FaultOutcome, persistence: Persistence) -> RunResult:
-    """Fork the clean run where the fault meets hop h and let the agent run into it.
+           outcome: FaultOutcome, persistence: Persistence,
+           then: Edit = identity) -> RunResult:
+    """Fork the clean run where the fault meets hop h and let the agent run into it
+    (`then`: a further edit of the state it resumes from, e.g. `without_retries`).
 
     Under `query`/`hop` persistence the fault is a condition of the tools: retrieval
     faults fork after hop h's plan (the agent's own retrieve meets the fault), query
@@ -218,20 +221,27 @@ def inject(executor: Executor, base: RunResult, spec: FaultSpec, inp: FaultInput
     afterwards. Under `corpus`, a retrieval fault changes the index from hop h on and
     forks after hop h's plan, as under `query`."""
     hop = inp.hop
+
+    def edited(first: Edit) -> Edit:
+        return lambda agent, state: then(agent, first(agent, state))
+
     if persistence == "once":
         if spec.boundary == "retrieve":
-            return executor.fork(base, hop, "retrieve", replace_evidence(outcome.evidence or []),
+            return executor.fork(base, hop, "retrieve",
+                                 edited(replace_evidence(outcome.evidence or [])),
                                  condition=None)
         if spec.boundary == "plan":
-            return executor.fork(base, hop, "plan", replace_subquery(outcome.subquery or ""),
+            return executor.fork(base, hop, "plan",
+                                 edited(replace_subquery(outcome.subquery or "")),
                                  condition=None)
-        return executor.fork(base, hop - 1, "read", force_answer(hop - 1), condition=None)
+        return executor.fork(base, hop - 1, "read", edited(force_answer(hop - 1)),
+                             condition=None)
     condition = fault_condition(spec, inp, persistence, outcome)
     if spec.boundary == "retrieve" or (spec.boundary == "plan"
                                        and executor.spec.issues_query == "retrieve"):
         # the sub-query is sent by the tool: hop h's own plan need not run again
-        return executor.fork(base, hop, "plan", identity, condition=condition)
-    return executor.fork(base, hop - 1, "read", identity, condition=condition)
+        return executor.fork(base, hop, "plan", then, condition=condition)
+    return executor.fork(base, hop - 1, "read", then, condition=condition)
 
 
 def retried(trace: Trace, hop: int) -> bool:
@@ -351,13 +361,7 @@ def _control(executor: Executor, base: RunResult, spec: FaultSpec, inp: FaultInp
     if executor.skills.repeatable and fork.trace.status == "ok" and not retried_after(
             fork.trace, inp.hop):
         return fork
-    if held == "once":
-        return None
-    condition = fault_condition(spec, inp, held, outcome)
-    first = (inp.hop, "plan") if (spec.boundary == "retrieve" or (
-        spec.boundary == "plan" and executor.spec.issues_query == "retrieve")) else (
-        inp.hop - 1, "read")
-    return executor.fork(base, first[0], first[1], without_retries, condition=condition)
+    return inject(executor, base, spec, inp, outcome, held, then=without_retries)
 
 
 def _operator_rows(example: Example, executor: Executor, base: RunResult,

@@ -39,7 +39,8 @@ class _Clean:
 
     def __call__(self, example: Example) -> bool:
         trace = self.executor.run(example, self.retriever_for(example)).trace
-        return recall_correct(trace.answer, example.gold_answers, threshold=self.threshold)
+        return bool(recall_correct(trace.answer, example.gold_answers,
+                                   threshold=self.threshold))
 
 
 def _share(hits: int, n: int) -> dict[str, Any]:

@@ -220,7 +220,8 @@ def reader(part: dict[str, Any]) -> Table | None:
                  footnote=(f"Its word table: {part.get('relation_groups', 0)} relation groups, "
                            f"{part.get('relation_words', 0)} words "
                            "(cuer_agent.llm._reading.RELATION_GROUPS)."
-                           if part.get("relation_groups") else None))
+                           if part.get("relation_groups") else "A language model: no word "
+                                                               "table to switch off."))
 
 
 def recovery(faults: dict[str, Any]) -> Table | None:
