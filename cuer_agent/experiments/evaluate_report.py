@@ -17,14 +17,13 @@ def diagnoser_table(summary: dict[str, Any]) -> Table:
     baseline (✗: not above it), false blame on clean runs, stage accuracy, cost."""
     diagnosers = summary["diagnosers"]
     depths = sorted({h for d in diagnosers.values() for h in d.get("by_depth", {})}, key=int)
-    table = Table(title="Exact-hop accuracy by injected depth (failed traces) — accuracy / "
-                        "independence baseline")
+    table = Table(title="Exact-hop accuracy by injected depth (failed traces)")
     table.add_column("diagnoser", no_wrap=True)
     table.add_column("reads", no_wrap=True)
     for h in depths:
         table.add_column(f"depth {h}", justify="right", no_wrap=True)
-    for col in ("covers / prec.", "clean blame", "stage acc", "calls"):
-        table.add_column(col, justify="right")
+    for col in ("cover/prec", "clean", "stage", "calls"):
+        table.add_column(col, justify="right", no_wrap=True)
     for name, d in diagnosers.items():
         cells = []
         for h in depths:
@@ -33,15 +32,15 @@ def diagnoser_table(summary: dict[str, Any]) -> Table:
                 cells.append("—")
                 continue
             flag = "*" if cell["descriptive_only"] else ""
-            mark = "" if cell.get("beats_independence", True) else " ✗"
-            mark += " ▲" if cell.get("beats_trace_rule") else ""
-            cells.append(f"{cell['acc']:.2f}{flag} / {cell.get('independence', 0):.2f}{mark}")
+            mark = "" if cell.get("beats_independence", True) else "✗"
+            mark += "▲" if cell.get("beats_trace_rule") else ""
+            cells.append(f"{cell['acc']:.2f}{flag}/{cell.get('independence', 0):.2f}{mark}")
         stage = (d.get("stage_acc") or {}).get("mean")
         blame = d.get("clean_blame_rate")
         label = name + (" †" if d.get("stand_in") else "")
         cover = d.get("abstention") or {}
         covers = ("—" if cover.get("coverage") is None else
-                  f"{cover['coverage']:.2f} / "
+                  f"{cover['coverage']:.2f}/"
                   + ("—" if cover.get("precision") is None else f"{cover['precision']:.2f}"))
         table.add_row(label, _reads(d), *cells, covers,
                       "—" if blame is None else f"{blame:.2f}",
@@ -54,8 +53,8 @@ def _reads(d: dict[str, Any]) -> str:
     """Short form of what a diagnoser reads besides the trace (the report spells it out)."""
     parts = (["gold"] if d.get("uses_gold") else []) + (
         ["probe+oracle"] if d.get("uses_gold_oracle") else ["probe"] if d.get("probing") else [])
-    parts += ["clean tool"] if d.get("uses_environment_oracle") else []
-    return ", ".join(parts) or "trace"
+    parts += ["env"] if d.get("uses_environment_oracle") else []
+    return "+".join(parts) or "trace"
 
 
 def construction_table(summary: dict[str, Any]) -> Table:
@@ -96,10 +95,12 @@ def print_headline(summary: dict[str, Any], run_dir: Path, invocation: dict[str,
         console.print(table)
     console.print(construction_table(summary))
     console.print(diagnoser_table(summary))
-    console.print("* fewer than 10 failed traces: descriptive only.  † rule-based stand-in.  ✗: "
-                  "not above its independence baseline.  ▲: above the trace-rule control.  "
-                  "Covers / prec.: share of failures it names a hop on, its accuracy there.  "
-                  "Clean blame: share of clean, correct runs on which it names a hop.")
+    console.print("Cells: accuracy / independence baseline.  * fewer than 10 failed traces: "
+                  "descriptive only.  † rule-based stand-in.  ✗ not above its independence "
+                  "baseline.  ▲ above the trace-rule control.  env: re-runs hops against a "
+                  "clean tool (environment oracle).  cover/prec: share of failures it names a "
+                  "hop on, its accuracy there.  clean: share of clean, correct runs on "
+                  "which it names a hop (clean blame).")
     for note in summary["notes"]:
         console.print(f"- {note}")
     ledger = summary["ledger"]
