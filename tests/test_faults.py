@@ -282,6 +282,7 @@ def test_a_contradicting_passage_is_written_by_the_world(name: str, example: int
     assert item["title"] == inp.fact.title
     assert params["strategy"] == "world" and params["value"] != params["original_value"]
     assert params["original_value"] == inp.fact.value
+    assert set(params["contradicts"]) <= set(inp.fact.passage_ids)  # the statements in view
     assert params["value"] in item["text"] and inp.fact.value not in item["text"]
     assert set(tokenize(item["text"])) - world_words() <= set(tokenize(params["value"]))
     assert REAL_ID.fullmatch(item["id"]) and item["id"] not in inp.known_ids

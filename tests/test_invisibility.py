@@ -81,3 +81,18 @@ def test_the_figures_are_deterministic() -> None:
     data = rows(tell=False, n=30, seed=3)
     assert invisibility(data, ["conflicting_evidence"]) == invisibility(
         data, ["conflicting_evidence"])
+
+
+def test_an_added_passage_is_set_beside_the_statement_it_contradicts_when_known() -> None:
+    data, expected = rows(tell=False, n=12), set()
+    for row in data:
+        record = row["record"]
+        if record["condition"] == "clean":
+            continue
+        view = row["trace"]["hops"][0]["retrieved"]
+        stated = next(ev for ev in view if ev["id"] not in record["new_ids"])
+        record["params"] = {"contradicts": [stated["id"]]}
+        if any(ev["id"] in record["new_ids"] for ev in view):
+            expected.add(f"{stated['title']} {stated['text']}")
+    matched = items_by_fault(data, ["conflicting_evidence"])["conflicting_evidence"]["matched"]
+    assert {i.text for i in matched if not i.injected} == expected

@@ -97,18 +97,22 @@ def _attempts(trace: dict[str, Any], hop: int) -> list[dict[str, Any]]:
 
 def _counterpart(ev: dict[str, Any], view: Sequence[dict[str, Any]],
                  clean_view: Sequence[dict[str, Any]], injected: set[str],
-                 surfaced: bool) -> tuple[dict[str, Any], Sequence[dict[str, Any]]] | None:
+                 surfaced: bool, contradicts: set[str]
+                 ) -> tuple[dict[str, Any], Sequence[dict[str, Any]]] | None:
     """The real item an injected one stands in for, with its view: a passage edited in
     place → its original (the clean run's item of that id); a real passage that entered
     the view because another left (`surfaced`) → the clean run's item at its rank; a
-    passage added to the corpus → one of the real paragraphs of its title in the same view,
-    drawn at random (seeded by the ids: one per injected item, so a view with more such
-    paragraphs does not weigh more), else the clean run's item at its rank."""
+    passage added to the corpus → a real passage in the same view stating the fact it
+    contradicts (`contradicts`, a hidden label of the record), else one of the real
+    paragraphs of its title — drawn at random (seeded by the ids: one per injected item,
+    so a view with more of them does not weigh more) — else the clean run's item at its
+    rank."""
     for other in clean_view:
         if other["id"] == ev["id"]:
             return other, clean_view
-    same = [other for other in view
-            if other["title"] == ev["title"] and str(other["id"]) not in injected]
+    real = [other for other in view if str(other["id"]) not in injected]
+    stating = [other for other in real if str(other["id"]) in contradicts]
+    same = stating or [other for other in real if other["title"] == ev["title"]]
     if same and not surfaced:
         pick = stable_seed("counterpart", ev["id"], *(o["id"] for o in same)) % len(same)
         return same[pick], view
@@ -138,13 +142,14 @@ def items_by_fault(trace_rows: Rows, faults: Sequence[str]) -> dict[str, dict[st
                       if hop <= len(clean_hops) else [])
         name = "replace (per hop)" if record["condition"] == "hop_replace" else record["condition"]
         provenance = record.get("provenance") or {}
+        contradicts = set((record.get("params") or {}).get("contradicts") or ())
         for ev in view:
             is_injected = str(ev["id"]) in injected
             out[name]["in_view"].append(_item(example, ev, view, is_injected))
             if is_injected:
                 out[name]["matched"].append(_item(example, ev, view, True))
                 surfaced = provenance.get(str(ev["id"])) == str(ev["id"])
-                partner = _counterpart(ev, view, clean_view, injected, surfaced)
+                partner = _counterpart(ev, view, clean_view, injected, surfaced, contradicts)
                 if partner is not None:
                     out[name]["matched"].append(_item(example, partner[0], partner[1], False))
     return dict(out)

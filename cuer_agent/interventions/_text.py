@@ -9,11 +9,10 @@ sees text must never change which span a fault picks, and the reverse.
 Two families, because the faults that use them define their words differently (merging
 them would change which spans the faults find):
 
-* **Topics and facts** (`structural_faults`, `misleading_faults`): `WORD` matches
-  (``\\w+`` with inner apostrophes), content words as the retriever sees them
-  (`cuer_agent.retrieval.tokenize`: lowercase ``\\w+`` minus the retriever's
-  `STOPWORDS`), capitalised spans joined by `CONNECTORS`, a sub-query's `topic`, the
-  sentences of a passage, and `NUMBER`s.
+* **Topics** (`structural_faults`: query drift): `WORD` matches (``\\w+`` with inner
+  apostrophes), content words as the retriever sees them (`cuer_agent.retrieval.tokenize`:
+  lowercase ``\\w+`` minus the retriever's `STOPWORDS`), capitalised spans joined by
+  `CONNECTORS`, and a sub-query's `topic`.
 * **Certified spans** (`tampering`): `tokens` (``\\w+`` with inner apostrophes or
   hyphens, a possessive ``'s`` trimmed), `SPAN_STOPWORDS` and `SPAN_CONNECTORS`,
   capitalised spans (`cap_spans`), common word sequences (`common_spans`), and
@@ -29,12 +28,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from cuer_agent.metrics.answer import normalize_answer
-from cuer_agent.retrieval import STOPWORDS, sentences, tokenize
+from cuer_agent.retrieval import STOPWORDS, tokenize
 
 __all__ = [
     "ARTICLES",
     "CONNECTORS",
-    "NUMBER",
     "SPAN_CONNECTORS",
     "SPAN_NUMBER",
     "SPAN_STOPWORDS",
@@ -51,10 +49,8 @@ __all__ = [
     "is_name_word",
     "joined",
     "occurs",
-    "sentences",
     "span_pattern",
     "starts_upper",
-    "stems",
     "tokens",
     "topic",
     "trim",
@@ -71,10 +67,9 @@ def starts_upper(word: str) -> bool:
     return word[:1].isupper()
 
 
-# --- topics and facts (structural and misleading faults) ----------------------------------
+# --- topics (query drift) ------------------------------------------------------------------
 
 WORD = re.compile(r"\w+(?:['’]\w+)*")
-NUMBER = re.compile(r"(?<![\w.,])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w]|[.,]\d)")
 CONNECTORS = frozenset("of the and de du la le von van der da del y on upon a an over to from "
                        "in at for with into under".split())
 """Lowercase words that join capitalised words into one span ("A History of Stakarnor")."""
@@ -84,11 +79,6 @@ ARTICLES = frozenset({"the", "a", "an"})
 def content_words(text: str) -> set[str]:
     """The content words of `text`: `tokenize` (lowercase ``\\w+``, stopwords removed)."""
     return set(tokenize(text))
-
-
-def stems(text: str) -> set[str]:
-    """Content words cut to 5 characters: "publisher" and "published" match."""
-    return {w[:5] for w in tokenize(text)}
 
 
 def has_words(text: str) -> bool:

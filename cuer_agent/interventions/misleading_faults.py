@@ -119,9 +119,12 @@ def _counterfactual(inp: FaultInput, name: str, kind: Kind,
         origin, params = str(source["id"]), {"strategy": f"edit:{swap.strategy}",
                                              "value": swap.new, "original_value": swap.original}
     corpus = CorpusEdit(added=(item,))
+    stating = [str(ev["id"]) for ev in inp.evidence
+               if inp.fact is not None and str(ev["id"]) in inp.fact.passage_ids]
     record = fault_record(inp, name, target_ids=(str(source["id"]),), target_titles=(title,),
                           new_ids=(item["id"],), provenance={item["id"]: origin},
-                          params={**params, "text": item["text"], **fact_params(inp)})
+                          params={**params, "text": item["text"], "contradicts": stating,
+                                  **fact_params(inp)})
     return FaultOutcome(record=record, evidence=view_of(inp, corpus), corpus=corpus)
 
 
