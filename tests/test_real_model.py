@@ -146,9 +146,11 @@ def test_real_model_judge_and_probe_diagnose_injected_faults(work: Path) -> None
     out = work / "evaluate"
     # early_termination applies at any hop the clean run reached, whatever it retrieved
     # (a 135M planner often searches for nothing useful); --no-strict because the model
-    # is rarely right, so strict mode would leave nothing to inject into.
+    # is rarely right, so strict mode would leave nothing to inject into. Seed 2: its one
+    # question gives the model a forced stop it answers in valid JSON (on seed 0's it
+    # fails to parse, and a parse failure is counted apart, never diagnosed).
     cli("evaluate", "--config", str(config), "--backend", "llamacpp", "--model", MODEL,
-        "--threads", THREADS, "--hops", "3", "--n", "1", "--no-strict",
+        "--threads", THREADS, "--hops", "3", "--n", "1", "--seed", "2", "--no-strict",
         "--faults", "early_termination,empty_retrieval",
         "--diagnosers", "llm-judge,frozen-hop", "--out", str(out),
         "--cache", str(work / "evaluate.sqlite"), "--no-progress")

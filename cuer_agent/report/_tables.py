@@ -106,6 +106,9 @@ def _effective_cell(cell: Any) -> str:
     """Recovery over the effective injections, then the retries-off control."""
     if not isinstance(cell, dict) or not cell.get("effective"):
         return DASH
+    if cell.get("forced"):
+        return (f"forced stop: {cell.get('recovered', 0)}/{cell['injected']} right "
+                f"{ci(cell.get('ci'), 2)}").rstrip()
     text = (f"{num(cell.get('recovery_effective'), 2)} "
             f"{ci(cell.get('recovery_effective_ci'), 2)}").rstrip()
     control = cell.get("control")
