@@ -85,6 +85,41 @@ def test_export_follows_the_otlp_json_rules(exported: Path) -> None:
             "retrieval.documents.0.document.score"} <= set(retriever)
 
 
+def test_every_reader_call_and_every_retrieval_is_a_span(run: Path, exported: Path) -> None:
+    """Per trace: a RETRIEVER span per hop attempt, an LLM "read" span per reader call
+    (retries included) carrying the sub-query and evidence in, the finding and support
+    out, and an LLM "answer" span per answer."""
+    requests = [json.loads(line) for line in exported.read_text().splitlines()]
+    traces = stored_traces(run)
+    assert len(requests) == len(traces)
+    checked = 0
+    for request, trace in zip(requests, traces, strict=True):
+        spans = request["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        kinds = [(attributes(s["attributes"])["openinference.span.kind"], s["name"])
+                 for s in spans]
+        attempts = [a for h in trace.hops for a in (*h.attempts, h)]
+        reads = [s for s in trace.steps if s.action.value == "SELECT"]
+        answers = [s for s in trace.steps if s.action.value == "ANSWER"]
+        assert kinds.count(("RETRIEVER", "retrieve")) == len(attempts)
+        assert kinds.count(("LLM", "read")) == len(reads)
+        assert kinds.count(("LLM", "answer")) == len(answers)
+        read_spans = [attributes(s["attributes"]) for s in spans if s["name"] == "read"
+                      and attributes(s["attributes"])["openinference.span.kind"] == "LLM"]
+        by_attempt = {(s.hop, s.attempt) for s in reads}
+        shown = {(a.hop, a.attempt): a for a in attempts}
+        for attrs, key in zip(read_spans, sorted(by_attempt, key=lambda k: (k[0], k[1])),
+                              strict=True):
+            attempt = shown[key]
+            assert json.loads(attrs["input.value"])["subquery"] == attempt.subquery
+            assert [e["id"] for e in json.loads(attrs["input.value"])["evidence"]] == [
+                e.id for e in attempt.retrieved]
+            assert json.loads(attrs["output.value"]) == {
+                "finding": attempt.finding, "support": attempt.support,
+                "selected": list(attempt.selected)}
+            checked += 1
+    assert checked > 0
+
+
 def test_a_reexport_gives_the_same_bytes(run: Path, exported: Path, tmp_path: Path) -> None:
     again = tmp_path / "again.jsonl"
     assert cli("export", str(run), "--out", str(again))[0] == 0

@@ -16,8 +16,12 @@ in a run directory, so they are not exported):
 * under each retrieve visit, a **RETRIEVER** span: `input.value` = the sub-query,
   `retrieval.documents.<i>.document.{id, content, score, metadata}` (metadata: title,
   rank), and the rest of the hop attempt in `metadata` ("cuer.attempt");
-* under each read and answer visit, an **LLM** span: `llm.model_name`, the sub-query (or
-  question) as the user message and the finding (or answer) as the assistant message.
+* under each read visit (one per reader call, retries included), an **LLM** span:
+  `llm.model_name`; in, the sub-query and the evidence shown (`input.value`: JSON
+  {subquery, evidence: [{id, title, text}]}; the user message: the sub-query, then each
+  passage); out, the finding and the support (`output.value`: JSON {finding, support,
+  selected}; the assistant message: the finding);
+* under each answer visit, an **LLM** span: the question in, the answer out.
 
 The `cuer.*` metadata lets `cuer-agent diagnose` rebuild the exact trace; other tools read
 the standard attributes. The record and metrics are labels: the importer reads them only
@@ -97,13 +101,28 @@ def _retriever_attrs(attempt: HopAttempt) -> list[dict[str, Any]]:
     return [*attrs, attribute("metadata", canonical_json({"cuer.attempt": rest}))]
 
 
-def _llm_attrs(model: str, prompt: str, reply: str) -> list[dict[str, Any]]:
-    return [attribute("llm.model_name", model), attribute("input.value", prompt),
-            attribute("output.value", reply),
+def _llm_attrs(model: str, prompt: str, reply: str, *, value_in: str | None = None,
+               value_out: str | None = None) -> list[dict[str, Any]]:
+    return [attribute("llm.model_name", model),
+            attribute("input.value", prompt if value_in is None else value_in),
+            attribute("output.value", reply if value_out is None else value_out),
             attribute("llm.input_messages.0.message.role", "user"),
             attribute("llm.input_messages.0.message.content", prompt),
             attribute("llm.output_messages.0.message.role", "assistant"),
             attribute("llm.output_messages.0.message.content", reply)]
+
+
+def _reader_attrs(model: str, attempt: HopAttempt) -> list[dict[str, Any]]:
+    """A reader call: the sub-query and the evidence in, the finding and support out."""
+    evidence = [{"id": ev.id, "title": ev.title, "text": ev.text} for ev in attempt.retrieved]
+    prompt = "\n\n".join([attempt.subquery, *(f"[{ev.id}] {ev.title}: {ev.text}"
+                                              for ev in attempt.retrieved)])
+    return _llm_attrs(model, prompt, attempt.finding,
+                      value_in=canonical_json({"subquery": attempt.subquery,
+                                               "evidence": evidence}),
+                      value_out=canonical_json({"finding": attempt.finding,
+                                                "support": attempt.support,
+                                                "selected": list(attempt.selected)}))
 
 
 def _groups(steps: tuple[Step, ...]) -> Iterator[list[Step]]:
@@ -155,6 +174,7 @@ def trace_request(trace: Trace, trace_id: str, *, study: str = "",
     if trace.status == "error":
         root["status"] = {"code": STATUS_ERROR, "message": trace.error}
     attempts = {(a.hop, a.attempt): a for h in trace.hops for a in (*h.attempts, h)}
+    announced: set[tuple[int, int]] = set()
     model = str(trace.meta.get("model", ""))
     for group in _groups(trace.steps):
         first = group[0]
@@ -166,16 +186,16 @@ def trace_request(trace: Trace, trace_id: str, *, study: str = "",
         attempt = attempts.get((first.hop, first.attempt))
         if node == "retrieve" and attempt is not None:
             b.close(b.open("retrieve", "RETRIEVER", chain["spanId"], _retriever_attrs(attempt)))
-            del attempts[(first.hop, first.attempt)]
+            announced.add((first.hop, first.attempt))
         elif node == "read" and attempt is not None:
-            b.close(b.open("read", "LLM", chain["spanId"],
-                           _llm_attrs(model, attempt.subquery, attempt.finding)))
+            b.close(b.open("read", "LLM", chain["spanId"], _reader_attrs(model, attempt)))
         elif node == "answer":
             b.close(b.open("answer", "LLM", chain["spanId"],
                            _llm_attrs(model, trace.question, trace.answer)))
         b.close(chain)
-    for attempt in attempts.values():  # an attempt no RETRIEVE step announced
-        b.close(b.open("retrieve", "RETRIEVER", root["spanId"], _retriever_attrs(attempt)))
+    for key, attempt in attempts.items():  # an attempt no RETRIEVE step announced
+        if key not in announced:
+            b.close(b.open("retrieve", "RETRIEVER", root["spanId"], _retriever_attrs(attempt)))
     b.close(root)
     return {"resourceSpans": [{
         "resource": {"attributes": [attribute("service.name", SERVICE_NAME),

@@ -73,7 +73,14 @@ TYPE_NOUNS = frozenset("""
 country city state town county region continent place island nation person year date
 film movie book album band company university name number
 """.split())
+TYPE_KINDS: dict[str, str] = {"nation": "country", "state": "country", "town": "city",
+                              "movie": "film"}
+"""Type nouns that name one kind of thing (dictionary synonyms): a town is a city here."""
 
+
+def type_kind(noun: str) -> str:
+    """The kind a type noun names ("nation" → "country")."""
+    return TYPE_KINDS.get(noun, noun)
 
 def stem(word: str) -> str:
     group = relation_group(word)

@@ -77,6 +77,7 @@ from cuer_agent.llm._reading import (
     score_sentences,
     stem,
     stems,
+    type_kind,
     wh_type_nouns,
 )
 from cuer_agent.llm.backends import BackendReply, register_backend
@@ -199,6 +200,11 @@ def read(req: ReadRequest) -> ReadResponse:
     known = " ".join([req.question if req.hop > 1 else ""] + [h.finding for h in req.history])
     used = frozenset(h.reason.split(": ", 1)[-1] for h in req.history if h.reason)
     scored = score_sentences(req.subquery, req.evidence)  # once: every reading below uses it
+    if (confirmed := _type_confirmed(req.subquery, scored)) is not None:
+        name, hit = confirmed
+        return ReadResponse(selected_ids=[hit.ev.id], finding=name,
+                            support=verify(req.subquery, name, hit),
+                            confidence=confidence(hit, req.subquery), reason=_reason(hit))
     finding, hit = extract(req.subquery, req.evidence, "entity", known, used, named_first=True,
                            scored=scored)
     final_kind = tx.question_type(req.question).kind
@@ -215,6 +221,35 @@ def read(req: ReadRequest) -> ReadResponse:
                         confidence=confidence(hit, req.subquery), reason=_reason(hit))
 
 
+def _type_confirmed(subquery: str, scored: list[Hit]) -> tuple[str, Hit] | None:
+    """A sub-query that names one entity and asks only its type ("Port Stouvoll city": how
+    the planner checks an answer's type) is read as that check. The best sentence about the
+    entity that names a type settles it: the asked type ("Port Stouvoll is a city …") —
+    the entity is the answer; another type ("Tolmere is a city located in Varenia", asked
+    for a country) — None: read on, the answer is further on. Only the entity's own
+    article counts (its title is the name); one that names no type leaves the entity as it
+    was (what it is not said to be, it is not shown not to be); without its article in
+    view nothing is settled (None)."""
+    words = subquery.rstrip(" ?").split()
+    asked = set()
+    while words and words[-1].lower() in TYPE_NOUNS:
+        asked.add(words.pop().lower())
+    name = " ".join(words)
+    named = set(tx.content_words(name))
+    if not asked or not named or not all(w[:1].isupper() for w in words):
+        return None
+    own = [hit for hit in scored[:12] if hit.score > 0 and not tx.negated(hit.sentence)
+           and tx.words(hit.ev.title) == tx.words(name)]  # its own article's sentences
+    kinds = {type_kind(noun) for noun in asked}
+    for hit in own:
+        types = {type_kind(noun) for noun in set(tx.words(hit.sentence)) & TYPE_NOUNS}
+        if types & kinds:
+            return name, hit
+        if types:
+            return None
+    return (name, own[0]) if own else None
+
+
 def verify(subquery: str, finding: str, hit: Hit) -> str:
     """VERIFY, as a reader judges a hop: does the selected sentence (read in its passage,
     whose title is the subject of its sentences) state the finding about what the
@@ -225,7 +260,7 @@ def verify(subquery: str, finding: str, hit: Hit) -> str:
       names nothing is about anything);
     * **asked** — the share of the sub-query's relation words (its content words outside
       its names, type nouns and question words) the sentence itself states;
-    * the finding is in the sentence.
+    * the finding is in the sentence, or is the passage's subject (its title).
 
     supported: about, the finding stated, half the relation words or more; partial: about
     and the finding stated with fewer (a relation said in words this reader does not
@@ -239,7 +274,9 @@ def verify(subquery: str, finding: str, hit: Hit) -> str:
     relation = {stem(w) for w in tx.content_words(subquery)
                 if w not in named and w not in TYPE_NOUNS}
     stated = relation & stems(hit.sentence)
-    if not about or not finding or _norm(finding) not in _norm(hit.sentence):
+    said = bool(finding) and (_norm(finding) in _norm(hit.sentence)
+                              or _norm(finding) == _norm(hit.ev.title))  # its subject
+    if not about or not said:
         return "unsupported"
     return "supported" if relation and 2 * len(stated) >= len(relation) else "partial"
 
