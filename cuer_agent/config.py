@@ -118,8 +118,8 @@ class AgentSection(_Section):
 
 
 class DiagnoseSection(_Section):
-    names: tuple[str, ...] = ("coverage", "coverage-gold", "llm-judge", "llm-judge-gold",
-                              "frozen-hop", "frozen-hop-free", "suffix-regen",
+    names: tuple[str, ...] = ("consistency", "coverage", "coverage-gold", "llm-judge",
+                              "llm-judge-gold", "frozen-hop", "frozen-hop-free", "suffix-regen",
                               "suffix-regen-free", "cuer-single-shot", "rule", "trace-rule",
                               "first-hop", "last-hop", "chance")
     probe_budget: int = Field(3, ge=1)

@@ -134,8 +134,8 @@ class BaseDiagnoser:
 DIAGNOSERS: Registry[Callable[..., Diagnoser]] = Registry(
     "diagnoser", ENTRY_POINT_GROUP,
     builtins=tuple(f"cuer_agent.diagnosers.{m}" for m in (
-        "chance", "coverage", "coverage_gold", "cuer_single_shot", "first_hop", "frozen_hop",
-        "last_hop", "llm_judge", "rule", "suffix_regen", "trace_rule")))
+        "chance", "consistency", "coverage", "coverage_gold", "cuer_single_shot", "first_hop",
+        "frozen_hop", "last_hop", "llm_judge", "rule", "suffix_regen", "trace_rule")))
 
 
 def diagnoser(name: str) -> Callable[[type], type]:

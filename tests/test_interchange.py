@@ -176,6 +176,77 @@ def test_round_trip_scores_diagnosers_as_the_study_did(run: Path, exported: Path
         assert scored["clean_blame_rate"] == study[name]["clean_blame_rate"]
 
 
+def labels_from(rows: list[dict[str, Any]], hop: Callable[[dict[str, Any]], int]) -> str:
+    """A labels file for the scored traces of a `diagnose` run's rows."""
+    lines = {}
+    for r in rows:
+        if r["fault"] == "none" and r["correct"]:
+            lines[r["trace_id"]] = {"trace_id": r["trace_id"], "outcome": "correct"}
+        elif r["fault"] not in (None, "none") and r["correct"] is False:
+            lines[r["trace_id"]] = {"trace_id": r["trace_id"], "outcome": "failed",
+                                    "hop": hop(r), "stage": r["true_stage"]}
+    return "".join(json.dumps(v) + "\n" for v in lines.values())
+
+
+def test_a_labels_file_scores_the_diagnosers_as_the_records_do(exported: Path,
+                                                              tmp_path: Path) -> None:
+    assert cli("diagnose", "--traces", str(exported), "--out", str(tmp_path / "d"),
+               "--no-cache")[0] == 0
+    rows = list(read_rows(tmp_path / "d" / "diagnoses.jsonl"))
+    (tmp_path / "labels.jsonl").write_text(labels_from(rows, lambda r: r["true_hop"]))
+    code, text = cli("diagnose", "--traces", str(exported), "--out", str(tmp_path / "l"),
+                     "--labels", str(tmp_path / "labels.jsonl"), "--no-cache")
+    assert code == 0, text
+    assert "consistency" in text and "clean blame" in text
+    by_records = json.loads((tmp_path / "d" / "summary.json").read_text())["diagnosers"]
+    by_labels = json.loads((tmp_path / "l" / "summary.json").read_text())
+    assert by_labels["labels"]["source"] == str(tmp_path / "labels.jsonl")
+    for name, entry in by_labels["diagnosers"].items():
+        assert entry["scored"]["exact_hop_acc"] == by_records[name]["scored"]["exact_hop_acc"]
+        assert entry["scored"]["clean_blame_rate"] == by_records[name]["scored"][
+            "clean_blame_rate"]
+    assert "Accuracy against the labelled first-error hop" in (tmp_path / "l" / "report.md"
+                                                               ).read_text()
+
+
+def test_the_labels_file_wins_over_the_records(exported: Path, tmp_path: Path) -> None:
+    assert cli("diagnose", "--traces", str(exported), "--out", str(tmp_path / "d"),
+               "--no-cache", "--diagnosers", "first-hop")[0] == 0
+    rows = list(read_rows(tmp_path / "d" / "diagnoses.jsonl"))
+    (tmp_path / "labels.jsonl").write_text(labels_from(rows, lambda r: 1))
+    assert cli("diagnose", "--traces", str(exported), "--out", str(tmp_path / "l"),
+               "--labels", str(tmp_path / "labels.jsonl"), "--diagnosers", "first-hop",
+               "--no-cache")[0] == 0
+    summary = json.loads((tmp_path / "l" / "summary.json").read_text())
+    assert summary["diagnosers"]["first-hop"]["scored"]["exact_hop_acc"]["mean"] == 1.0
+
+
+@pytest.mark.parametrize(("line", "problem"), [
+    ('{"trace_id": "a", "outcome": "failed"}', "a failed trace needs 'hop' and 'stage'"),
+    ('{"trace_id": "a", "outcome": "correct", "hop": 1}', "a correct trace has no"),
+    ('{"trace_id": "a", "outcome": "lost"}', "outcome"),
+    ('{"trace_id": "a", "outcome": "correct", "note": 1}', "unknown key 'note'"),
+    ('{"trace_id": "a", "outcome": "failed", "hop": -1, "stage": "tool"}', "hop"),
+])
+def test_a_bad_label_names_the_file_and_record(exported: Path, tmp_path: Path, line: str,
+                                               problem: str) -> None:
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text('{"trace_id": "b", "outcome": "correct"}\n' + line + "\n")
+    code, text = cli("diagnose", "--traces", str(exported), "--out", str(tmp_path / "d"),
+                     "--labels", str(labels))
+    assert code == 2 and f"{labels}, record 2" in text and problem in text
+    assert len(text.strip().splitlines()) == 1
+    assert not (tmp_path / "d").exists()  # refused before any work
+
+
+def test_a_trace_labelled_twice_is_refused(exported: Path, tmp_path: Path) -> None:
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text('{"trace_id": "a", "outcome": "correct"}\n' * 2)
+    code, text = cli("diagnose", "--traces", str(exported), "--out", str(tmp_path / "d"),
+                     "--labels", str(labels))
+    assert code == 2 and "labelled twice" in text
+
+
 def test_cuer_format_reads_a_run_directorys_traces(run: Path, tmp_path: Path) -> None:
     code, text = cli("diagnose", "--traces", str(run / "agentic" / "traces.jsonl"),
                      "--format", "cuer", "--out", str(tmp_path / "d"), "--no-cache")
@@ -510,8 +581,8 @@ def test_a_refusing_collector_is_one_line_and_exit_2(run: Path, tmp_path: Path,
 # ---------------------------------------------------------------------------- bad input
 
 def test_the_default_diagnosers_are_the_trace_only_ones() -> None:
-    assert sorted(TRACE_ONLY_NAMES) == ["chance", "coverage", "first-hop", "last-hop",
-                                        "llm-judge", "rule", "trace-rule"]
+    assert sorted(TRACE_ONLY_NAMES) == ["chance", "consistency", "coverage", "first-hop",
+                                        "last-hop", "llm-judge", "rule", "trace-rule"]
 
 
 def test_a_probing_diagnoser_is_refused_before_any_work(exported: Path, tmp_path: Path) -> None:

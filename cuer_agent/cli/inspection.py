@@ -140,10 +140,15 @@ def diagnose_cmd(
     hop_budget: Annotated[int | None, typer.Option(
         min=1, help="The hop budget your agent ran with (you set it; not in the traces): "
                     "lets trace-rule tell a run that stopped before it.")] = None,
+    labels: Annotated[Path | None, typer.Option(
+        help="Labels JSONL (docs/schemas/labels.schema.json): per trace its outcome and, "
+             "when it failed, the first-error hop and stage. Scores the diagnosers "
+             "(exact-hop and stage accuracy, coverage, clean blame, controls).")] = None,
     cache: CachePath = None,
     no_cache: NoCache = False,
 ) -> None:
-    """Diagnose traces from any agent: trace-only diagnosers, gold ones with --gold."""
+    """Diagnose traces from any agent: trace-only diagnosers, gold ones with --gold;
+    scored against your labels with --labels."""
     from cuer_agent.config import StudyConfig
     from cuer_agent.data import load_dataset
     from cuer_agent.diagnosers import get_diagnoser
@@ -152,6 +157,8 @@ def diagnose_cmd(
         run_diagnose_traces,
         trace_only_diagnosers,
     )
+    from cuer_agent.experiments.diagnose_traces_report import scores_line
+    from cuer_agent.experiments.trace_labels import read_labels
 
     if (gold is None) != (dataset is None):
         raise CuerError("--gold and --dataset go together")
@@ -162,16 +169,20 @@ def diagnose_cmd(
     chosen = names(diagnosers) if diagnosers else tuple(trace_only_diagnosers())
     # Before the model or the data loads: unknown, probing, or gold without --gold.
     check_diagnosers([get_diagnoser(name) for name in chosen], has_gold=gold is not None)
+    given = read_labels(labels) if labels is not None else None
     skills = skill_client(study.backend, seed, cache, no_cache)
     made = [get_diagnoser(name, skills=skills) for name in chosen]
     examples = list(load_dataset(dataset, gold).examples) if gold and dataset else None
     summary = run_diagnose_traces(traces, fmt, made, out, study, skills, examples=examples,
                                   gold=str(gold) if gold else None,
                                   retrieval_tools=names(retrieval_tools or ""),
-                                  hop_budget=hop_budget)
+                                  hop_budget=hop_budget, labels=given,
+                                  labels_path=str(labels) if labels else None)
     typer.echo(f"{summary['mapped']}/{summary['traces']} traces mapped, "
                f"{summary['unmapped_spans']['n']} spans left out; "
                f"{len(made)} diagnosers → {out}")
+    if given is not None:
+        typer.echo(scores_line(summary))
 
 
 @trace_app.command("show")

@@ -41,7 +41,7 @@ from cuer_agent.metrics.attribution import (
 Rows = list[dict[str, Any]]
 
 
-def _attribution(row: dict[str, Any]) -> Attribution:
+def attribution(row: dict[str, Any]) -> Attribution:
     return Attribution(example_id=row["example_id"], fault=row["fault"],
                        true_hop=row["true_hop"], true_stage=row["true_stage"],
                        n_hops=row["n_hops"], pred_hop=row["pred_hop"],
@@ -61,7 +61,7 @@ def diagnoser_summaries(rows: Rows, diagnosers: list[Diagnoser],
     out: dict[str, Any] = {}
     for d in diagnosers:
         mine = [r for r in rows if r["diagnoser"] == d.name]
-        items = [_attribution(r) for r in mine if r["fault"] != CLEAN]
+        items = [attribution(r) for r in mine if r["fault"] != CLEAN]
         summary = attribution_summary(items, n_resamples=config.diagnose.bootstrap_resamples,
                                       seed=42, min_cell=config.diagnose.min_cell)
         baseline = independence_baseline(items)

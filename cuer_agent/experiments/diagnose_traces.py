@@ -9,11 +9,14 @@ JSONL (`--format cuer`: Trace lines, or a run directory's rows). No agent runs h
   a trace no example matches gets an error row for them, naming why);
 * probing diagnosers re-execute the agent: they are refused before any work.
 
-Labels (for scoring only, never in a view): a trace exported by cuer-agent carries its
-intervention record and metrics. A fault record (it names a stage) gives `fault`,
-`true_hop`, `true_stage`; a clean record gives fault "none". Scored like the study: a
-faulted trace counts when its run failed, a clean one when it was correct — the run's
-recorded `correct` metric, or, when gold is given, the answer against the gold answer.
+Labels (for scoring only, never in a view): a labels file (`--labels`,
+`cuer_agent.experiments.trace_labels`: per trace its outcome and, when it failed, the
+first-error hop and stage) or, for a trace exported by cuer-agent, its intervention
+record and metrics (a fault record, which names a stage, gives `fault`, `true_hop`,
+`true_stage`; a clean record gives fault "none"). A labels file wins where both exist.
+Scored like the study: a failed trace is scored against its hop, a correct clean one
+counts for the clean-blame rate — the outcome a label gives, else the run's recorded
+`correct` metric, else (with gold) the answer against the gold answer.
 
 Outputs in `--out`: `traces.jsonl` (the imported traces, one Trace per line),
 `unmapped.jsonl` (spans and traces left out, with the reason), `diagnoses.jsonl` (one row
@@ -36,10 +39,12 @@ from cuer_agent.data import Example
 from cuer_agent.diagnosers import Diagnoser, diagnoser_names, get_diagnoser
 from cuer_agent.errors import CuerError, DataError
 from cuer_agent.experiments.diagnose import CLEAN, diagnosis_fields
-from cuer_agent.experiments.diagnose_summary import diagnoser_summaries
+from cuer_agent.experiments.diagnose_summary import attribution, diagnoser_summaries
+from cuer_agent.experiments.trace_labels import LABELLED, TraceLabel
 from cuer_agent.interchange import ImportedTrace, Unmapped, import_spans, read_spans
 from cuer_agent.interchange.export import record_metrics
 from cuer_agent.metrics import recall_correct
+from cuer_agent.metrics.attribution import chance_expected_accuracy
 from cuer_agent.runs import canonical_json, scan_rows, write_atomic
 from cuer_agent.testing import make_view
 from cuer_agent.trace import Trace, write_traces
@@ -108,8 +113,25 @@ def gold_lookup(examples: list[Example]) -> Callable[[Trace], Example | None]:
     return find
 
 
-def label(item: ImportedTrace) -> dict[str, Any]:
-    """fault / true_hop / true_stage from a cuer record (None when there is no label)."""
+Labels = dict[str, TraceLabel]
+
+
+def given_label(item: ImportedTrace, labels: Labels | None) -> TraceLabel | None:
+    """The labels file's entry for this trace: by trace id, record id, then example id."""
+    if not labels:
+        return None
+    keys = (item.trace_id, item.record.get("record_id", ""), item.trace.example_id)
+    return next((labels[k] for k in keys if k and k in labels), None)
+
+
+def label(item: ImportedTrace, labels: Labels | None = None) -> dict[str, Any]:
+    """fault / true_hop / true_stage from the labels file, else from a cuer record (None
+    when there is no label)."""
+    if (given := given_label(item, labels)) is not None:
+        if given.outcome == "correct":
+            return {"fault": CLEAN, "true_hop": 0, "true_stage": CLEAN}
+        return {"fault": given.fault or LABELLED, "true_hop": given.hop,
+                "true_stage": given.stage}
     rec = item.record
     stage = (rec.get("params") or {}).get("stage")
     if stage and int(rec.get("hop", 0)) >= 1:
@@ -120,8 +142,10 @@ def label(item: ImportedTrace) -> dict[str, Any]:
     return {"fault": None, "true_hop": None, "true_stage": None}
 
 
-def _correct(item: ImportedTrace, example: Example | None,
-             config: StudyConfig) -> bool | None:
+def _correct(item: ImportedTrace, example: Example | None, config: StudyConfig,
+             labels: Labels | None = None) -> bool | None:
+    if (given := given_label(item, labels)) is not None:
+        return given.outcome == "correct"
     if "correct" in item.metrics:
         return bool(item.metrics["correct"])
     if example is not None:
@@ -131,14 +155,13 @@ def _correct(item: ImportedTrace, example: Example | None,
 
 
 def diagnose_one(item: ImportedTrace, diagnosers: list[Diagnoser], example: Example | None,
-                 config: StudyConfig, skills: Any,
-                 hop_budget: int | None = None) -> list[dict[str, Any]]:
+                 config: StudyConfig, skills: Any, hop_budget: int | None = None,
+                 labels: Labels | None = None) -> list[dict[str, Any]]:
     trace = item.trace
-    labels = label(item)
-    correct = _correct(item, example, config)
+    correct = _correct(item, example, config, labels)
     base = {"trace_id": item.trace_id, "record_id": item.record.get("record_id", ""),
             "example_id": trace.example_id, "mode": trace.mode, "mapping": item.mapping,
-            **labels,
+            **label(item, labels),
             "correct": correct, "n_hops": len(trace.hops)}
     rows = []
     for d in diagnosers:
@@ -173,9 +196,12 @@ def _histograms(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def summarise(items: list[ImportedTrace], unmapped: list[Unmapped],
               rows: list[dict[str, Any]], diagnosers: list[Diagnoser],
-              config: StudyConfig, *, source: str, gold: str | None) -> dict[str, Any]:
+              config: StudyConfig, *, source: str, gold: str | None,
+              labels: Labels | None = None, labels_path: str | None = None) -> dict[str, Any]:
     scored = scorable(rows)
     scored_summaries = diagnoser_summaries(scored, diagnosers, config) if scored else {}
+    failed = [r for r in scored if r["fault"] != CLEAN and diagnosers
+              and r["diagnoser"] == diagnosers[0].name]
     per: dict[str, Any] = {}
     for d in diagnosers:
         mine = [r for r in rows if r["diagnoser"] == d.name]
@@ -196,20 +222,44 @@ def summarise(items: list[ImportedTrace], unmapped: list[Unmapped],
                            "by_reason": dict(sorted(Counter(
                                u.reason for u in unmapped if u.span_id).items()))},
         "modes": dict(sorted(Counter(i.trace.mode for i in items).items())),
-        "labels": {"labelled": sum(label(i)["fault"] is not None for i in items),
+        "labels": {"source": labels_path or "records",
+                   "labelled": sum(label(i, labels)["fault"] is not None for i in items),
+                   "unmatched": _unmatched(items, labels),
                    "scored_failed": len({r["trace_id"] for r in scored if r["fault"] != CLEAN}),
-                   "scored_clean": len({r["trace_id"] for r in scored if r["fault"] == CLEAN})},
+                   "scored_clean": len({r["trace_id"] for r in scored if r["fault"] == CLEAN}),
+                   "chance_expected": chance_baseline(failed)},
         "diagnosers": per,
     }
+
+
+def chance_baseline(failed: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """What a uniform hop in 1..n scores on the scored failed traces (analytic), overall
+    and by labelled hop; None without any."""
+    if not failed:
+        return None
+    expected = chance_expected_accuracy([attribution(r) for r in failed])
+    return {"overall": expected["expected_acc"],
+            "by_depth": {h: v["expected_acc"] for h, v in expected["by_depth"].items()}}
+
+
+def _unmatched(items: list[ImportedTrace], labels: Labels | None) -> list[str]:
+    """Labelled trace ids that no trace in the file has (they are not scored)."""
+    if not labels:
+        return []
+    used = {id(given_label(i, labels)) for i in items}
+    return sorted(k for k, v in labels.items() if id(v) not in used)
 
 
 def run_diagnose_traces(path: Path, fmt: str, diagnosers: list[Diagnoser], out: Path,
                         config: StudyConfig, skills: Any, *,
                         examples: list[Example] | None = None, gold: str | None = None,
                         retrieval_tools: tuple[str, ...] = (),
-                        hop_budget: int | None = None) -> dict[str, Any]:
+                        hop_budget: int | None = None,
+                        labels: Labels | None = None,
+                        labels_path: str | None = None) -> dict[str, Any]:
     """Import, diagnose, write the outputs; returns the summary. `hop_budget`: the
-    agent's configured hop budget, when its user gives it (None: unknown)."""
+    agent's configured hop budget, when its user gives it (None: unknown); `labels`:
+    the labels file's entries (`trace_labels.read_labels`), for scoring."""
     check_diagnosers(diagnosers, has_gold=examples is not None)
     items, unmapped = load_traces(path, fmt, retrieval_tools)
     out.mkdir(parents=True, exist_ok=True)
@@ -220,11 +270,13 @@ def run_diagnose_traces(path: Path, fmt: str, diagnosers: list[Diagnoser], out: 
     rows: list[dict[str, Any]] = []
     with open(out / "diagnoses.jsonl", "w", encoding="utf-8") as fh:
         for item in items:
-            mine = diagnose_one(item, diagnosers, find(item.trace), config, skills, hop_budget)
+            mine = diagnose_one(item, diagnosers, find(item.trace), config, skills, hop_budget,
+                                labels)
             fh.write("".join(canonical_json(r) + "\n" for r in mine))
             fh.flush()
             rows += mine
-    summary = summarise(items, unmapped, rows, diagnosers, config, source=str(path), gold=gold)
+    summary = summarise(items, unmapped, rows, diagnosers, config, source=str(path), gold=gold,
+                        labels=labels, labels_path=labels_path)
     write_atomic(out / "summary.json", canonical_json(summary, indent=2) + "\n")
     from cuer_agent.experiments.diagnose_traces_report import report_markdown
 

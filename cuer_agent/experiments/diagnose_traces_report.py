@@ -49,24 +49,77 @@ def report_markdown(summary: dict[str, Any]) -> str:
             lines.append(f"| {name} | {_reads(entry)} | {mode} | {part['n']} | "
                          f"{part['errors']} | {hist} | {stages} |")
     scored = {k: v["scored"] for k, v in summary["diagnosers"].items() if "scored" in v}
-    if scored:
-        labels = summary["labels"]
-        lines += ["", "## Accuracy against the certified fault hop", "",
-                  f"{labels['labelled']} traces carry a label (a certified fault or a clean "
-                  "run). Scored as the study scores them: exact-hop accuracy over the "
-                  f"{labels['scored_failed']} faulted runs that failed (n), the clean blame "
-                  f"rate over the {labels['scored_clean']} clean runs that were correct. "
-                  "Labels come from the exported intervention records, never from a "
-                  "diagnoser's view.", "",
-                  "| diagnoser | n | exact-hop acc | 95% Wilson | independence baseline | "
-                  "clean blame rate |", "|---|---|---|---|---|---|"]
-        for name, s in scored.items():
-            acc = s["exact_hop_acc"]
-            ci = acc.get("ci") or [None, None]
-            lines.append(f"| {name} | {s['n']} | {_pct(acc['mean'])} | "
-                         f"[{_pct(ci[0])}, {_pct(ci[1])}] | {_pct(s['independence'])} | "
-                         f"{_pct(s.get('clean_blame_rate'))} |")
-    else:
-        lines += ["", "No trace carries a label (a certified fault record), so no accuracy "
-                  "is reported."]
+    lines += _accuracy(summary, scored) if scored else [
+        "", "No trace carries a label (a `--labels` file or a certified fault record), so "
+        "no accuracy is reported."]
     return "\n".join(lines) + "\n"
+
+
+def _ci(cell: dict[str, Any]) -> str:
+    ci = cell.get("ci") or [None, None]
+    return f"{_pct(cell.get('mean', cell.get('acc')))} [{_pct(ci[0])}, {_pct(ci[1])}]"
+
+
+def _accuracy(summary: dict[str, Any], scored: dict[str, Any]) -> list[str]:
+    labels = summary["labels"]
+    source = ("the labels file `" + labels["source"] + "`" if labels["source"] != "records"
+              else "the exported intervention records")
+    chance = labels.get("chance_expected") or {}
+    rule = scored.get("trace-rule")
+    lines = ["", "## Accuracy against the labelled first-error hop", "",
+             f"{labels['labelled']} traces carry a label, from {source}; labels are read for "
+             "scoring only, never shown to a diagnoser. Exact-hop and stage accuracy over the "
+             f"{labels['scored_failed']} failed traces (n), with 95% Wilson intervals; the "
+             f"clean blame rate over the {labels['scored_clean']} correct ones (a diagnoser "
+             "should name no hop there). Coverage: share of failed traces where it names a "
+             "hop (>= 1); precision: its accuracy there. Independence: what its own blame "
+             "histogram scores blind to the truth. Chance: a uniform hop of the trace, "
+             f"expected {_pct(chance.get('overall'))}."
+             + (f" trace-rule (what the agent's trace says of itself) scores "
+                f"{_pct(rule['exact_hop_acc']['mean'])}." if rule else
+                " Add `trace-rule` to --diagnosers to see the control beside them."), ""]
+    if labels.get("unmatched"):
+        lines += [f"{len(labels['unmatched'])} labels name a trace not in the file and are "
+                  "not scored: " + ", ".join(labels["unmatched"][:5])
+                  + (" …" if len(labels["unmatched"]) > 5 else ""), ""]
+    lines += ["| diagnoser | n | exact-hop acc [95% Wilson] | stage acc [95% Wilson] | "
+              "coverage / precision | independence | beats chance | beats trace-rule | "
+              "clean blame rate |", "|---|---|---|---|---|---|---|---|---|"]
+    for name, s in scored.items():
+        acc, ab = s["exact_hop_acc"], s["abstention"]
+        low = (acc.get("ci") or [None])[0]
+        beats_chance = ("—" if low is None or chance.get("overall") is None
+                        else "yes" if low > chance["overall"] else "no")
+        beats_rule = ("—" if low is None or rule is None or name == "trace-rule"
+                      else "yes" if low > rule["exact_hop_acc"]["mean"] else "no")
+        lines.append(f"| {name} | {s['n']} | {_ci(acc)} | {_ci(s['stage_acc'])} | "
+                     f"{_pct(ab['coverage'])} / {_pct(ab['precision'])} | "
+                     f"{_pct(s['independence'])} | {beats_chance} | {beats_rule} | "
+                     f"{_pct(s.get('clean_blame_rate'))} |")
+    depths = sorted({d for s in scored.values() for d in s["by_depth"]}, key=int)
+    lines += ["", "Exact-hop accuracy by labelled hop (n failed traces; ▲ the lower end of "
+              "its Wilson interval lies above trace-rule's accuracy there):", "",
+              "| diagnoser | " + " | ".join(f"hop {d}" for d in depths) + " |",
+              "|---|" + "---|" * len(depths)]
+    for name, s in scored.items():
+        cells = []
+        for d in depths:
+            cell = s["by_depth"].get(d)
+            cells.append("—" if cell is None else
+                         f"{_pct(cell['acc'])}{' ▲' if cell.get('beats_trace_rule') else ''} "
+                         f"(n={cell['n']})")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def scores_line(summary: dict[str, Any]) -> str:
+    """One console line per scored diagnoser: exact-hop accuracy, its interval, clean blame."""
+    labels = summary["labels"]
+    out = [f"scored on {labels['scored_failed']} failed and {labels['scored_clean']} correct "
+           "labelled traces (exact-hop acc [95% Wilson], clean blame):"]
+    for name, entry in summary["diagnosers"].items():
+        if "scored" in entry:
+            s = entry["scored"]
+            out.append(f"  {name:18s} {_ci(s['exact_hop_acc'])}  "
+                       f"clean blame {_pct(s.get('clean_blame_rate'))}")
+    return "\n".join(out)

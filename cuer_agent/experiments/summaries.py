@@ -61,6 +61,7 @@ from cuer_agent.experiments.summary_cells_agentic import (
     TamperingCertification,
     VerifyRates,
 )
+from cuer_agent.experiments.trace_labels import TraceLabel
 from cuer_agent.interventions.persistence import Persistence
 
 __all__ = ["SCHEMAS", "CuerSummary", "EvaluateSummary", "PropagateSummary",
@@ -177,9 +178,11 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "cuer-summary.schema.json": CuerSummary,
     "propagate-summary.schema.json": PropagateSummary,
     "evaluate-summary.schema.json": EvaluateSummary,
+    "labels.schema.json": TraceLabel,
 }
 """Schema file name (in `docs/schemas/`) → the model it is generated from: a run's
-`config.json` (`run_configs`), and each study's `summary.json`."""
+`config.json` (`run_configs`), each study's `summary.json`, and the labels file of
+`diagnose --labels` (one object per line)."""
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "docs" / "schemas"
 

@@ -27,19 +27,34 @@ def residual(question: str, history: tuple[HopView, ...]) -> set[str]:
     where X was born") each relation attaches to the phrase next to it.
     """
     wanted = stems(question) - _KINDS
-    open_phrases = _relation_phrases(question)
+    for hop in history:
+        wanted -= stems(hop.reason) | stems(hop.finding)
+    for phrase in _closed_phrases(question, history):
+        wanted -= phrase[0]
+    return wanted
+
+
+def open_phrases(question: str, history: tuple[HopView, ...]) -> list[Phrase]:
+    """The question's relation phrases no hop resolved (as `residual` resolves them): a
+    part of the question the hops never read, whatever other words stayed unmatched."""
+    closed = _closed_phrases(question, history)
+    return [p for p in _relation_phrases(question) if p not in closed]
+
+
+def _closed_phrases(question: str, history: tuple[HopView, ...]) -> list[Phrase]:
+    open_now = _relation_phrases(question)
     resolved = _name_positions(question)
+    closed: list[Phrase] = []
     for hop in history:
         seen = stems(hop.reason) | stems(hop.finding)
-        wanted -= seen
-        done = [p for p in open_phrases if p[0] & seen]
-        if not done and open_phrases and resolved:
-            done = [min(open_phrases, key=lambda p: _distance(p[1], resolved))]
+        done = [p for p in open_now if p[0] & seen]
+        if not done and open_now and resolved:
+            done = [min(open_now, key=lambda p: _distance(p[1], resolved))]
         for phrase in done:
-            open_phrases.remove(phrase)
-            wanted -= phrase[0]
+            open_now.remove(phrase)
+            closed.append(phrase)
             resolved |= set(phrase[1])
-    return wanted
+    return closed
 
 
 Phrase = tuple[frozenset[str], tuple[int, ...]]

@@ -38,7 +38,8 @@ from cuer_agent.llm.backends import BackendError, BackendReply
 from cuer_agent.llm.skills import RESPONSES
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
-DEFAULT_MAX_TOKENS: dict[str, int] = {"plan": 256, "read": 256, "answer": 384, "judge": 128}
+DEFAULT_MAX_TOKENS: dict[str, int] = {"plan": 256, "read": 256, "answer": 384, "judge": 128,
+                                       "check": 192}
 """Output tokens per skill, sized to each reply schema with room for a verbose model."""
 DEFAULT_TIMEOUT = 120.0
 """Seconds one request may take: a CPU model or a busy server needs more than a GPU one."""

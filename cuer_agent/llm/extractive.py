@@ -21,10 +21,12 @@ How it reads:
 * **planning** issues the question itself first, then the last finding plus the
   question's unresolved relation words; choice and yes/no questions get one hop per
   option; it answers once every relation of the question is resolved and the answer
-  type is satisfied. The question's relation words form phrases ("alma mater"); a hop
-  whose sentence matched none of them still resolved one — the phrase nearest the part
-  of the question already resolved, since in a nested English question each relation
-  attaches to the phrase next to it;
+  type is satisfied. A sub-query that asks only for a type ("Parma city") is settled
+  by the named entity's own article saying it is one (`_type_confirmed`), so a question
+  stops when it is answered, not when the hop budget ends. The question's relation
+  words form phrases ("alma mater"); a hop whose sentence matched none of them still
+  resolved one — the phrase nearest the part of the question already resolved, since
+  in a nested English question each relation attaches to the phrase next to it;
 * **VERIFY** (the read's support) judges as a reader does, from the sub-query, the
   finding and the selected sentence only (`verify`): `unsupported` when the sentence is
   about another entity than the one the sub-query names (read in its passage, whose
@@ -42,7 +44,9 @@ How it reads:
   matched; **used ids** are the evidence items the answer was drawn from;
 * **single-shot answers** (one answer call over one retrieved context) read that context
   hop by hop — the planner and reader above, over the same passages, no retrieval
-  between steps — as a language model reasons within its context.
+  between steps — as a language model reasons within its context;
+* **consistency checks** (the `check` skill of the `consistency` diagnoser) are rules
+  over the trace built from these same primitives (`_checks`).
 
 Stems use a 5-letter prefix plus one table of English relation words
 (`_reading.RELATION_GROUPS`: born/birth/birthplace, wrote/written/author …), each group with its
@@ -63,6 +67,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from cuer_agent.llm import _text as tx
+from cuer_agent.llm._checks import check
 from cuer_agent.llm._compare import attribute_words, compare, options
 from cuer_agent.llm._questions import residual, words_with_stems
 from cuer_agent.llm._reading import (
@@ -201,10 +206,10 @@ def read(req: ReadRequest) -> ReadResponse:
     used = frozenset(h.reason.split(": ", 1)[-1] for h in req.history if h.reason)
     scored = score_sentences(req.subquery, req.evidence)  # once: every reading below uses it
     if (confirmed := _type_confirmed(req.subquery, scored)) is not None:
-        name, hit = confirmed
-        return ReadResponse(selected_ids=[hit.ev.id], finding=name,
-                            support=verify(req.subquery, name, hit),
-                            confidence=confidence(hit, req.subquery), reason=_reason(hit))
+        name, own = confirmed
+        return ReadResponse(selected_ids=[own.ev.id], finding=name,
+                            support=verify(req.subquery, name, own),
+                            confidence=confidence(own, req.subquery), reason=_reason(own))
     finding, hit = extract(req.subquery, req.evidence, "entity", known, used, named_first=True,
                            scored=scored)
     final_kind = tx.question_type(req.question).kind
@@ -389,8 +394,9 @@ def judge(req: JudgeRequest) -> JudgeResponse:
     return JudgeResponse(stage="answer", hop=0, rationale="every hop looks supported")
 
 
-_SKILLS = {"plan": plan, "read": read, "answer": answer, "judge": judge}
-READER_MODULES = ("extractive.py", "_reading.py", "_text.py", "_compare.py", "_questions.py")
+_SKILLS = {"plan": plan, "read": read, "answer": answer, "judge": judge, "check": check}
+READER_MODULES = ("extractive.py", "_reading.py", "_text.py", "_compare.py", "_questions.py",
+                  "_checks.py")
 """The reader's rules: the files whose bytes its version hashes."""
 
 

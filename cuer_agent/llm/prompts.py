@@ -57,6 +57,21 @@ _TASKS: dict[str, str] = {
         "is wrong; none: no failure) and the hop where it started (1-based; 0 = answer "
         "level; number of hops + 1 = the agent stopped too early)."
     ),
+    "check": (
+        "You check a finished multi-hop retrieval trace for one kind of inconsistency, "
+        "named in \"check\". Hops are numbered from 1; a hop may appear several times "
+        "(its retried attempts, oldest first; the last one is the one the agent kept). "
+        "support: a kept hop's finding is not stated by its own selected passages about the "
+        "entity its sub-query names. carry: a sub-query names an entity that neither the "
+        "question nor an earlier finding gave. conflict: two passages about the same entity "
+        "give different values for the same relation. relation: a kept hop's selected "
+        "passage states none of the relation its sub-query asks for. complete: a part of "
+        "the question was never looked up (flag hop number of hops + 1). answer_type: the "
+        "answer is not the kind of thing the question asks for. grounded: the answer is "
+        "none of the hops' findings. Reply consistent=true with no hops when the check "
+        "finds nothing; otherwise consistent=false, the hops where it fails (ascending) and "
+        "the reason, quoting the trace."
+    ),
 }
 
 

@@ -4,7 +4,8 @@ The graph never builds prompts. Each node calls one skill with a request built f
 *observable* state only — the question, sub-queries, evidence text, earlier findings —
 and a backend answers it (`cuer_agent.llm.backends`). The one exception is the
 judge's `gold_answer`, which is None unless a diagnoser declares that it uses gold;
-its name says so.
+its name says so. The `check` skill is not the agent's: the `consistency` diagnoser
+puts a finished trace to one named check with it.
 
 Responses are what a model must return as JSON; their JSON schemas are sent to servers
 that support constrained decoding.
@@ -16,7 +17,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SkillName = Literal["plan", "read", "answer", "judge"]
+SkillName = Literal["plan", "read", "answer", "judge", "check"]
+CheckName = Literal["support", "carry", "conflict", "relation", "complete", "answer_type",
+                    "grounded"]
+"""The consistency checks a trace can be put to (`CheckRequest`)."""
 
 
 class _Model(BaseModel):
@@ -81,6 +85,33 @@ class JudgeRequest(_Model):
     """Hidden label, present only for diagnosers that declare they use gold."""
 
 
+class TracedHop(_Model):
+    """One hop attempt as a trace recorded it, for the consistency checks: what was
+    retrieved (every item in view, not only the selected ones) and what was read."""
+
+    hop: int
+    attempt: int = 1
+    subquery: str
+    retrieved: tuple[EvidenceView, ...] = ()
+    selected: tuple[str, ...] = ()
+    """Ids of the retrieved items the reader selected."""
+    finding: str = ""
+    support: str = "unknown"
+    reason: str = ""
+
+
+class CheckRequest(_Model):
+    """One consistency check of a finished trace (the `consistency` diagnoser): no gold,
+    no replay — only what the trace recorded."""
+
+    check: CheckName
+    question: str
+    hops: tuple[TracedHop, ...]
+    """Every attempt of every hop, in the order they ran (a retried hop's earlier
+    attempts first); the last attempt of each hop is the one the agent kept."""
+    answer: str
+
+
 # --- responses ---------------------------------------------------------------------------
 
 class PlanResponse(_Model):
@@ -113,9 +144,20 @@ class JudgeResponse(_Model):
     rationale: str = ""
 
 
+class CheckResponse(_Model):
+    consistent: bool
+    hops: list[int] = Field(default_factory=list)
+    """The hops where the check fails, ascending (empty when consistent; n+1 = the trace
+    stopped with a part of the question unresolved; 0 = the answer itself)."""
+    reason: str = ""
+    """What is inconsistent, quoting the trace."""
+
+
 REQUESTS: dict[str, type[BaseModel]] = {
     "plan": PlanRequest, "read": ReadRequest, "answer": AnswerRequest, "judge": JudgeRequest,
+    "check": CheckRequest,
 }
 RESPONSES: dict[str, type[BaseModel]] = {
     "plan": PlanResponse, "read": ReadResponse, "answer": AnswerResponse, "judge": JudgeResponse,
+    "check": CheckResponse,
 }

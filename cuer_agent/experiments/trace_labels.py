@@ -1,0 +1,88 @@
+"""Labels for `cuer-agent diagnose --traces FILE --labels LABELS`: where each of *your*
+traces went wrong, as you (or your annotators) judged it — the truth diagnosers are
+scored against. They are read for scoring only; no diagnoser ever sees them.
+
+A labels file is JSON Lines, one object per trace (schema: `docs/schemas/labels.schema.json`):
+
+    {"trace_id": "5f0c…", "outcome": "failed", "hop": 2, "stage": "retrieval"}
+    {"trace_id": "a41e…", "outcome": "correct"}
+
+* `trace_id` — the trace's id in the traces file: the OpenTelemetry trace id for
+  OpenInference spans (hex, as exported), the record id (else the example id) for cuer
+  traces; the example id of a trace is accepted too;
+* `outcome` — `correct` or `failed`;
+* `hop` — for a failed trace, the hop where the failure started: 1..n a hop of the
+  trace, 0 the answer step (every hop was fine), n+1 the agent stopped too early;
+* `stage` — for a failed trace: `retrieval`, `tool` (the query went wrong) or `answer`;
+* `fault` — optional: a name for the kind of failure (tables group by it).
+
+A failed trace without `hop` and `stage`, a correct one with them, a duplicate
+`trace_id`, or an unknown key is an error naming the file and record (the n-th label).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from cuer_agent._validation import problem
+from cuer_agent.errors import DataError
+from cuer_agent.runs import scan_rows
+
+LABELLED = "labelled"
+"""The `fault` of a failed trace whose label names none."""
+
+
+class TraceLabel(BaseModel):
+    """One trace's label: its outcome and, when it failed, where the failure started."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True,
+                              json_schema_extra={
+                                  "if": {"properties": {"outcome": {"const": "failed"}}},
+                                  "then": {"required": ["hop", "stage"],
+                                           "properties": {"hop": {"type": "integer"},
+                                                          "stage": {"type": "string"}}},
+                                  "else": {"properties": {"hop": {"type": "null"},
+                                                          "stage": {"type": "null"}}}})
+
+    trace_id: str = Field(min_length=1)
+    """The trace's id in the traces file (OpenInference: the trace id; cuer: the record
+    id), or its example id."""
+    outcome: Literal["correct", "failed"]
+    """Was the trace's final answer right?"""
+    hop: int | None = Field(None, ge=0)
+    """Failed traces only: the first-error hop — 1..n a hop of the trace, 0 the answer
+    step, n+1 the agent stopped too early."""
+    stage: Literal["retrieval", "tool", "answer"] | None = None
+    """Failed traces only: the stage where the failure started."""
+    fault: str | None = Field(None, min_length=1)
+    """Optional name of the kind of failure (tables group by it)."""
+
+    @model_validator(mode="after")
+    def _hop_with_failure(self) -> TraceLabel:
+        failed = self.outcome == "failed"
+        if failed and (self.hop is None or self.stage is None):
+            raise ValueError("a failed trace needs 'hop' and 'stage'")
+        if not failed and (self.hop is not None or self.stage is not None):
+            raise ValueError("a correct trace has no 'hop' or 'stage'")
+        return self
+
+
+def read_labels(path: Path) -> dict[str, TraceLabel]:
+    """trace id → label; a bad line is a `DataError` naming the file and line."""
+    if not path.is_file():
+        raise DataError(path, "no such file")
+    labels: dict[str, TraceLabel] = {}
+    for record, row in enumerate(scan_rows(path), start=1):
+        try:
+            made = TraceLabel.model_validate(row)
+        except ValidationError as exc:
+            raise DataError(path, problem(exc, row), record=record) from None
+        if made.trace_id in labels:
+            raise DataError(path, f"trace {made.trace_id!r} is labelled twice", record=record)
+        labels[made.trace_id] = made
+    if not labels:
+        raise DataError(path, "no labels")
+    return labels

@@ -1,0 +1,143 @@
+"""`consistency`: where a trace first contradicts itself — gold-free, no probe, no replay.
+
+It reads only the observable trace, so it diagnoses imported foreign traces as well as
+ours. The backend's `check` skill puts the trace to seven checks (an LLM backend runs
+each as a typed request; the extractive backend answers with rules, `llm/_checks.py`):
+
+* strong, each names a hop on its own — **support** (a finding its own selected text
+  does not state about the entity asked for), **carry** (a sub-query naming an entity
+  neither the question nor an earlier finding gave: stage `tool`), **conflict** (two
+  items give one subject different values for one relation);
+* about the answer — **complete** (a part of the question no hop resolved),
+  **answer_type** (not the kind of thing asked for), **grounded** (none of the findings);
+* weak — **relation** (the sentence read states none of the relation asked for), and the
+  agent's own signals: a hop it retried, whose VERIFY failed, or whose retrieval came
+  back empty. These never decide alone.
+
+Decision: the earliest strong hop k — or, when the agent's own signals flag a hop before
+k, that hop (the failure the retry did not repair). With no strong hop but an answer
+that fails a check: the earliest own-signal hop; else hop n+1 when a part of the question
+was never resolved (the agent stopped too early); else the earliest weak-relation hop;
+else n+1 for an answer of the wrong kind, or the answer level (hop 0) for an ungrounded
+one. With nothing inconsistent it abstains (hop 0, stage `none`). `cause` names the
+checks that decided. It never reads the hop budget: a foreign trace has none.
+
+Pass the skill client as the `skills` option. A check whose reply does not parse is
+skipped and named in `cause`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cuer_agent.llm.skills import CheckRequest, CheckResponse, EvidenceView, TracedHop
+from cuer_agent.trace import HopRecord, Trace, attempt_failed
+
+from ._base import (
+    BaseDiagnoser,
+    Diagnosis,
+    DiagnosisCost,
+    DiagnosisView,
+    Probe,
+    Stage,
+    diagnoser,
+)
+
+STRONG: dict[str, Stage] = {"carry": "tool", "support": "retrieval", "conflict": "retrieval"}
+"""Checks that name a hop on their own, with the stage their failure belongs to."""
+ANSWER_CHECKS = ("complete", "answer_type", "grounded")
+CHECKS = (*STRONG, "relation", *ANSWER_CHECKS)
+
+
+@dataclass(frozen=True)
+class _Findings:
+    failed: dict[str, CheckResponse]
+    unparsed: tuple[str, ...]
+    cost: DiagnosisCost
+
+
+def traced_hops(trace: Trace) -> tuple[TracedHop, ...]:
+    """Every attempt of every hop, as the check skill sees it (retried attempts first)."""
+    return tuple(
+        TracedHop(hop=a.hop, attempt=a.attempt, subquery=a.subquery,
+                  retrieved=tuple(EvidenceView(id=e.id, title=e.title, text=e.text)
+                                  for e in a.retrieved),
+                  selected=a.selected, finding=a.finding, support=a.support, reason=a.reason)
+        for hop in trace.hops for a in (*hop.attempts, hop))
+
+
+def own_signals(trace: Trace) -> list[int]:
+    """Hops the agent itself flagged: retried, failed VERIFY, or an empty retrieval."""
+    def flagged(hop: HopRecord) -> bool:
+        return (bool(hop.attempts) or attempt_failed(hop.support, hop.selected)
+                or any(not a.retrieved for a in (*hop.attempts, hop)))
+    return [hop.hop for hop in trace.hops if flagged(hop)]
+
+
+@diagnoser("consistency")
+class Consistency(BaseDiagnoser):
+    @property
+    def stand_in(self) -> str | None:  # type: ignore[override]
+        skills = self.options.get("skills")
+        if skills is not None and skills.backend.name == "extractive":
+            return "checks run as rules sharing the extractive reader's primitives"
+        return None
+
+    def diagnose(self, view: DiagnosisView, probe: Probe | None = None) -> Diagnosis:
+        trace = view.trace
+        found = self._run_checks(trace)
+        hop, stage, why = decide(trace, found.failed)
+        skipped = f" (unparsed: {', '.join(found.unparsed)})" if found.unparsed else ""
+        return Diagnosis(hop=hop, stage=stage, propagated=0 < hop < len(trace.hops),
+                         severity=0.0 if stage == "none" else 1.0, cause=why + skipped,
+                         cost=found.cost)
+
+    def _run_checks(self, trace: Trace) -> _Findings:
+        skills = self.options["skills"]
+        hops = traced_hops(trace)
+        failed: dict[str, CheckResponse] = {}
+        unparsed, calls, tokens = [], 0, 0
+        for name in CHECKS:
+            result = skills("check", CheckRequest(check=name, question=trace.question,
+                                                  hops=hops, answer=trace.answer))
+            calls += 1
+            tokens += result.prompt_tokens + result.completion_tokens
+            reply = result.response
+            if not isinstance(reply, CheckResponse):
+                unparsed.append(name)
+            elif not reply.consistent:
+                failed[name] = reply
+        return _Findings(failed, tuple(unparsed), DiagnosisCost(calls=calls, tokens=tokens))
+
+
+def decide(trace: Trace, failed: dict[str, CheckResponse]) -> tuple[int, Stage, str]:
+    """(hop, stage, cause) from the failed checks and the agent's own signals (see the
+    module docstring). Hops a check names outside the trace are ignored."""
+    n = len(trace.hops)
+    def hops_of(name: str, top: int) -> list[int]:
+        reply = failed.get(name)
+        return [h for h in reply.hops if 1 <= h <= top] if reply else []
+
+    own = own_signals(trace)
+    strong = sorted((hops_of(name, n)[0], name) for name in STRONG if hops_of(name, n))
+    if strong:
+        hop, name = strong[0]
+        cause = f"{name}: {failed[name].reason}"
+        earlier = [j for j in own if j < hop]
+        if earlier:
+            return earlier[0], "retrieval", (f"own signal at hop {earlier[0]} (retry, failed "
+                                             f"VERIFY or empty retrieval), then {cause}")
+        return hop, STRONG[name], cause
+    answer = [name for name in ANSWER_CHECKS if name in failed]
+    if not answer:
+        return 0, "none", "no check found an inconsistency"
+    cause = "; ".join(f"{name}: {failed[name].reason}" for name in answer)
+    if own:
+        return own[0], "retrieval", f"own signal at hop {own[0]}, and {cause}"
+    if "complete" in failed:
+        return n + 1, "answer", cause
+    if weak := hops_of("relation", n):
+        return weak[0], "retrieval", f"relation: {failed['relation'].reason}; {cause}"
+    if "answer_type" in failed:
+        return n + 1, "answer", cause
+    return 0, "answer", cause

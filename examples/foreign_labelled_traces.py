@@ -1,0 +1,264 @@
+"""Labelled foreign traces: a LangGraph agent cuer-agent did not write, on MuSiQue.
+
+    python examples/foreign_labelled_traces.py \\
+        --data ../shared/data/musique/musique_ans_v1.0_dev.subset.jsonl --out /tmp/foreign
+    cuer-agent diagnose --traces /tmp/foreign/spans.jsonl --labels /tmp/foreign/labels.jsonl \\
+        --diagnosers consistency,trace-rule,chance,coverage,rule,llm-judge --out /tmp/foreign/d
+
+The agent is a plain loop over its own state keys (`question`, `steps`, `answer`): a
+`lookup` node asks one sub-question of LangChain's BM25 retriever (over the record's 20
+paragraphs) and has a chat model say what the passages answer; an `answer` node returns
+the last note. Spans come from `openinference-instrumentation-langchain`, serialised by
+the OpenTelemetry SDK's OTLP encoder: exactly what a LangChain user would export.
+
+The chat model is scripted (`ScriptedReader`): MuSiQue's own decomposition says what each
+hop asks and answers, and the script makes the agent go wrong in one known way at one
+known hop h, so the label is certain:
+
+* `clean` — every hop asks its sub-question and reads its answer;
+* `misread` — at h the reader names another entity of a passage it was shown;
+* `withheld` — at h the supporting paragraph is missing from the index; the reader names
+  an entity of the best passage it got;
+* `drift` — at h >= 2 the sub-question asks about another record's entity, not the
+  last note;
+* `early_stop` — the agent answers after hop h-1 (label: hop h = n+1, stopped early).
+
+After a fault the scripted reader reads on: each later hop names an entity of its best
+passage. A faulted run whose answer still matches the gold answer is left unlabelled (it
+did not fail); a record whose clean hops do not retrieve their supporting paragraph is
+skipped (its failure would have no certain hop). Faults and hops are drawn from stable
+hashes of the record id, so the same data gives the same files.
+
+Nothing here reads cuer-agent's code: the labels are the script's, the spans are
+LangChain's. `diagnose` sees the spans only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypedDict
+
+from langchain_core.documents import Document
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+FAULTS = ("clean", "misread", "withheld", "drift", "early_stop")
+K = 5
+_NAME = re.compile(r"\b[A-Z][\w'\-]*(?:\s+(?:of|de|the|and|von|van|la|du)?\s*[A-Z][\w'\-]*)*")
+
+
+class LoopState(TypedDict):
+    question: str
+    steps: list[dict[str, str]]
+    answer: str
+
+
+def _draw(key: str, n: int) -> int:
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "little") % n
+
+
+def _names(text: str, avoid: str) -> list[str]:
+    """Capitalised names in a text that the avoided text does not contain."""
+    low = avoid.lower()
+    return [m.group(0) for m in _NAME.finditer(text)
+            if m.start() > 0 and m.group(0).lower() not in low and len(m.group(0)) > 2]
+
+
+def _subquery(template: str, notes: list[str]) -> str:
+    """MuSiQue's sub-question with its `#k` references filled by the notes so far."""
+    text = re.sub(r"#(\d)", lambda m: notes[int(m.group(1)) - 1], template)
+    return " ".join(text.replace(">>", " ").split())
+
+
+def _matches(answer: str, record: dict[str, Any]) -> bool:
+    gold = [record["answer"], *record.get("answer_aliases", [])]
+    return any(g.lower() in answer.lower() or answer.lower() in g.lower() for g in gold if g)
+
+
+def _retriever(docs: list[Document]) -> Any:
+    from langchain_community.retrievers import BM25Retriever
+
+    return BM25Retriever.from_documents(docs, k=K)
+
+
+class Script:
+    """What the scripted agent does on one record under one fault at one hop."""
+
+    def __init__(self, record: dict[str, Any], fault: str, hop: int, drift_to: str) -> None:
+        self.record, self.fault, self.hop, self.drift_to = record, fault, hop, drift_to
+        self.steps = record["question_decomposition"]
+        self.docs = [Document(page_content=p["paragraph_text"], metadata={"title": p["title"]})
+                     for p in record["paragraphs"]]
+        self.on_track = True
+
+    def stop_after(self) -> int:
+        return self.hop - 1 if self.fault == "early_stop" else len(self.steps)
+
+    def query(self, i: int, notes: list[str]) -> str:
+        query = _subquery(self.steps[i - 1]["question"], notes)
+        if self.fault == "drift" and i == self.hop:
+            query = query.replace(notes[-1], self.drift_to)
+            self.on_track = False
+        return query
+
+    def retriever(self, i: int) -> Any:
+        if self.fault == "withheld" and i == self.hop:
+            support = self.steps[i - 1]["paragraph_support_idx"]
+            return _retriever([d for j, d in enumerate(self.docs) if j != support])
+        return _retriever(self.docs)
+
+    def read(self, i: int, query: str, found: list[Document]) -> str:
+        """The note of hop i, or '' when a clean hop did not retrieve its support."""
+        step = self.steps[i - 1]
+        support = self.record["paragraphs"][step["paragraph_support_idx"]]["paragraph_text"]
+        shown = [d.page_content for d in found]
+        if self.fault in {"misread", "withheld"} and i == self.hop:
+            self.on_track = False
+            pool = ([support] if self.fault == "misread" else []) + shown
+            names = [n for text in pool for n in _names(text, query + " " + step["answer"])]
+            return names[0] if names else ""
+        if self.on_track:
+            return step["answer"] if support in shown else ""
+        names = [n for text in shown for n in _names(text, query)]
+        return names[0] if names else ""
+
+
+def build_agent(script_of: Callable[[str], Script]) -> Any:
+    from langgraph.graph import END, START, StateGraph
+
+    def lookup(state: LoopState) -> dict[str, Any]:
+        script = script_of(state["question"])
+        i = len(state["steps"]) + 1
+        notes = [s["note"] for s in state["steps"]]
+        query = script.query(i, notes)
+        found = script.retriever(i).invoke(query)
+        note = script.read(i, query, found)
+        reader = FakeListChatModel(responses=[note or "unknown"])
+        reply = reader.invoke(f"Question: {query}\n\n" + "\n\n".join(
+            f"{d.metadata['title']}: {d.page_content}" for d in found))
+        return {"steps": [*state["steps"], {"query": query, "note": str(reply.content),
+                                            "ok": "yes" if note else "no"}]}
+
+    def route(state: LoopState) -> str:
+        script = script_of(state["question"])
+        last = state["steps"][-1]
+        done = len(state["steps"]) >= script.stop_after() or last["ok"] == "no"
+        return "answer" if done else "lookup"
+
+    builder = StateGraph(LoopState)
+    builder.add_node("lookup", lookup)
+    builder.add_node("answer", lambda s: {"answer": s["steps"][-1]["note"] if s["steps"]
+                                          else ""})
+    builder.add_edge(START, "lookup")
+    builder.add_conditional_edges("lookup", route, ["lookup", "answer"])
+    builder.add_edge("answer", END)
+    return builder.compile()
+
+
+def plan(records: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str, int, str]]:
+    """(record, fault, hop, drift entity) per record, drawn from stable hashes."""
+    out = []
+    for n, record in enumerate(records):
+        steps = len(record["question_decomposition"])
+        fault = FAULTS[_draw(f"fault:{record['id']}", len(FAULTS))]
+        low = 2 if fault in {"drift", "early_stop"} else 1
+        hop = 0 if fault == "clean" else low + _draw(f"hop:{record['id']}", steps - low + 1)
+        other = records[(n + 1) % len(records)]["question_decomposition"][0]["answer"]
+        out.append((record, fault, hop, other))
+    return out
+
+
+def _counting_ids() -> Any:
+    """OTel ids from a counter, not a random source: the same data gives the same ids."""
+    from opentelemetry.sdk.trace.id_generator import IdGenerator
+
+    class CountingIds(IdGenerator):
+        def __init__(self) -> None:
+            self.n = 0
+
+        def generate_span_id(self) -> int:
+            self.n += 1
+            return self.n
+
+        def generate_trace_id(self) -> int:
+            self.n += 1
+            return self.n << 64
+
+    return CountingIds()
+
+
+def run(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[Any]]:
+    """Run the agent on every planned record under OpenInference instrumentation: the
+    labels and the finished OTel spans."""
+    from openinference.instrumentation.langchain import LangChainInstrumentor
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(id_generator=_counting_ids())
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentor = LangChainInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    labels: list[dict[str, Any]] = []
+    try:
+        for record, fault, hop, drift_to in plan(records):
+            script = Script(record, fault, hop, drift_to)
+            agent = build_agent(lambda _q, script=script: script)
+            before = len(exporter.get_finished_spans())
+            final = agent.invoke({"question": record["question"], "steps": [], "answer": ""})
+            spans = exporter.get_finished_spans()[before:]
+            label = _label(record, script, final)
+            if label is not None:
+                label["trace_id"] = format(spans[0].context.trace_id, "032x")
+                labels.append(label)
+    finally:
+        instrumentor.uninstrument()
+    return labels, list(exporter.get_finished_spans())
+
+
+def _label(record: dict[str, Any], script: Script, final: LoopState) -> dict[str, Any] | None:
+    steps = final["steps"]
+    if any(s["ok"] == "no" for s in steps[: (script.hop or len(steps) + 1) - 1]):
+        return None  # a clean hop missed its support: no certain first error
+    correct = _matches(final["answer"], record)
+    if script.fault == "clean":
+        return {"outcome": "correct"} if correct and len(steps) == len(script.steps) else None
+    if correct:
+        return None  # the fault did not make it fail
+    stage = {"misread": "answer", "withheld": "retrieval", "drift": "tool",
+             "early_stop": "answer"}[script.fault]
+    return {"outcome": "failed", "hop": script.hop, "stage": stage, "fault": script.fault}
+
+
+def write(records: list[dict[str, Any]], out: Path) -> int:
+    """spans.jsonl (OTLP/JSON, one export request) and labels.jsonl in `out`; returns the
+    number of labels."""
+    from google.protobuf.json_format import MessageToJson
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    labels, spans = run(records)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "spans.jsonl").write_text(MessageToJson(encode_spans(spans), indent=None) + "\n")
+    (out / "labels.jsonl").write_text("".join(
+        json.dumps({"trace_id": lab.pop("trace_id"), **lab}) + "\n" for lab in labels))
+    return len(labels)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, required=True, help="MuSiQue-Ans JSONL")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--n", type=int, default=None, help="first n records (default all)")
+    args = parser.parse_args()
+    lines = args.data.read_text(encoding="utf-8").splitlines()
+    records = [json.loads(line) for line in lines if line.strip()][: args.n]
+    print(f"{write(records, args.out)} labelled traces → {args.out}")
+
+
+if __name__ == "__main__":
+    main()

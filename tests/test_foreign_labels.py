@@ -1,0 +1,51 @@
+"""Diagnosers scored on labelled foreign traces: a LangGraph agent we did not write
+(`examples/foreign_labelled_traces.py`) on the shared MuSiQue sample, its spans from
+openinference-instrumentation-langchain, scored through `diagnose --traces --labels`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cuer_agent.cli import app
+from cuer_agent.data import shared_sample_path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+
+pytestmark = pytest.mark.shared_data
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    pytest.importorskip("openinference.instrumentation.langchain",
+                        reason="openinference-instrumentation-langchain is in the test extra")
+    path = shared_sample_path("musique")
+    if path is None:
+        pytest.skip("../shared/data not present: MuSiQue sample missing")
+    import foreign_labelled_traces as foreign
+
+    out = tmp_path_factory.mktemp("foreign")
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    assert foreign.write(records, out) >= 40
+    result = CliRunner().invoke(app, [
+        "diagnose", "--traces", str(out / "spans.jsonl"), "--labels", str(out / "labels.jsonl"),
+        "--diagnosers", "consistency,trace-rule,chance,coverage", "--out", str(out / "d"),
+        "--no-cache"])
+    assert result.exit_code == 0, result.output
+    return json.loads((out / "d" / "summary.json").read_text())
+
+
+def test_consistency_names_more_than_one_hop_on_foreign_traces(scored: dict) -> None:
+    blamed = scored["diagnosers"]["consistency"]["blame_hist"]
+    assert max(blamed.values()) < 0.9 and len(blamed) >= 2
+
+
+def test_consistency_beats_trace_rule_and_chance_on_foreign_traces(scored: dict) -> None:
+    mine = scored["diagnosers"]["consistency"]["scored"]["exact_hop_acc"]
+    rule = scored["diagnosers"]["trace-rule"]["scored"]["exact_hop_acc"]["mean"]
+    chance = scored["labels"]["chance_expected"]["overall"]
+    assert mine["ci"][0] > rule and mine["ci"][0] > chance
