@@ -21,7 +21,8 @@ def item(ident: str, title: str, text: str) -> Evidence:
 
 
 ADA = item("ada-p0", "Ada Vel", "Ada Vel is a writer. Ada Vel was born in Port Mira.")
-MIRA = item("mira-p0", "Port Mira", "Port Mira is a harbour town. Port Mira has 52,000 inhabitants.")
+MIRA = item("mira-p0", "Port Mira",
+            "Port Mira is a harbour town. Port Mira has 52,000 inhabitants.")
 
 
 def hop(n: int, subquery: str, evidence: tuple[Evidence, ...], finding: str,

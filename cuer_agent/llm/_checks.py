@@ -11,12 +11,12 @@ analysis in `_questions`), so with this backend they share the agent's way of re
 * **carry** — a sub-query (any attempt) names an entity whose words are neither in the
   question nor in an earlier finding: the query went somewhere no evidence led;
 * **conflict** — two items about the subject the sub-query names (a selected item's
-  title; items of that title in this hop's view or an earlier hop's) read for the sub-query give different values of the finding's
-  kind, from sentences that matched the same query words *and* state the same relation
-  (a shared relation word, or the same word next to the value: "lies in X" / "located
-  in Y"). A sentence that matched nothing but the title states *something* about the
-  subject; without the relation check "is often confused with X" would contradict "lies
-  in Y";
+  title; items of that title in this hop's view or an earlier hop's), each read for the
+  sub-query, give different values of the finding's kind, from sentences that matched
+  the same query words *and* state the same relation (a shared relation word, or the
+  same word next to the value: "lies in X" / "located in Y"). A sentence that matched
+  nothing but the title states *something* about the subject; without the relation check
+  "is often confused with X" would contradict "lies in Y";
 * **relation** — a kept hop's sentence stating its finding contains none of its
   sub-query's relation words (weak: a reader may state a relation in words this one
   does not know);
