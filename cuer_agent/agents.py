@@ -254,16 +254,23 @@ def check_spec(graph: Any, spec: Any, where: str = "agent") -> None:
 
 # ---------------------------------------------------------------------------- loading
 
-def load_agent(ref: str) -> tuple[Any, AgentSpec]:
-    """``module:factory`` or ``path/to/file.py:factory`` → the factory's (graph, spec),
-    checked with `check_spec`. Bad references fail with one `ConfigError` line."""
-    target, sep, name = ref.rpartition(":")
-    if not sep or not target or not name.isidentifier():
-        raise ConfigError(f"--agent {ref!r}: expected module:factory or file.py:factory")
-    module = _import(ref, target)
-    factory = getattr(module, name, None)
-    if not callable(factory):
-        raise ConfigError(f"--agent {ref!r}: {target} has no factory {name!r}")
+Factory = Callable[[], tuple[Any, AgentSpec]]
+
+
+def load_agent(ref: str | Factory) -> tuple[Any, AgentSpec]:
+    """``module:factory`` or ``path/to/file.py:factory`` (or the factory itself) → the
+    factory's (graph, spec), checked with `check_spec`. Bad references fail with one
+    `ConfigError` line."""
+    if callable(ref):
+        factory, ref = ref, f"{getattr(ref, '__module__', '?')}:{getattr(ref, '__name__', '?')}"
+    else:
+        target, sep, name = ref.rpartition(":")
+        if not sep or not target or not name.isidentifier():
+            raise ConfigError(f"--agent {ref!r}: expected module:factory or file.py:factory")
+        found = getattr(_import(ref, target), name, None)
+        if not callable(found):
+            raise ConfigError(f"--agent {ref!r}: {target} has no factory {name!r}")
+        factory = found
     try:
         built = factory()
     except Exception as exc:  # the user's code: report, do not crash

@@ -29,3 +29,24 @@ class DataError(CuerError):
 
 class ConfigError(CuerError):
     """An unknown name (dataset, backend, diagnoser…) or a bad option value."""
+
+
+class AgentNodeError(CuerError):
+    """A node of the agent under test raised: one line naming the node and the exception
+    (`cuer-agent --debug …` prints the node's traceback as well)."""
+
+    def __init__(self, message: str, node: str = "") -> None:
+        super().__init__(message)
+        self.node = node
+
+    def __reduce__(self) -> tuple[object, ...]:  # crosses worker processes intact
+        return (type(self), (str(self), self.node))
+
+
+def node_of(exc: BaseException) -> str:
+    """The LangGraph node an exception was raised in (LangGraph notes it on the
+    exception: "During task with name 'llm' …"), or "" when it does not say."""
+    for note in getattr(exc, "__notes__", ()):
+        if note.startswith("During task with name '"):
+            return note.split("'", 2)[1]
+    return ""

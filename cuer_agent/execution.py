@@ -62,8 +62,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cuer_agent._lru import LRU
-from cuer_agent.agents import AgentSpec, Boundary, State, hop_of_key, load_agent
+from cuer_agent.agents import AgentSpec, Boundary, Factory, State, hop_of_key, load_agent
 from cuer_agent.data import Example
+from cuer_agent.errors import AgentNodeError, node_of
 from cuer_agent.graphs.state import AgentState, Condition
 from cuer_agent.llm.backends import BackendError, RequestLog, SkillClient
 from cuer_agent.retrieval import Retriever
@@ -132,11 +133,12 @@ def our_system(mode: Mode) -> tuple[Any, AgentSpec]:
 
 class Executor:
     """Runs one agent; the graph is compiled (or the user's factory called) once and
-    reused. `agent`: ``module:factory`` or ``file.py:factory`` (None: our system of
-    ``config.mode``)."""
+    reused. `agent`: ``module:factory``, ``file.py:factory`` or the factory itself (None:
+    our system of ``config.mode``)."""
 
     def __init__(self, skills: SkillClient, config: AgentConfig | None = None,
-                 meta: dict[str, Any] | None = None, agent: str | None = None) -> None:
+                 meta: dict[str, Any] | None = None, agent: str | Factory | None = None
+                 ) -> None:
         self.skills = skills
         self.config = config or AgentConfig()
         self.agent = agent
@@ -315,6 +317,11 @@ class Executor:
                         break
         except BackendError as exc:
             error = str(exc)
+        except Exception as exc:  # the agent's own code failed: name the node, keep the cause
+            node = node_of(exc)
+            where = f"node {node!r}" if node else "the graph"
+            raise AgentNodeError(f"agent {spec.name!r}: {where} raised {type(exc).__name__}: "
+                                 f"{exc}", node) from exc
         finally:
             collecting.__exit__(None, None, None)
             graph.checkpointer.delete_thread(thread["configurable"]["thread_id"])

@@ -128,3 +128,9 @@ def validate_diagnoser(diagnoser: Diagnoser, cases: Sequence[Case],
 
 def _comparable(d: Diagnosis) -> tuple[object, ...]:
     return (d.hop, d.stage, d.propagated, d.severity, d.cause)
+
+
+from cuer_agent.agent_kit import AgentReport, validate_agent  # noqa: E402  (the agent kit)
+
+__all__ = ["AgentReport", "ConformanceReport", "make_view", "validate_agent",
+           "validate_diagnoser"]

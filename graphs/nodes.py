@@ -83,11 +83,15 @@ def hop_view(rec: dict[str, Any], with_evidence: bool) -> HopView:
                    evidence=evidence if with_evidence else ())
 
 
+def hop_views(hops: list[dict[str, Any]], with_evidence: bool = False) -> tuple[HopView, ...]:
+    """`HopRecord` dicts as a skill request's history shows them (`hop_view` of each)."""
+    return tuple(hop_view(rec, with_evidence) for rec in hops)
+
+
 def _history(state: AgentState, *, with_evidence: bool = False,
              skip_current: bool = False) -> tuple[HopView, ...]:
     """The finished hops as the planner, reader or answerer sees them (last attempts)."""
-    hops = state["hops"][:-1] if skip_current else state["hops"]
-    return tuple(hop_view(rec, with_evidence) for rec in hops)
+    return hop_views(state["hops"][:-1] if skip_current else state["hops"], with_evidence)
 
 
 def _attempts(rec: dict[str, Any]) -> tuple[HopView, ...]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+import traceback
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -30,6 +31,15 @@ trace_app = typer.Typer(help="Inspect traces.", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
 
 F = TypeVar("F", bound=Callable[..., Any])
+DEBUG = {"on": False}
+"""Set by the global `--debug` option: errors also print their traceback."""
+
+
+@app.callback()
+def _global(debug: bool = typer.Option(
+        False, "--debug", help="On an error, print the traceback too (an agent node's "
+                               "exception: the node's own traceback).")) -> None:
+    DEBUG["on"] = debug
 
 
 def user_errors(func: F) -> F:
@@ -40,6 +50,8 @@ def user_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except CuerError as exc:
+            if DEBUG["on"]:
+                traceback.print_exception(exc.__cause__ or exc, file=sys.stderr)
             print(f"error: {exc}", file=sys.stderr)
             raise typer.Exit(code=2) from None
 
