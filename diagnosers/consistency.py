@@ -80,7 +80,9 @@ class Consistency(BaseDiagnoser):
     def stand_in(self) -> str | None:  # type: ignore[override]
         skills = self.options.get("skills")
         if skills is not None and skills.backend.name == "extractive":
-            return "checks run as rules sharing the extractive reader's primitives"
+            return ("rule-based checker on the extractive reader's primitives (its "
+                    "completeness check reads a question as the planner does: a forced early "
+                    "stop of this agent is found by construction)")
         return None
 
     def diagnose(self, view: DiagnosisView, probe: Probe | None = None) -> Diagnosis:
