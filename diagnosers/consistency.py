@@ -81,8 +81,8 @@ class Consistency(BaseDiagnoser):
         skills = self.options.get("skills")
         if skills is not None and skills.backend.name == "extractive":
             return ("rule-based checker on the extractive reader's primitives (its "
-                    "completeness check reads a question as the planner does: a forced early "
-                    "stop of this agent is found by construction)")
+                    "completeness check reads a question as the extractive planner does, so "
+                    "on cuer-agent's own agent a forced early stop is found by construction)")
         return None
 
     def diagnose(self, view: DiagnosisView, probe: Probe | None = None) -> Diagnosis:
