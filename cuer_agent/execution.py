@@ -64,7 +64,7 @@ from typing import Any, Literal
 from cuer_agent._lru import LRU
 from cuer_agent.agents import AgentSpec, Boundary, Factory, State, hop_of_key, load_agent
 from cuer_agent.data import Example
-from cuer_agent.errors import AgentNodeError, node_of
+from cuer_agent.errors import AgentNodeError, CuerError, node_of
 from cuer_agent.graphs.state import AgentState, Condition
 from cuer_agent.llm.backends import BackendError, RequestLog, SkillClient
 from cuer_agent.retrieval import Retriever
@@ -317,6 +317,8 @@ class Executor:
                         break
         except BackendError as exc:
             error = str(exc)
+        except CuerError:  # already one line for the user (a rejected parameter, a config)
+            raise
         except Exception as exc:  # the agent's own code failed: name the node, keep the cause
             node = node_of(exc)
             where = f"node {node!r}" if node else "the graph"

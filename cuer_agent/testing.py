@@ -29,8 +29,8 @@ from cuer_agent.diagnosers import (
     STAGES,
     Diagnoser,
     Diagnosis,
-    DiagnosisView,
     Probe,
+    make_view,
 )
 from cuer_agent.trace import Trace
 
@@ -46,13 +46,6 @@ class ConformanceReport:
     @property
     def ok(self) -> bool:
         return not self.problems
-
-
-def make_view(diagnoser: Diagnoser, trace: Trace, gold: str, seed: int = 0,
-              hop_budget: int | None = None) -> DiagnosisView:
-    """The view a diagnoser is entitled to: gold only when it declares it uses gold."""
-    return DiagnosisView(trace=trace, gold_answer=gold if diagnoser.uses_gold else None,
-                         seed=seed, hop_budget=hop_budget)
 
 
 class WatchedProbe:

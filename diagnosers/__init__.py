@@ -24,6 +24,7 @@ from ._base import (
     diagnoser,
     diagnoser_names,
     get_diagnoser,
+    make_view,
 )
 
 __all__ = [
@@ -40,4 +41,5 @@ __all__ = [
     "diagnoser",
     "diagnoser_names",
     "get_diagnoser",
+    "make_view",
 ]

@@ -118,6 +118,13 @@ class Diagnoser(Protocol):
     def diagnose(self, view: DiagnosisView, probe: Probe | None) -> Diagnosis: ...
 
 
+def make_view(diagnoser: Diagnoser, trace: Trace, gold: str, seed: int = 0,
+              hop_budget: int | None = None) -> DiagnosisView:
+    """The view a diagnoser is entitled to: gold only when it declares it uses gold."""
+    return DiagnosisView(trace=trace, gold_answer=gold if diagnoser.uses_gold else None,
+                         seed=seed, hop_budget=hop_budget)
+
+
 @dataclass
 class BaseDiagnoser:
     """Defaults for the class attributes; subclasses set what differs."""

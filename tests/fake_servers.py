@@ -125,6 +125,7 @@ def hashed_skill_reply(body: dict[str, Any]) -> str:
         "AnswerResponse": {"answer": f"a-{tag}", "confidence": 0.75, "used_ids": [],
                            "rationale": tag},
         "JudgeResponse": {"stage": "retrieval", "hop": 1, "rationale": tag},
+        "CheckResponse": {"consistent": True, "hops": [], "reason": tag},
     }
     return json.dumps(replies.get(title, {"echo": tag}))
 

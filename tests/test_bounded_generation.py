@@ -22,7 +22,13 @@ from cuer_agent.llm._remote import DEFAULT_MAX_TOKENS, RemoteBackend, RetryPolic
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.llm.ollama_backend import OllamaBackend
 from cuer_agent.llm.openai_backend import OpenAIBackend
-from cuer_agent.llm.skills import AnswerRequest, JudgeRequest, PlanRequest, ReadRequest
+from cuer_agent.llm.skills import (
+    AnswerRequest,
+    CheckRequest,
+    JudgeRequest,
+    PlanRequest,
+    ReadRequest,
+)
 
 MODEL = "test-model"
 NO_WAIT = RetryPolicy(max_attempts=3, initial_interval=0.0, max_retry_after=0.0)
@@ -32,6 +38,7 @@ REQUESTS: dict[str, BaseModel] = {
     "read": ReadRequest(question=QUESTION, hop=1, subquery=QUESTION, evidence=()),
     "answer": AnswerRequest(question=QUESTION, hops=()),
     "judge": JudgeRequest(question=QUESTION, hops=(), answer="Ann Lee"),
+    "check": CheckRequest(check="support", question=QUESTION, hops=(), answer="Ann Lee"),
 }
 UNSUPPORTED_TEMPERATURE = ("Unsupported value: 'temperature' does not support 0 with this "
                            "model. Only the default (1) value is supported.")

@@ -17,12 +17,11 @@ from typing import Any
 
 from cuer_agent.config import StudyConfig
 from cuer_agent.data import Example
-from cuer_agent.diagnosers import Diagnoser, DiagnosisView, get_diagnoser
+from cuer_agent.diagnosers import Diagnoser, DiagnosisView, get_diagnoser, make_view
 from cuer_agent.diagnosers._probe import ExecutionProbe
 from cuer_agent.execution import Executor, RunResult
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.metrics import recall_correct
-from cuer_agent.testing import make_view
 
 CLEAN = "none"
 """The `fault` of a diagnosis made on a clean, correct, unfaulted run."""

@@ -36,7 +36,7 @@ from pydantic import ValidationError
 
 from cuer_agent.config import StudyConfig
 from cuer_agent.data import Example
-from cuer_agent.diagnosers import Diagnoser, diagnoser_names, get_diagnoser
+from cuer_agent.diagnosers import Diagnoser, diagnoser_names, get_diagnoser, make_view
 from cuer_agent.errors import CuerError, DataError
 from cuer_agent.experiments.diagnose import CLEAN, diagnosis_fields
 from cuer_agent.experiments.diagnose_summary import attribution, diagnoser_summaries
@@ -46,7 +46,6 @@ from cuer_agent.interchange.export import record_metrics
 from cuer_agent.metrics import recall_correct
 from cuer_agent.metrics.attribution import chance_expected_accuracy
 from cuer_agent.runs import canonical_json, scan_rows, write_atomic
-from cuer_agent.testing import make_view
 from cuer_agent.trace import Trace, write_traces
 
 FORMATS = ("openinference", "cuer")

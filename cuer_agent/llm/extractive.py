@@ -229,9 +229,10 @@ def read(req: ReadRequest) -> ReadResponse:
 def _type_confirmed(subquery: str, scored: list[Hit]) -> tuple[str, Hit] | None:
     """A sub-query that names one entity and asks only its type ("Port Stouvoll city": how
     the planner checks an answer's type) is read as that check. The best sentence about the
-    entity that names a type settles it: the asked type ("Port Stouvoll is a city …") —
-    the entity is the answer; another type ("Tolmere is a city located in Varenia", asked
-    for a country) — None: read on, the answer is further on. Only the entity's own
+    entity that names a type settles it, by the first type it names (what it says the
+    entity is): the asked type ("Port Stouvoll is a city …") — the entity is the answer;
+    another type ("Tolmere is a city located in the country of Varenia", asked for a
+    country) — None: read on, the answer is further on. Only the entity's own
     article counts (its title is the name); one that names no type leaves the entity as it
     was (what it is not said to be, it is not shown not to be); without its article in
     view nothing is settled (None)."""
@@ -247,11 +248,11 @@ def _type_confirmed(subquery: str, scored: list[Hit]) -> tuple[str, Hit] | None:
            and tx.words(hit.ev.title) == tx.words(name)]  # its own article's sentences
     kinds = {type_kind(noun) for noun in asked}
     for hit in own:
-        types = {type_kind(noun) for noun in set(tx.words(hit.sentence)) & TYPE_NOUNS}
-        if types & kinds:
-            return name, hit
-        if types:
-            return None
+        # The first type noun is what the sentence says the entity is; later ones belong
+        # to what it is related to ("a city located in the country of Varenia").
+        said = next((w for w in tx.words(hit.sentence) if w in TYPE_NOUNS), None)
+        if said is not None:
+            return (name, hit) if type_kind(said) in kinds else None
     return (name, own[0]) if own else None
 
 
