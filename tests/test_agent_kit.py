@@ -29,9 +29,10 @@ def test_the_kit_passes_every_agent_we_ship(factory: Any) -> None:
     assert report.checked == ("spec", "trace", "identity forks", "hooks", "kill and resume")
 
 
-def test_the_readmes_agent_is_the_example_file_and_fits_in_60_lines() -> None:
+def test_the_own_agent_docs_show_the_example_file_verbatim_and_it_fits_in_60_lines() -> None:
     source = (ROOT / "examples" / "two_node_agent.py").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "own-agent.md").read_text(),
+                        re.S)
     assert source in blocks
     assert len(source.splitlines()) <= 60
 
