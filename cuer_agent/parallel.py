@@ -27,6 +27,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import signal
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -157,7 +158,8 @@ def _threads(task: Callable[[T], R], items: Iterable[T], concurrency: int) -> It
     context = copy_context()
     context.run(_SLOTS.set, threading.BoundedSemaphore(concurrency))
     context.run(_FAN_OUT.set, concurrency)
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="cuer") as pool:
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="cuer")
+    try:
         pending: deque[Future[R]] = deque()
         for item in items:
             pending.append(pool.submit(context.copy().run, task, item))
@@ -165,6 +167,12 @@ def _threads(task: Callable[[T], R], items: Iterable[T], concurrency: int) -> It
                 yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()
+    except BaseException:
+        # An interrupt (or a failed item) does not wait for the items in flight: their
+        # rows were not written, and a rerun redoes them.
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
 
 
 # --- the worker side (a process of the pool, or a Ray actor) ---------------------------------
@@ -210,8 +218,10 @@ _host: TaskHost | None = None
 
 
 def _install(blob: bytes) -> None:
-    """Pool initializer: each worker process unpickles the task once."""
+    """Pool initializer: each worker process unpickles the task once. Ctrl-C reaches
+    the whole process group; the workers leave it to the parent, which stops them."""
     global _host
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _host = TaskHost(blob)
 
 
@@ -226,8 +236,9 @@ def _processes(task: Callable[[T], R], items: Iterable[T], policy: Parallelism) 
     blob = pickle.dumps(task)  # here, so an unpicklable task fails in the caller
     # spawn, not fork: the parent holds threads (progress bar) and an open SQLite
     # connection, neither of which survives a fork safely.
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_install, initargs=(blob,)) as pool:
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_install, initargs=(blob,))
+    try:
         pending: deque[Future[Batch]] = deque()
         for batch in _batches(items, threads):
             pending.append(pool.submit(_run_installed, batch, threads))
@@ -235,6 +246,14 @@ def _processes(task: Callable[[T], R], items: Iterable[T], policy: Parallelism) 
                 yield from settle(task, pending.popleft().result())
         while pending:
             yield from settle(task, pending.popleft().result())
+    except BaseException:
+        # An interrupt (or a failed batch) stops the workers instead of waiting for their
+        # batches: those rows were not written, and a rerun redoes them.
+        for process in list((pool._processes or {}).values()):
+            process.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)  # quick: its workers are gone
+        raise
+    pool.shutdown()
 
 
 def _batches(items: Iterable[T], size: int) -> Iterator[list[T]]:

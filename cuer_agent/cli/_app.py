@@ -7,11 +7,16 @@ The commands register themselves on these objects when `cuer_agent.cli` imports
 
 from __future__ import annotations
 
+import atexit
 import functools
 import json
+import multiprocessing
+import os
+import signal
 import sys
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
@@ -42,11 +47,21 @@ def _global(debug: bool = typer.Option(
     DEBUG["on"] = debug
 
 
+RUNNING: dict[str, Path | None] = {"run_dir": None}
+"""The run directory the current command writes (set by `_study.open_run`)."""
+CONTEXT = typer.Context.__mro__[1]
+"""The click context class typer hands to commands (its own vendored click's)."""
+INTERRUPTED = 130
+"""The exit code of a command stopped by SIGINT or SIGTERM (128 + SIGINT, as shells say)."""
+
+
 def user_errors(func: F) -> F:
-    """Report `CuerError` as one line and exit 2 (no traceback)."""
+    """Report `CuerError` as one line and exit 2 (no traceback); on an interrupt, one
+    line saying what was saved and the command that resumes it, and exit 130."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        RUNNING["run_dir"] = None
         try:
             return func(*args, **kwargs)
         except CuerError as exc:
@@ -54,8 +69,35 @@ def user_errors(func: F) -> F:
                 traceback.print_exception(exc.__cause__ or exc, file=sys.stderr)
             print(f"error: {exc}", file=sys.stderr)
             raise typer.Exit(code=2) from None
+        except KeyboardInterrupt:
+            ctx = next((a for a in (*args, *kwargs.values()) if isinstance(a, CONTEXT)),
+                       None)
+            print(interrupted_line(RUNNING["run_dir"], ctx), file=sys.stderr)
+            raise typer.Exit(code=INTERRUPTED) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def interrupted_line(run_dir: Path | None, ctx: Any) -> str:
+    """What an interrupted command saved, and the exact command that carries on (the
+    same command: a run directory resumes from its finished rows)."""
+    if run_dir is None:
+        return "interrupted: nothing was saved (no run had started)"
+    from cuer_agent.cli._study import command_line
+
+    rows = {p.relative_to(run_dir).as_posix(): _lines(p)
+            for p in sorted(run_dir.rglob("*.jsonl"))}
+    saved = (", ".join(f"{name} {n}" for name, n in rows.items() if n) or "no finished row")
+    command = (command_line(ctx, execution=True) if ctx is not None
+               else "the same command")
+    return (f"interrupted: finished rows are saved in {run_dir} ({saved}); resume with: "
+            f"{command}")
+
+
+def _lines(path: Path) -> int:
+    """Complete lines of a JSONL file (a line cut by the interrupt is not a row)."""
+    with path.open("rb") as fh:
+        return sum(1 for line in fh if line.endswith(b"\n"))
 
 
 def print_json(obj: object) -> None:
@@ -63,4 +105,27 @@ def print_json(obj: object) -> None:
 
 
 def main() -> None:
-    app()
+    """The `cuer-agent` entry point. SIGTERM is an interrupt like Ctrl-C; after an
+    interrupt the process leaves at once: worker processes are stopped, and a generation
+    still running in a native thread (llama.cpp) is not waited for — every finished row
+    is already on disk, and a rerun of the same command resumes from there."""
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        app()
+    except SystemExit as exc:
+        if exc.code != INTERRUPTED:
+            raise
+        # An interpreter's normal exit would wait for pool threads still asking a model
+        # server, finalise under a native generation, and spend seconds collecting a
+        # study's objects: leave at once instead, after the exit handlers (multiprocessing
+        # releases its semaphores there) — every finished row is already on disk.
+        for child in multiprocessing.active_children():
+            child.terminate()
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(INTERRUPTED)
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt

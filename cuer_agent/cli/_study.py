@@ -9,7 +9,6 @@ records as its provenance (`command_line`).
 
 from __future__ import annotations
 
-import os
 import shlex
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -89,25 +88,27 @@ def warn_request_errors(summary: dict[str, Any]) -> None:
 
 def open_run(out: Path, config: dict[str, Any]) -> Any:
     """The run directory, made with `config` (checked against its command's schema) or
-    resumed if it holds the same one."""
+    resumed if it holds the same one. It is noted as this command's run, so an interrupt
+    can say what was saved there (`_app.user_errors`)."""
+    from cuer_agent.cli._app import RUNNING
     from cuer_agent.experiments.run_configs import open_run_dir
 
-    return open_run_dir(out, config)
+    run_dir = open_run_dir(out, config)
+    RUNNING["run_dir"] = run_dir.path
+    return run_dir
 
 
 def skill_client(engine: Any, seed: int, cache: Path | None, no_cache: bool) -> Any:
     """Backend + cache + ledger from a [backend] section; checks the server (or loads the
     model) before any work starts."""
     from cuer_agent.llm.backends import SkillClient, make_backend
-    from cuer_agent.llm.cache import ResponseCache
+    from cuer_agent.llm.cache import ResponseCache, default_cache_path
 
     client_backend = make_backend(engine.name, **engine.client_options(seed))
     client_backend.check()  # type: ignore[attr-defined]
     if no_cache:
         return SkillClient(client_backend)
-    path = cache or Path(os.environ.get("CUER_CACHE",
-                                        Path.home() / ".cache" / "cuer-agent" / "responses.sqlite"))
-    return SkillClient(client_backend, cache=ResponseCache(path))
+    return SkillClient(client_backend, cache=ResponseCache(cache or default_cache_path()))
 
 
 def recorded(engine: Any, skills: Any) -> dict[str, Any]:
@@ -159,11 +160,12 @@ EXECUTION_OPTIONS = frozenset({"out", "cache", "no_cache", "progress", "concurre
 """Options that leave a study's results byte-identical: not part of its provenance."""
 
 
-def command_line(ctx: typer.Context) -> str:
-    """The command as given, with only the options that can change its results."""
+def command_line(ctx: typer.Context, *, execution: bool = False) -> str:
+    """The command as given, with only the options that can change its results (and,
+    with `execution`, the execution options too: the command that resumes a run)."""
     words = ["cuer-agent", ctx.info_name or ""]
     for param in ctx.command.params:
-        if (param.name in EXECUTION_OPTIONS or not param.opts
+        if ((param.name in EXECUTION_OPTIONS and not execution) or not param.opts
                 or not on_command_line(ctx, param.name or "")):
             continue
         value = ctx.params[param.name or ""]

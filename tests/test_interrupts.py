@@ -1,0 +1,126 @@
+"""Interrupts: Ctrl-C or SIGTERM stops a study at once with one line — what was saved and
+the exact command that resumes it — exit code 130; the resumed run is byte-identical to
+one never interrupted."""
+
+from __future__ import annotations
+
+import filecmp
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from cuer_agent.cli._app import INTERRUPTED, RUNNING, user_errors
+
+CLI = [sys.executable, "-m", "cuer_agent.cli"]
+STUDY = ["evaluate", "--hops", "2", "--n", "6"]
+
+
+def interrupting_app(tmp_path: Path) -> typer.Typer:
+    """A command that saves two rows in a run directory, then is interrupted."""
+    app = typer.Typer()
+
+    @app.command()
+    @user_errors
+    def study(ctx: typer.Context, out: Annotated[Path, typer.Option()], n: int = 3) -> None:
+        (out / "agentic").mkdir(parents=True)
+        (out / "agentic" / "traces.jsonl").write_text('{"a": 1}\n{"a": 2}\n{"cut')
+        RUNNING["run_dir"] = out
+        raise KeyboardInterrupt
+
+    @app.command()
+    @user_errors
+    def early() -> None:
+        raise KeyboardInterrupt
+
+    return app
+
+
+def test_an_interrupt_says_what_was_saved_and_the_command_that_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = CliRunner().invoke(interrupting_app(tmp_path),
+                                ["study", "--out", str(out), "--n", "5"])
+
+    assert result.exit_code == INTERRUPTED
+    [line] = [x for x in result.output.splitlines() if x.strip()]
+    assert line == (f"interrupted: finished rows are saved in {out} (agentic/traces.jsonl 2); "
+                    f"resume with: cuer-agent study --out {out} --n 5")
+
+
+def test_an_interrupt_before_any_run_says_nothing_was_saved(tmp_path: Path) -> None:
+    result = CliRunner().invoke(interrupting_app(tmp_path), ["early"])
+
+    assert result.exit_code == INTERRUPTED
+    assert result.output.strip() == "interrupted: nothing was saved (no run had started)"
+
+
+def _start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
+    env = {**os.environ, "CUER_CACHE": str(cwd / "cache.sqlite")}
+    # A background job inherits SIGINT ignored; a terminal's Ctrl-C is not ignored.
+    return subprocess.Popen([*CLI, *args], cwd=cwd, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def _wait_for_rows(path: Path, process: subprocess.Popen[str], limit: float = 120.0) -> None:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline and process.poll() is None:
+        if path.exists() and path.stat().st_size:
+            return
+        time.sleep(0.05)
+    pytest.fail(f"no row reached {path} within {limit:.0f} s")
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupted_study_stops_within_5_s_and_its_resume_is_byte_identical(
+        tmp_path: Path, sig: signal.Signals) -> None:
+    process = _start([*STUDY, "--out", "interrupted"], tmp_path)
+    _wait_for_rows(tmp_path / "interrupted" / "agentic" / "traces.jsonl", process)
+    sent = time.monotonic()
+    process.send_signal(sig)
+    _, err = process.communicate(timeout=30)
+    waited = time.monotonic() - sent
+
+    assert process.returncode == INTERRUPTED and waited <= 5.0, (waited, err)
+    [line] = [x for x in err.splitlines() if x.strip()]
+    command = shlex.split(line.split("resume with: ", 1)[1])
+    assert command[:2] == ["cuer-agent", "evaluate"]
+    resumed = _start(command[1:], tmp_path)
+    whole = _start([*STUDY, "--out", "whole"], tmp_path)
+    assert resumed.wait(timeout=600) == 0 and whole.wait(timeout=600) == 0
+    compared = filecmp.dircmp(tmp_path / "interrupted", tmp_path / "whole")
+    assert not compared.left_only and not compared.right_only
+    for name in ("agentic", "single_shot"):
+        sub = compared.subdirs[name]
+        assert not sub.diff_files and not sub.left_only and not sub.right_only, name
+    assert not set(compared.diff_files) - {"summary.json", "report.md", "report.html"}
+    summaries = [json.loads((tmp_path / run / "summary.json").read_text())
+                 for run in ("interrupted", "whole")]
+    for summary in summaries:  # the commit may differ (a test run beside a working copy)
+        summary.pop("provenance")
+    assert summaries[0] == summaries[1]
+
+
+@pytest.mark.real_model
+def test_an_interrupt_during_a_llamacpp_generation_stops_within_5_s(tmp_path: Path) -> None:
+    pytest.importorskip("xllamacpp", reason="the llamacpp extra is not installed")
+    process = _start([*STUDY, "--n", "1", "--backend", "llamacpp", "--out", "run"], tmp_path)
+    time.sleep(20)  # the model is loaded in a few seconds; then it generates, in C
+    assert process.poll() is None, "the run ended before it could be interrupted"
+    sent = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    waited = time.monotonic() - sent
+
+    assert process.returncode == INTERRUPTED and waited <= 5.0, (waited, err)
+    assert "resume with: cuer-agent evaluate" in err
