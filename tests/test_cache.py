@@ -8,9 +8,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from cuer_agent.cli import app
 from cuer_agent.llm.backends import SkillClient
-from cuer_agent.llm.cache import CachedReply, Ledger, ResponseCache, cache_key
+from cuer_agent.llm.cache import (
+    CachedReply,
+    Ledger,
+    ResponseCache,
+    cache_key,
+    default_cache_path,
+)
 
 
 def test_cache_key_depends_on_every_part() -> None:
@@ -24,6 +32,37 @@ def test_cache_key_depends_on_every_part() -> None:
             cache_key(*base, "rules-2")}
     assert len(keys) == 7
     assert cache_key(*base) == cache_key(*base)
+
+
+def test_the_default_cache_is_the_projects_unless_cuer_cache_names_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CUER_CACHE", raising=False)
+    assert default_cache_path() == tmp_path / ".cuer-cache" / "responses.sqlite"
+    monkeypatch.setenv("CUER_CACHE", str(tmp_path / "elsewhere.sqlite"))
+    assert default_cache_path() == tmp_path / "elsewhere.sqlite"
+
+
+@pytest.mark.parametrize("where", ["project", "env", "flag"])
+def test_a_command_without_cache_flags_writes_the_project_cache(
+        where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CUER_CACHE", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # a machine-wide cache would show
+    flags: list[str] = []
+    expected = tmp_path / ".cuer-cache" / "responses.sqlite"
+    if where == "env":
+        expected = tmp_path / "env.sqlite"
+        monkeypatch.setenv("CUER_CACHE", str(expected))
+    elif where == "flag":
+        expected = tmp_path / "flag.sqlite"
+        flags = ["--cache", str(expected)]
+    result = CliRunner().invoke(app, ["run", "--n", "1", "--hops", "1", "--out", "r",
+                                      "--no-progress", *flags])
+    assert result.exit_code == 0, result.output
+    assert len(ResponseCache(expected)) > 0
+    written = {p.relative_to(tmp_path) for p in tmp_path.rglob("*.sqlite")}
+    assert written == {expected.relative_to(tmp_path)}  # no other cache, none in ~/.cache
 
 
 def test_cache_persists_across_instances(tmp_path: Path) -> None:

@@ -64,7 +64,8 @@ Redundancy = Annotated[str | None, typer.Option(
                          "3, mix (default) or weights of 1, 2, 3 passages (0.5,0.5).")]
 ShowProgress = Annotated[bool, typer.Option(help="Show a progress bar.")]
 CachePath = Annotated[Path | None, typer.Option(
-    help="Response cache (SQLite). Default: $CUER_CACHE or ~/.cache/cuer-agent/responses.sqlite")]
+    help="Response cache (SQLite). Default: $CUER_CACHE, else the project's "
+         "./.cuer-cache/responses.sqlite (under the current directory).")]
 ConfigPath = Annotated[Path | None, typer.Option(help="Study config (TOML); flags override "
                                                  "it.")]
 DataPath = Annotated[Path | None, typer.Option(help="Data file (original format).")]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -78,6 +79,20 @@ def _enable_wal(conn: sqlite3.Connection, *, patience: float) -> None:
             if "locked" not in str(exc) or time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
+
+
+CACHE_ENV = "CUER_CACHE"
+PROJECT_CACHE = Path(".cuer-cache") / "responses.sqlite"
+"""The default cache, relative to the directory a command runs in (the project)."""
+
+
+def default_cache_path() -> Path:
+    """The response cache of a command given no `--cache`: the file `$CUER_CACHE` names if
+    set, else the project's `./.cuer-cache/responses.sqlite` under the working directory,
+    made absolute (a worker process started elsewhere opens the same file). Per project,
+    not per machine: one project's runs are not answered from another's replies."""
+    named = os.environ.get(CACHE_ENV)
+    return Path(named).expanduser() if named else Path.cwd() / PROJECT_CACHE
 
 
 class ResponseCache:
