@@ -1,1 +1,3 @@
-"""The agents under test (LangGraph), installed as `cuer_agent.graphs`."""
+"""The agents under test (LangGraph), imported and installed as `cuer_agent.graphs` through
+the relative symlink cuer_agent/graphs → ../graphs (the files live here: langgraph.json
+loads ./graphs/server.py)."""

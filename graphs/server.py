@@ -89,9 +89,8 @@ class Answer(TypedDict):
     """The run's observable trace (`cuer_agent.trace.Trace`, schema in the README)."""
 
 
-# langgraph.json loads this file by path, so its imports are absolute, and mypy does not
-# follow `cuer_agent.graphs` (installed from graphs/): AgentState is opaque to it here.
-class ServerState(AgentState, total=False):  # type: ignore[call-arg]
+# langgraph.json loads this file by path, so its imports are absolute.
+class ServerState(AgentState, total=False):
     final_answer: str
     """Set by `finish`: the final answer."""
     confidence: float | None

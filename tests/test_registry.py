@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,19 +17,20 @@ from cuer_agent import _registry
 from cuer_agent.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = {"cuer_agent": ROOT / "cuer_agent", "cuer_agent.graphs": ROOT / "graphs",
-            "cuer_agent.diagnosers": ROOT / "diagnosers"}
+PACKAGE = ROOT / "cuer_agent"
+"""With its symlinked subpackages (`cuer_agent/graphs` → `graphs/`, `cuer_agent/diagnosers`
+→ `diagnosers/`), walked as the package finder walks them."""
 ALLOWED_CYCLES = [{"cuer_agent.parallel", "cuer_agent._ray"}]
 """`parallel` imports `_ray` only when `--executor ray` is asked for (the `ray` extra)."""
 
 
 def _modules() -> dict[str, Path]:
     out = {}
-    for package, folder in PACKAGES.items():
-        for path in folder.rglob("*.py"):
-            parts = [p for p in path.relative_to(folder).with_suffix("").parts
+    for folder, _, files in os.walk(PACKAGE, followlinks=True):
+        for path in (Path(folder) / f for f in files if f.endswith(".py")):
+            parts = [p for p in path.relative_to(ROOT).with_suffix("").parts
                      if p != "__init__"]
-            out[".".join([package, *parts])] = path
+            out[".".join(parts)] = path
     return out
 
 
