@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import sys
 
-import xllamacpp
-
-from cuer_agent.llm.llamacpp_backend import resolve_model, server_params
+from cuer_agent.llm.llamacpp_backend import import_xllamacpp, resolve_model, server_params
 
 
 def main(model: str, threads: int) -> None:
     params = server_params(resolve_model(model), threads)  # the in-process backend's
     params.model_alias = {model}  # a set of names in this xllamacpp (a str becomes its chars)
-    server = xllamacpp.Server(params)
+    server = import_xllamacpp().Server(params)  # OpenMP waits passively, as in process
     print(server.listening_address, flush=True)
     sys.stdin.read()  # until the test closes our stdin
 

