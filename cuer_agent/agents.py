@@ -40,6 +40,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -255,6 +256,24 @@ def check_spec(graph: Any, spec: Any, where: str = "agent") -> None:
 # ---------------------------------------------------------------------------- loading
 
 Factory = Callable[[], tuple[Any, AgentSpec]]
+
+
+BUILT_IN_AGENT = "cuer-agent"
+"""The built-in agent's name (its spec's): what `agent_label` gives without `--agent`."""
+
+
+def agent_label(ref: str | None) -> str:
+    """The agent an ``--agent`` reference names, in characters safe in a directory name:
+    ``examples/react_agent.py:build`` → ``react_agent.build``, ``mypkg.agents:make`` →
+    ``mypkg.agents.make``; None (the built-in agent) → ``cuer-agent``. Part of the default
+    run directory of `evaluate`, so runs of different agents do not collide."""
+    if ref is None:
+        return BUILT_IN_AGENT
+    target, _, name = ref.rpartition(":")
+    if target.endswith(".py"):
+        target = Path(target).stem
+    label = re.sub(r"[^A-Za-z0-9_.-]+", "-", ".".join(p for p in (target, name) if p))
+    return label.strip(".-") or "agent"
 
 
 def load_agent(ref: str | Factory) -> tuple[Any, AgentSpec]:

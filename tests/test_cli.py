@@ -281,6 +281,36 @@ def test_a_backend_flag_other_than_the_files_drops_the_files_model_and_server(
                                                                         "rules-v1", None)
 
 
+@pytest.mark.parametrize("ref, label", [
+    (None, "cuer-agent"),
+    ("examples/react_agent.py:build", "react_agent.build"),
+    ("mypkg.agents:make", "mypkg.agents.make"),
+    ("my dir/über agent.py:build", "ber-agent.build"),
+])
+def test_an_agent_reference_becomes_a_directory_safe_label(ref: str | None, label: str
+                                                           ) -> None:
+    from cuer_agent.agents import agent_label
+
+    assert agent_label(ref) == label
+
+
+def test_evaluates_default_out_names_the_agent_so_the_built_in_runs_after_yours(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cuer_agent.experiments import evaluate, evaluate_report
+
+    # the run directory is opened (and a different config refused) before the studies
+    monkeypatch.setattr(evaluate, "run_evaluate", lambda *args, **kwargs: {})
+    monkeypatch.setattr(evaluate_report, "print_headline", lambda *args, **kwargs: None)
+    monkeypatch.chdir(tmp_path)
+    own = str(Path(__file__).resolve().parents[1] / "examples" / "two_node_agent.py:build")
+    for agent in (["--agent", own], []):
+        code, _, err = cli("evaluate", "--n", "2", "--hops", "2", "--no-cache",
+                           "--no-progress", *agent)
+        assert code == 0, err
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == [
+        "evaluate-cuer-agent-synthetic-h2", "evaluate-two_node_agent.build-synthetic-h2"]
+
+
 def test_run_files_without_a_config_json_are_refused_not_resumed(tmp_path: Path) -> None:
     out = tmp_path / "r"
     assert cli("run", "--n", "2", "--out", str(out), "--no-cache", "--no-progress")[0] == 0

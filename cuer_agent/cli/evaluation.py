@@ -101,11 +101,14 @@ def evaluate_cmd(
     fault_persistence: FaultPersistence = None,
     redundancy: Redundancy = None,
     agent_ref: AgentRef = None,
-    out: Annotated[Path | None, typer.Option(help="Run directory (default "
-                                             "runs/evaluate-<dataset>-h<hops>).")] = None,
+    out: Annotated[Path | None, typer.Option(help=(
+        "Run directory (default runs/evaluate-<agent>-<dataset>-h<hops>; <agent>: "
+        "cuer-agent, or --agent's file or module and factory, e.g. react_agent.build)."))] = (
+        None),
     execution: ExecutionFlags = EXECUTION_FLAGS,
 ) -> None:
     """CUE-R baseline + agentic fault propagation + diagnoser comparison, with a report."""
+    from cuer_agent.agents import agent_label
     from cuer_agent.config import load_config, merged
     from cuer_agent.diagnosers import get_diagnoser
     from cuer_agent.experiments.evaluate import run_evaluate
@@ -133,7 +136,8 @@ def evaluate_cmd(
     for name in study.diagnose.names:
         get_diagnoser(name)
     parallel, skills, ds = open_study(study.backend, data, execution, joined(data.gold_hops))
-    run_dir = open_run(out or Path("runs") / f"evaluate-{data.dataset}-h{agent.hops}",
+    run_dir = open_run(out or Path("runs") / f"evaluate-{agent_label(agent.factory)}-"
+                                             f"{data.dataset}-h{agent.hops}",
                        {"command": "evaluate", "source": ds.source,
                         "study": study.model_dump(mode="json")})
     summary = run_evaluate(ds, skills, run_dir, study, show_progress=execution.progress,
