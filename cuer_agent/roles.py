@@ -70,7 +70,7 @@ can show why.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -78,7 +78,13 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from cuer_agent.errors import ConfigError
-from cuer_agent.metrics.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_ci
+from cuer_agent.metrics.stats import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    bootstrap_ci,
+    bound_digits,
+    cluster_bootstrap_ci,
+)
 
 CORRECTIVE = "corrective"
 CONSTRUCTIVE = "constructive"
@@ -266,6 +272,11 @@ def role_counts(labels: Iterable[str | Iterable[str]]) -> dict[str, int]:
 
 # --------------------------------------------------------------------------- dataset level
 
+def _signed(value: float) -> str:
+    """`value` with a sign, with the digits that show the sign of a nonzero value."""
+    return f"{value:+.{bound_digits(value)}f}"
+
+
 @dataclass(frozen=True)
 class _Stat:
     n: int
@@ -281,8 +292,9 @@ class _Stat:
         return self.ci_low > 0.0 or self.ci_high < 0.0
 
     def describe(self, label: str, level: float) -> str:
+        """Bounds that are not 0 never print as 0 (the verdicts rest on their sign)."""
         return (f"{label}: mean {self.mean:+.3f}, {level:.0%} CI "
-                f"[{self.ci_low:+.3f}, {self.ci_high:+.3f}]")
+                f"[{_signed(self.ci_low)}, {_signed(self.ci_high)}]")
 
 
 @dataclass
@@ -296,7 +308,8 @@ class _Verdict:
 
 
 def _condition_stats(condition: str, metrics: Mapping[str, ArrayLike], *, n_resamples: int,
-                     seed: int, level: float) -> dict[str, _Stat]:
+                     seed: int, level: float,
+                     clusters: Sequence[str] | None = None) -> dict[str, _Stat]:
     names = list(metrics)
     arrays = [np.asarray(metrics[m], dtype=np.float64).ravel() for m in names]
     if not arrays:
@@ -310,7 +323,11 @@ def _condition_stats(condition: str, metrics: Mapping[str, ArrayLike], *, n_resa
         if not np.all(np.isfinite(arr)):
             raise ValueError(f"{condition}.{name}: deltas must be finite (found NaN/inf)")
     stack = np.vstack(arrays)
-    cis = bootstrap_ci(stack, n_resamples=n_resamples, seed=seed, confidence=level)
+    if clusters is not None and len(set(clusters)) < len(clusters):
+        cis = np.vstack([cluster_bootstrap_ci(row, clusters, n_resamples=n_resamples,
+                                              seed=seed, confidence=level) for row in stack])
+    else:
+        cis = bootstrap_ci(stack, n_resamples=n_resamples, seed=seed, confidence=level)
     return {name: _Stat(n=int(stack.shape[1]), mean=float(stack[i].mean()),
                         ci_low=float(cis[i, 0]), ci_high=float(cis[i, 1]))
             for i, name in enumerate(names)}
@@ -318,14 +335,17 @@ def _condition_stats(condition: str, metrics: Mapping[str, ArrayLike], *, n_resa
 
 def dataset_roles(deltas_by_condition: Mapping[str, Mapping[str, ArrayLike]],
                   thresholds: RoleThresholds = RoleThresholds(), *,
-                  n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED
-                  ) -> dict[str, Any]:
+                  n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+                  clusters: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any]:
     """Dataset-level role verdicts from per-example delta arrays.
 
     `deltas_by_condition` maps a condition ("remove", "duplicate", "replace", or any
     other name, reported only) to metric arrays of equal length, keyed "correctness",
     "f1", "conf_utility" (CE_cf − CE), "divergence" (others, e.g. "grounding", are
-    reported too). REMOVE's "correctness" is required; a verdict whose inputs are
+    reported too). `clusters` (condition → a cluster label per example, e.g. the parent
+    example of per-hop questions) makes a condition's intervals the clustered bootstrap,
+    as the study's own tables use, so one delta has one interval everywhere.
+    REMOVE's "correctness" is required; a verdict whose inputs are
     missing gets ``holds=None``. Criteria: the module docstring's table.
 
     Returns a JSON-serialisable dict::
@@ -344,7 +364,7 @@ def dataset_roles(deltas_by_condition: Mapping[str, Mapping[str, ArrayLike]],
                          f"[{CORRECTNESS!r}]; got conditions {sorted(deltas_by_condition)}")
     level = t.ci_level
     stats = {cond: _condition_stats(cond, metrics, n_resamples=n_resamples, seed=seed,
-                                    level=level)
+                                    level=level, clusters=(clusters or {}).get(cond))
              for cond, metrics in deltas_by_condition.items()}
 
     def stat(cond: str, metric: str) -> _Stat | None:

@@ -135,6 +135,9 @@ class BaseDiagnoser:
     uses_environment_oracle: ClassVar[bool] = False
     probing: ClassVar[bool] = False
     stand_in: ClassVar[str | None] = None
+    control: ClassVar[bool] = False
+    """A control: what any trace would score (chance, a fixed hop, the trace's own flags),
+    set beside the diagnosers so a figure that needs no diagnosis shows as such."""
     options: dict[str, Any] = field(default_factory=dict)
 
 

@@ -13,6 +13,8 @@ from ._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
 
 @diagnoser("chance")
 class Chance(BaseDiagnoser):
+    control = True
+
     def diagnose(self, view: DiagnosisView, probe: Probe | None = None) -> Diagnosis:
         n = max(1, len(view.trace.hops))
         rng = np.random.default_rng(view.stable_seed("chance"))

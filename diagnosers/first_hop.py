@@ -7,6 +7,8 @@ from ._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
 
 @diagnoser("first-hop")
 class FirstHop(BaseDiagnoser):
+    control = True
+
     def diagnose(self, view: DiagnosisView, probe: Probe | None = None) -> Diagnosis:
         return Diagnosis(hop=1, stage="retrieval", propagated=len(view.trace.hops) > 1,
                          cause="control: always the first hop")

@@ -7,6 +7,8 @@ from ._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
 
 @diagnoser("last-hop")
 class LastHop(BaseDiagnoser):
+    control = True
+
     def diagnose(self, view: DiagnosisView, probe: Probe | None = None) -> Diagnosis:
         return Diagnosis(hop=max(1, len(view.trace.hops)), stage="retrieval",
                          cause="control: always the last hop")

@@ -19,6 +19,8 @@ from ._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
 
 @diagnoser("trace-rule")
 class TraceRule(BaseDiagnoser):
+    control = True
+
     def diagnose(self, view: DiagnosisView, probe: Probe | None = None) -> Diagnosis:
         trace = view.trace
         n = len(trace.hops)

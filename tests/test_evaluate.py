@@ -37,7 +37,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_summary_has_every_part(run: Path) -> None:
     summary = json.loads((run / "summary.json").read_text())
-    assert {"single_shot", "agentic", "diagnosers", "ledger", "config", "notes", "verify",
+    assert {"single_shot", "agentic", "diagnosers", "ledger", "config", "caveats", "verify",
             "invisibility", "reader"} <= set(summary)
     reader = summary["reader"]
     assert reader["accuracy"] == summary["agentic"]["clean"]["accuracy"]

@@ -310,8 +310,8 @@ def test_evaluate_summary_ledger_counts_parse_failures_and_errors(eval_pair: Pai
     # Traces cut short by a server that never answered must be visible in the summary,
     # not only as wrong answers.
     assert ledger.get("errors") == len(errors) > 0
-    assert any(note.startswith(f"{len(errors)} trace(s) stopped early") for note in
-               summary["notes"])
+    assert any(caveat["text"].startswith(f"{len(errors)} trace(s) stopped early")
+               for caveat in summary["caveats"])
 
 
 def test_llm_judge_replies_that_break_the_schema_are_recorded_as_errors_in_a_whole_run(

@@ -19,7 +19,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from cuer_agent.cli._app import INTERRUPTED, RUNNING, user_errors
+from cuer_agent.cli._app import INTERRUPTED, user_errors
+from cuer_agent.cli._study import RUNNING
 
 CLI = [sys.executable, "-m", "cuer_agent.cli"]
 STUDY = ["evaluate", "--hops", "2", "--n", "6"]

@@ -19,8 +19,10 @@ SECTIONS = ("Read this before quoting a number", "Single-shot CUE-R study",
             "What the figures rest on",
             "Single-shot vs agentic analysis, per example", "Fault diagnosers",
             "Ledger and configuration", "Provenance")
-NOTES = ["coverage reads the gold answer: its 1.00 at depth 1 is not a fair comparison.",
-         "judge is a rule-based stand-in for an LLM judge <not an LLM> & scores 0.25 by design."]
+CAVEATS = [{"text": f"caveat {i} with weight 0.{i}", "concerns": ["coverage"],
+            "impact": i / 10} for i in (6, 5, 4, 3, 2)] + [
+    {"text": "judge is a rule-based stand-in for an LLM judge <not an LLM> & scores 0.25 by "
+             "design.", "concerns": ["llm-judge"], "impact": 0.0}]
 
 
 AXES = ("correctness", "em", "f1", "grounding", "confidence_error", "divergence")
@@ -83,8 +85,11 @@ def summary() -> dict[str, Any]:
                        "replace": condition(0.25, 0.35), "duplicate": condition(0.6, 0.0)},
         "skipped": {"replace": {"no non-supporting item for REPLACE": 1}},
         "roles": {"n_items": 40,
-                  "items": {"corrective": 0, "constructive": 12, "distractive": 0,
+                  "items": {"corrective": 10, "constructive": 2, "distractive": 0,
                             "confidence-distorting": 0, "redundant": 8, "neutral": 20},
+                  "items_holding": {"corrective": 10, "constructive": 12, "distractive": 0,
+                                    "confidence-distorting": 0, "redundant": 8, "neutral": 20},
+                  "support_check": {"changed": 10, "supported": 10},
                   "dataset": {"primary": "constructive", "labels": ["constructive"],
                               "verdicts": {label: {"holds": label == "constructive",
                                                    "reason": "CI > 0" if label == "constructive"
@@ -158,8 +163,11 @@ def summary() -> dict[str, Any]:
                        "llm-judge-gold": diagnoser(0.25, gold=True,
                                                    stand_in="rule-based stand-in for an LLM "
                                                             "judge"),
-                       "chance": chance, "trace-rule": diagnoser(0.45)},
-        "notes": NOTES,
+                       "chance": {**chance, "control": True},
+                       "trace-rule": {**diagnoser(0.45), "control": True},
+                       "frozen-hop": {**diagnoser(0.95), "uses_environment_oracle": True,
+                                      "probing": True, "calls_per_diagnosis": 0.0}},
+        "caveats": CAVEATS,
         "ledger": {**ledger(900, 700), "diagnoser_requests": 50, "diagnoser_errors": 0},
         "provenance": {"command": "cuer-agent evaluate --hops 3", "version": "0.1.0",
                        "commit": None, "data_sha256": None, "python": "3.11.7",
@@ -221,10 +229,45 @@ def test_every_section_is_present_in_both_reports(full: tuple[str, str]) -> None
         assert f"<h2>{title}</h2>" in page
 
 
-def test_the_notes_are_quoted_verbatim_under_their_heading(full: tuple[str, str]) -> None:
+def test_the_report_opens_with_the_headline_table_and_the_exact_hop_plot(
+        full: tuple[str, str]) -> None:
     md = full[0]
+    first = md.split("\n## ", 1)[0]  # everything before the first section
+    assert "*Headline: recovery after a fault at hop h" in first
+    assert ("| fault | h | effective n | recovery | retries off | failed n | best gold-free: "
+            "coverage | trace-rule | chance | oracle probe: frozen-hop |") in first
+    assert "| empty_retrieval | 1 | 30 | 0.40 [0.20, 0.60] | 0.10 | 30 | 0.50 [0.10, 0.90] " in first
+    assert "report_figures/exact_hop.png" in first
+
+
+def test_the_five_weightiest_caveats_come_ranked_and_the_rest_fold(
+        full: tuple[str, str]) -> None:
+    md, page = full
     section = md.split("## Read this before quoting a number\n", 1)[1].split("\n## ", 1)[0]
-    assert [line[2:] for line in section.strip().splitlines()] == NOTES
+    shown = [line[2:] for line in section.splitlines() if line.startswith("- ")]
+    assert shown[:5] == [f"caveat {i} with weight 0.{i} (weight 0.{i}0)" for i in (6, 5, 4, 3, 2)]
+    folded = section.split("<details><summary>1 more caveats, of less weight</summary>", 1)[1]
+    assert "- judge is a rule-based stand-in" in folded and "(weight" not in folded
+    assert "<details><summary>1 more caveats, of less weight</summary>" in page
+
+
+def test_a_no_call_diagnoser_costs_a_dash_with_the_reason(full: tuple[str, str]) -> None:
+    row = next(line for line in full[0].splitlines()
+               if line.startswith("| frozen-hop | ") and "clean tool" in line)
+    assert row.endswith("| — (no model calls) | — (no model calls) | — (no model calls) "
+                        "| — (no model calls) |")
+
+
+def test_item_roles_show_every_label_that_holds_and_what_the_support_check_saw(
+        full: tuple[str, str]) -> None:
+    md = full[0]
+    assert "| constructive | 2 (0.05) | 12 (0.30) |" in md
+    assert "of the 10 items whose REMOVE hurt and changed the answer, 10 were" in md
+    assert "Read corrective here as constructive." in md
+
+
+def test_skipped_injections_are_counted_as_injections(full: tuple[str, str]) -> None:
+    assert "- query_drift: clean answer wrong (strict) — 10 injections" in full[0]
 
 
 def test_the_full_summary_is_a_valid_evaluate_summary() -> None:
@@ -288,17 +331,17 @@ def test_the_papers_reference_values_appear_labelled(full: tuple[str, str]) -> N
 def test_our_diagnoser_rows_sit_next_to_the_papers(full: tuple[str, str]) -> None:
     md = full[0]
     cover = "0.50 / 0.60 (0.33)"
-    assert ("| coverage-gold | 1 | 30 | 0.90 | [0.80, 1.00] | [0.70, 1.10] | 0.30 | yes | 0.45 "
+    assert ("| coverage-gold | 1 | 30 | 0.90 | [0.80, 1.00] | 0.30 | yes | 0.45 "
             f"| yes | {cover} | no | — | 0.91 | 1.00 |") in md
     # the paper's judge saw the gold answer: its row sits next to llm-judge-gold only
-    assert ("| llm-judge-gold | 3 | 6 | 0.25 | [0.15, 0.35] | [0.05, 0.45] | 0.30 | NO | 0.45 "
+    assert ("| llm-judge-gold | 3 | 6 | 0.25 | [0.15, 0.35] | 0.30 | NO | 0.45 "
             f"| NO | {cover} | yes | — | 0.43 | 0.33 |") in md
-    assert ("| llm-judge | 3 | 6 | 0.25 | [0.15, 0.35] | [0.05, 0.45] | 0.30 | NO | 0.45 | NO "
+    assert ("| llm-judge | 3 | 6 | 0.25 | [0.15, 0.35] | 0.30 | NO | 0.45 | NO "
             f"| {cover} | yes | — | — | — |") in md
     # our gold-free coverage is not the paper's (gold-reading) coverage: no paper values
-    assert ("| coverage | 1 | 30 | 0.50 | [0.40, 0.60] | [0.30, 0.70] | 0.30 | yes | 0.45 | NO "
+    assert ("| coverage | 1 | 30 | 0.50 | [0.40, 0.60] | 0.30 | yes | 0.45 | NO "
             f"| {cover} | no | — | — | — |") in md
-    assert ("| chance | 3 | 6 | 0.33 | [0.23, 0.43] | [0.13, 0.53] | 0.30 | yes | 0.45 | NO "
+    assert ("| chance | 3 | 6 | 0.33 | [0.23, 0.43] | 0.30 | yes | 0.45 | NO "
             f"| {cover} | yes | 0.33 | — | — |") in md
 
 

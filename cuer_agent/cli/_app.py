@@ -47,8 +47,6 @@ def _global(debug: bool = typer.Option(
     DEBUG["on"] = debug
 
 
-RUNNING: dict[str, Path | None] = {"run_dir": None}
-"""The run directory the current command writes (set by `_study.open_run`)."""
 CONTEXT = typer.Context.__mro__[1]
 """The click context class typer hands to commands (its own vendored click's)."""
 INTERRUPTED = 130
@@ -61,6 +59,8 @@ def user_errors(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from cuer_agent.cli._study import RUNNING
+
         RUNNING["run_dir"] = None
         try:
             return func(*args, **kwargs)

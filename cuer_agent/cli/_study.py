@@ -86,11 +86,14 @@ def warn_request_errors(summary: dict[str, Any]) -> None:
                    err=True)
 
 
+RUNNING: dict[str, Path | None] = {"run_dir": None}
+"""The run directory the current command writes (set by `open_run`)."""
+
+
 def open_run(out: Path, config: dict[str, Any]) -> Any:
     """The run directory, made with `config` (checked against its command's schema) or
     resumed if it holds the same one. It is noted as this command's run, so an interrupt
     can say what was saved there (`_app.user_errors`)."""
-    from cuer_agent.cli._app import RUNNING
     from cuer_agent.experiments.run_configs import open_run_dir
 
     run_dir = open_run_dir(out, config)

@@ -10,13 +10,20 @@ from typing import Any
 import numpy as np
 
 from cuer_agent.experiments.cuer import CuerConfig
-from cuer_agent.experiments.cuer_summary import by_condition, delta, paired
+from cuer_agent.experiments.cuer_summary import (
+    by_condition,
+    delta,
+    paired,
+    paired_ids,
+    parent_example,
+)
 from cuer_agent.roles import (
+    CONSTRUCTIVE,
     ConditionEffects,
     ItemEffects,
     RoleThresholds,
     dataset_roles,
-    item_role,
+    item_roles,
     role_counts,
 )
 
@@ -38,20 +45,31 @@ def roles_summary(records: list[dict[str, Any]], config: CuerConfig) -> dict[str
     thresholds = RoleThresholds(**config.roles)
     ids = sorted(set(table.get("original", {})) & set(table.get("remove", {}))
                  & set(table.get("duplicate", {})))
-    labels = []
+    labels, holding = [], []
+    changed = supported = 0
     for i in ids:
         replace = _effects(table, "replace", i) if i in table.get("replace", {}) else None
         effects = ItemEffects(
             remove=_effects(table, "remove", i), duplicate=_effects(table, "duplicate", i),
             replace=replace,
             remove_answer_supported_elsewhere=table["remove"][i]["answer_supported"] > 0)
-        labels.append(item_role(effects, thresholds))
-    out: dict[str, Any] = {"n_items": len(ids), "items": role_counts(labels)}
+        holds = item_roles(effects, thresholds)
+        labels.append(holds[0])
+        holding.append(holds)
+        if CONSTRUCTIVE in holds and effects.remove.answer_changed:
+            changed += 1
+            supported += effects.remove_answer_supported_elsewhere
+    out: dict[str, Any] = {"n_items": len(ids), "items": role_counts(labels),
+                           "items_holding": role_counts(holding),
+                           "support_check": {"changed": changed, "supported": supported}}
     deltas: dict[str, dict[str, np.ndarray]] = {}
+    clusters: dict[str, list[str]] = {}
     for condition in ROLE_CONDITIONS:
         if not table.get(condition):
             continue
         deltas[condition] = {}
+        # clustered as the study's own intervals are (`cuer_summary._ci`)
+        clusters[condition] = [parent_example(i) for i in paired_ids(table, condition)]
         for axis, key in (("correctness", "correctness"), ("f1", "f1"),
                           ("confidence_error", "conf_utility"), ("divergence", "divergence")):
             orig, cf = paired(table, condition, axis)
@@ -59,5 +77,5 @@ def roles_summary(records: list[dict[str, Any]], config: CuerConfig) -> dict[str
     if "remove" in deltas and len(deltas["remove"]["correctness"]):
         out["dataset"] = dataset_roles(deltas, thresholds,
                                        n_resamples=config.bootstrap_resamples,
-                                       seed=config.bootstrap_seed)
+                                       seed=config.bootstrap_seed, clusters=clusters)
     return out

@@ -32,10 +32,15 @@ def _r(x: float) -> float:
     return round(float(x), 6)
 
 
+def parent_example(example_id: str) -> str:
+    """The example a per-hop question (`<example>#h<k>`) belongs to; itself otherwise."""
+    return example_id.rpartition("#h")[0] or example_id
+
+
 def _ci(values: np.ndarray, config: CuerConfig, ids: list[str] | None = None) -> list[float]:
     """Percentile bootstrap CI of the mean; clustered by parent example when the ids are
     per-hop questions of the same examples (`<example>#h<k>`), which are correlated."""
-    parents = [i.rpartition("#h")[0] or i for i in ids] if ids is not None else []
+    parents = [parent_example(i) for i in ids] if ids is not None else []
     if parents and len(set(parents)) < len(parents):
         lo, hi = cluster_bootstrap_ci(values, parents, n_resamples=config.bootstrap_resamples,
                                       seed=config.bootstrap_seed)

@@ -26,7 +26,7 @@ from cuer_agent.experiments.cuer import run_cuer
 from cuer_agent.experiments.cuer_report import write_cuer_summary
 from cuer_agent.experiments.diagnose import DiagnoseFailed, build_diagnosers
 from cuer_agent.experiments.diagnose_summary import constant_guesses, diagnoser_summaries
-from cuer_agent.experiments.evaluate_notes import honest_notes
+from cuer_agent.experiments.evaluate_notes import honest_caveats
 from cuer_agent.experiments.invisibility import invisibility
 from cuer_agent.experiments.pools import single_shot_data
 from cuer_agent.experiments.propagation import DIAGNOSES, RECORDS, TRACES, run_propagation
@@ -95,6 +95,7 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
         "config": config.model_dump(mode="json"),
         "provenance": provenance or {},
     }
-    summary["notes"] = honest_notes(summary, config.backend.name, constant_guesses(diagnoses))
+    summary["caveats"] = honest_caveats(summary, config.backend.name,
+                                        constant_guesses(diagnoses))
     run_dir.write_summary(summary, EvaluateSummary)
     return summary

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cuer_agent.experiments.cuer_report import cuer_table
+from cuer_agent.experiments.evaluate_notes import SHOWN
 from cuer_agent.experiments.propagation_report import propagation_tables
 
 
@@ -45,7 +46,8 @@ def diagnoser_table(summary: dict[str, Any]) -> Table:
         table.add_row(label, _reads(d), *cells, covers,
                       "—" if blame is None else f"{blame:.2f}",
                       "—" if stage is None else f"{stage:.2f}",
-                      f"{d.get('calls_per_diagnosis') or 0:.1f}")
+                      f"{d['calls_per_diagnosis']:.1f}" if d.get("calls_per_diagnosis")
+                      else "—")
     return table
 
 
@@ -101,8 +103,13 @@ def print_headline(summary: dict[str, Any], run_dir: Path, invocation: dict[str,
                   "clean tool (environment oracle).  cover/prec: share of failures it names a "
                   "hop on, its accuracy there.  clean: share of clean, correct runs on "
                   "which it names a hop (clean blame).")
-    for note in summary["notes"]:
-        console.print(f"- {note}")
+    caveats = summary["caveats"]
+    console.print("Read this before quoting a number (the caveats that move these numbers "
+                  "most):")
+    for caveat in caveats[:SHOWN]:
+        console.print(f"- {caveat['text']}")
+    if len(caveats) > SHOWN:
+        console.print(f"  ({len(caveats) - SHOWN} more in report.md)")
     ledger = summary["ledger"]
     prefix = summary["agentic"]["prefix_calls"]
     console.print(f"LLM-skill requests: {ledger['requests']} by the studies ({ledger['calls']} "

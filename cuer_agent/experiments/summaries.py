@@ -151,6 +151,16 @@ class SingleShot(CuerSummary):
     question."""
 
 
+class Caveat(Part):
+    """One caveat, said once."""
+
+    text: str
+    concerns: list[str]
+    """The diagnosers or faults it is about."""
+    impact: float
+    """How far it moves a number of the headline table (0–1; 0: none of them)."""
+
+
 class EvaluateSummary(Part):
     """`summary.json` of `cuer-agent evaluate`; the report is built from it alone."""
 
@@ -168,8 +178,9 @@ class EvaluateSummary(Part):
     provenance: Annotated[Annotated[Provenance, Tag("Provenance")]
                           | Annotated[NoProvenance, Tag("NoProvenance")],
                           Discriminator(lambda v: "NoProvenance" if v == {} else "Provenance")]
-    notes: list[str]
-    """Caveats a reader needs before quoting a number, derived from the results."""
+    caveats: list[Caveat]
+    """Caveats a reader needs before quoting a number, derived from the results, ranked
+    by their impact on the headline table (`evaluate_notes`)."""
 
 
 SCHEMAS: dict[str, type[BaseModel]] = {

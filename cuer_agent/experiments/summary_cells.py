@@ -320,13 +320,27 @@ def _roles_kind(value: Any) -> str:
     return "SuppressedRoles" if suppressed else "DatasetRoles"
 
 
+class SupportCheck(Part):
+    """The check that tells corrective from constructive: after REMOVE the answer changed
+    and another in-view item contains it."""
+
+    changed: int
+    """Items whose REMOVE hurt and changed the answer."""
+    supported: int
+    """Of those, answers another in-view item contains."""
+
+
 class Roles(Part):
     """Evidence roles of the study's items."""
 
     n_items: int
     """Examples with the original, REMOVE and DUPLICATE applied."""
     items: RoleCounts
-    """Item-level labels."""
+    """Item-level labels: the primary label of each item."""
+    items_holding: RoleCounts
+    """Item-level labels: every label that holds for an item (an item counts under each),
+    so constructive counts the corrective items too, as the data-set level does."""
+    support_check: SupportCheck
     dataset: Annotated[Annotated[DatasetRoles, Tag("DatasetRoles")]
                        | Annotated[SuppressedRoles, Tag("SuppressedRoles")],
                        Discriminator(_roles_kind)] = absent()

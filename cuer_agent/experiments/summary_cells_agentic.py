@@ -415,6 +415,8 @@ class DiagnoserSummary(Part):
     """It re-executes the agent."""
     stand_in: str | None
     """What it stands in for, when it is a rule-based stand-in."""
+    control: bool = False
+    """It is a control (declared): what any trace would score."""
     blame_hist: dict[HopKey, float]
     """For each hop, the share of its diagnoses on failed runs naming it."""
     independence: float | None

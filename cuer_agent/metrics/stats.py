@@ -101,3 +101,11 @@ def mcnemar_exact(before: ArrayLike, after: ArrayLike) -> float:
     if lost + gained == 0:
         return 1.0
     return float(stats.binomtest(lost, lost + gained, 0.5).pvalue)
+
+
+def bound_digits(value: float, digits: int = 3) -> int:
+    """`digits`, or more (up to 8) until a nonzero `value` no longer rounds to 0: a CI
+    bound printed for a decision on its sign ("excludes 0") must show that sign."""
+    while value and round(value, digits) == 0 and digits < 8:
+        digits += 1
+    return digits

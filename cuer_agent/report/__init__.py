@@ -18,7 +18,7 @@ from typing import Any
 
 from cuer_agent.errors import DataError
 from cuer_agent.experiments.summaries import EvaluateSummary, read_summary
-from cuer_agent.report._render import FIGURE_DIR, Block, Figure, to_html, to_markdown
+from cuer_agent.report._render import FIGURE_DIR, Block, Figure, Row, to_html, to_markdown
 from cuer_agent.report._sections import all_sections
 
 __all__ = ["build_report", "write_report"]
@@ -29,7 +29,9 @@ TITLE = "cuer-agent evaluation report"
 def build_report(summary: dict[str, Any]) -> tuple[str, str, dict[str, bytes]]:
     """(markdown, html, {figure file name: PNG bytes}) for one evaluate summary."""
     blocks: list[Block] = all_sections(summary)
-    figures = {f"{b.name}.png": b.png for b in blocks if isinstance(b, Figure)}
+    figures = {f"{b.name}.png": b.png
+               for b in [*blocks, *(x for r in blocks if isinstance(r, Row) for x in r.blocks)]
+               if isinstance(b, Figure)}
     return to_markdown(blocks), to_html(blocks, TITLE), figures
 
 

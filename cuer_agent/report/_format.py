@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from cuer_agent.metrics.stats import bound_digits
+
 DASH = "—"
 
 
@@ -29,11 +31,14 @@ def pval(value: Any) -> str:
 
 
 def ci(bounds: Any, digits: int = 3, *, sign: bool = False) -> str:
-    """A confidence interval `[lo, hi]`, or an empty string when there is none."""
+    """A confidence interval `[lo, hi]`, or an empty string when there is none. A bound
+    that is not 0 never prints as 0: it gets the digits that show its sign, because
+    decisions ("excludes 0") are taken on the unrounded bound."""
     if not isinstance(bounds, list | tuple) or len(bounds) != 2 or None in bounds:
         return ""
     fmt = signed if sign else num
-    return f"[{fmt(bounds[0], digits)}, {fmt(bounds[1], digits)}]"
+    return (f"[{fmt(bounds[0], bound_digits(bounds[0], digits))}, "
+            f"{fmt(bounds[1], bound_digits(bounds[1], digits))}]")
 
 
 def mean_ci(stat: Any, digits: int = 3, *, sign: bool = False) -> str:

@@ -89,13 +89,59 @@ def _lines_by_depth(series: dict[str, dict[str, dict[str, Any]]], value_key: str
         return _png(fig)
 
 
-def exact_hop_by_depth(diagnosers: dict[str, Any]) -> bytes | None:
-    """Exact-hop accuracy vs fault depth per diagnoser, 95% CI error bars."""
-    series = {name: d.get("by_depth") or {} for name, d in diagnosers.items()
-              if isinstance(d, dict)}
-    return _lines_by_depth(series, "acc", "exact-hop accuracy",
-                           "Exact-hop accuracy by fault depth (failed traces)",
-                           "hollow: < 10 failed traces, descriptive only")
+FAMILY_COLOURS = {"gold-free": "#1f6fb4", "reads gold": "#8c56b0",
+                  "oracle probes": "#c8382c", "controls": "#6f6f6f"}
+MEMBER_STYLES: tuple[tuple[str, Any], ...] = (
+    ("o", "-"), ("s", "--"), ("^", ":"), ("D", "-."), ("v", (0, (5, 1))), ("P", (0, (1, 1))))
+"""A family's members differ by marker and line style; a family never draws more
+members than there are styles (the caption names any left out)."""
+REFERENCES = ("trace-rule", "chance")
+"""Controls drawn in every other family's panel, as the line to beat."""
+
+
+def exact_hop_families(diagnosers: dict[str, Any],
+                       families: dict[str, list[str]]) -> tuple[bytes, list[str]] | None:
+    """Exact-hop accuracy vs fault depth, one panel per family (colour = family, marker and
+    line style = member), the controls `trace-rule` and `chance` in grey in every panel;
+    95% Wilson intervals. Returns the PNG and the members left out (more than the styles)."""
+    panels = [(f, members) for f, members in families.items() if members]
+    if not panels:
+        return None
+    left_out = [m for _, members in panels for m in members[len(MEMBER_STYLES):]]
+    control_style = {n: MEMBER_STYLES[i] for i, n in enumerate(families.get("controls", []))
+                     if i < len(MEMBER_STYLES)}
+    with _style():
+        fig = Figure(figsize=(7.0, 4.6), layout="constrained")
+        axes = fig.subplots(2, 2, sharex=True, sharey=True).ravel()
+        for ax, (name, members) in zip(axes, panels, strict=False):
+            drawn = [(m, FAMILY_COLOURS[name], MEMBER_STYLES[i], 1.6)
+                     for i, m in enumerate(members[:len(MEMBER_STYLES)])]
+            if name != "controls":
+                drawn += [(r, FAMILY_COLOURS["controls"], control_style[r], 0.9)
+                          for r in REFERENCES if r in control_style]
+            for member, colour, (marker, dash), width in drawn:
+                cells = {h: c for h, c in ((diagnosers.get(member) or {}).get("by_depth")
+                                           or {}).items()
+                         if str(h).isdigit() and c.get("acc") is not None}
+                keys = sorted(cells, key=hop_key)
+                if not keys:
+                    continue
+                ys = [float(cells[h]["acc"]) for h in keys]
+                ax.errorbar([int(h) for h in keys], ys,
+                            yerr=_yerr(ys, [cells[h].get("ci") for h in keys]), color=colour,
+                            marker=marker, linestyle=dash, linewidth=width, markersize=4,
+                            capsize=2, label=member)
+            ax.set_title(name, fontsize=9, color=FAMILY_COLOURS[name])
+            ax.set_ylim(-0.05, 1.05)
+            ax.legend(fontsize=7, loc="best")
+        for ax in axes[len(panels):]:
+            ax.set_visible(False)
+        for ax in axes:
+            ax.set_xticks(sorted({int(h) for d in diagnosers.values() if isinstance(d, dict)
+                                  for h in (d.get("by_depth") or {}) if str(h).isdigit()}))
+        fig.supxlabel("hop depth of the fault", fontsize=9)
+        fig.supylabel("exact-hop accuracy", fontsize=9)
+        return _png(fig), left_out
 
 
 def recovery_by_depth(faults: dict[str, Any]) -> bytes | None:
@@ -153,6 +199,9 @@ def cost_per_correct(diagnosers: dict[str, Any]) -> bytes | None:
     names = [n for n, d in diagnosers.items() if isinstance(d, dict)]
     if not names:
         return None
+    names = [n for n in names if diagnosers[n].get("calls_per_diagnosis")]  # no calls: no cost
+    if not names:
+        return None
     values = [((diagnosers[n].get("cost_per_correct") or {}).get("calls")) for n in names]
     with _style():
         fig = Figure(figsize=SIZE, layout="constrained")
@@ -162,6 +211,6 @@ def cost_per_correct(diagnosers: dict[str, Any]) -> bytes | None:
         ax.bar_label(bars, [f"{v:.2f}" if v is not None else "n/a" for v in values],
                      fontsize=8)
         ax.set_ylabel("backend calls per correct diagnosis")
-        ax.set_title("Cost per correct diagnosis (calls; 0 calls = no model used)")
+        ax.set_title("Cost per correct diagnosis (calls; diagnosers that make none left out)")
         ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
         return _png(fig)

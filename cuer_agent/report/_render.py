@@ -58,7 +58,23 @@ class Code:
     text: str
 
 
-Block = Heading | Para | Bullets | Table | Figure | Code
+@dataclass(frozen=True)
+class Fold:
+    """Items behind a disclosure (`<details>`): present, but not on the first screen."""
+
+    title: str
+    items: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Row:
+    """Blocks side by side where the page is wide enough (HTML); one after another in
+    Markdown."""
+
+    blocks: tuple[Table | Figure, ...]
+
+
+Block = Heading | Para | Bullets | Table | Figure | Code | Fold | Row
 
 FIGURE_DIR = "report_figures"
 
@@ -71,6 +87,13 @@ def to_markdown(blocks: list[Block]) -> str:
     """Markdown; figures are linked as `report_figures/<name>.png`."""
     out: list[str] = []
     for block in blocks:
+        if isinstance(block, Row):
+            out.append(to_markdown(list(block.blocks)).rstrip("\n"))
+            continue
+        if isinstance(block, Fold):
+            items = "\n".join(f"- {item}" for item in block.items)
+            out.append(f"<details><summary>{block.title}</summary>\n\n{items}\n\n</details>")
+            continue
         if isinstance(block, Heading):
             out.append(f"{'#' * block.level} {block.text}")
         elif isinstance(block, Para):
@@ -108,15 +131,38 @@ figure { margin: 1rem 0; }
 figcaption { font-size: .85rem; color: #555; }
 img { max-width: 100%; height: auto; }
 pre { background: #f6f6f6; padding: .6rem; overflow-x: auto; font-size: .8rem; }
+.row { display: flex; flex-wrap: wrap; gap: 1.2rem; align-items: flex-start;
+       width: 98vw; max-width: 120rem; margin-left: calc(50% - 49vw); }
+.row table { font-size: .75rem; }
+.row th, .row td { padding: .1rem .3rem; }
+.row .cell { flex: 0 0 auto; width: min-content; }
+.row td { white-space: nowrap; }
+.row .cell:last-child { flex: 1 1 28rem; min-width: 28rem; width: auto; }
+.row figure { margin: 0; }
+.row .footnote { margin-top: 0; }
+details { margin: .5rem 0 1rem; }
+summary { cursor: pointer; color: #444; }
 """.strip()
 
 
 def to_html(blocks: list[Block], title: str) -> str:
     """One HTML file with inline CSS and base64 PNG figures: no external resources."""
+    return _html_page(_html_blocks(blocks), title)
+
+
+def _html_blocks(blocks: list[Block] | tuple[Block, ...]) -> list[str]:
     esc = html.escape
     body: list[str] = []
     for block in blocks:
-        if isinstance(block, Heading):
+        if isinstance(block, Row):
+            cells = "".join(f'<div class="cell">{"".join(_html_blocks((b,)))}</div>'
+                            for b in block.blocks)
+            body.append(f'<div class="row">{cells}</div>')
+        elif isinstance(block, Fold):
+            items = "".join(f"<li>{esc(item)}</li>" for item in block.items)
+            body.append(f"<details><summary>{esc(block.title)}</summary><ul>{items}</ul>"
+                        "</details>")
+        elif isinstance(block, Heading):
             body.append(f"<h{block.level}>{esc(block.text)}</h{block.level}>")
         elif isinstance(block, Para):
             body.append(f'<p class="warn"><strong>{esc(block.text)}</strong></p>'
@@ -139,6 +185,11 @@ def to_html(blocks: list[Block], title: str) -> str:
                         f"{esc(block.caption)}</figcaption></figure>")
         elif isinstance(block, Code):
             body.append(f"<pre>{esc(block.text)}</pre>")
+    return body
+
+
+def _html_page(body: list[str], title: str) -> str:
+    esc = html.escape
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             f"<title>{esc(title)}</title>\n<style>\n{_CSS}\n</style>\n</head>\n<body>\n"
             + "\n".join(body) + "\n</body>\n</html>\n")

@@ -6,9 +6,22 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from cuer_agent.experiments.evaluate_headline import FAMILIES, family
+from cuer_agent.experiments.evaluate_headline import headline as headline_of
+from cuer_agent.experiments.evaluate_notes import SHOWN
 from cuer_agent.report import _plots, _tables
 from cuer_agent.report._format import ci, num
-from cuer_agent.report._render import Block, Bullets, Code, Figure, Heading, Para, Table
+from cuer_agent.report._render import (
+    Block,
+    Bullets,
+    Code,
+    Figure,
+    Fold,
+    Heading,
+    Para,
+    Row,
+    Table,
+)
 
 NOTES_TITLE = "Read this before quoting a number"
 
@@ -62,25 +75,21 @@ def _agent_facts(config: dict[str, Any]) -> str:
 
 
 def headline(summary: dict[str, Any]) -> list[Block]:
-    """Data, backend, n per study, and whether the backend is the extractive stand-in."""
+    """The first screen: what ran, the headline table beside the exact-hop plot, and the
+    caveats that move its numbers most."""
     config = _part(summary, "config")
     name, model, base_url = backend_facts(config)
     backend = name + (f", model {model}" if model else "") + (f", {base_url}" if base_url
                                                               else "")
-    counts = []
-    if _part(summary, "single_shot"):
-        counts.append(f"single-shot CUE-R {summary['single_shot'].get('n', '?')} examples")
-    if _part(summary, "agentic"):
-        clean = _part(summary["agentic"], "clean")
-        counts.append(f"agentic clean runs {clean.get('n', '?')}")
-    for diag, d in _part(summary, "diagnosers").items():
-        if isinstance(d, dict):
-            counts.append(f"diagnoser {diag} {d.get('n', '?')} failed traces")
+    clean = _part(_part(summary, "agentic"), "clean")
+    failed = max((d.get("n") or 0 for d in _part(summary, "diagnosers").values()
+                  if isinstance(d, dict)), default=0)
     blocks: list[Block] = [
         Heading(1, "cuer-agent evaluation report"),
         Para(f"Agent under test: {_agent_facts(config)}. Data: {_data_facts(config)}. "
-             f"Backend: {backend}. "
-             f"n: {'; '.join(counts) if counts else 'no study was run'}."),
+             f"Backend: {backend}. Single-shot CUE-R: "
+             f"{_part(summary, 'single_shot').get('n', 0)} examples; agentic clean runs: "
+             f"{clean.get('n', 0)}; failed traces each diagnoser diagnosed: {failed}."),
     ]
     if name == "extractive":
         blocks.append(Para("The backend is the rule-based extractive stand-in, not a "
@@ -89,20 +98,46 @@ def headline(summary: dict[str, Any]) -> list[Block]:
     else:
         blocks.append(Para(f"The backend is {name}; the paper columns still come from the "
                            "papers' own models, data and retrievers."))
-    stand_ins = sorted(n for n, d in _part(summary, "diagnosers").items()
-                       if isinstance(d, dict) and d.get("stand_in"))
-    if stand_ins:
-        blocks.append(Para("Stand-in diagnosers (not the method they are named after): "
-                           + "; ".join(f"{n} — {summary['diagnosers'][n]['stand_in']}"
-                                       for n in stand_ins) + "."))
-    return blocks
+    table = _tables.headline(headline_of(summary))
+    diagnosers = {k: v for k, v in _part(summary, "diagnosers").items() if isinstance(v, dict)}
+    families = {f: [n for n, d in diagnosers.items() if family(d) == f] for f in FAMILIES}
+    plot = _plots.exact_hop_families(diagnosers, families)
+    shown: list[Table | Figure] = [table] if table is not None else []
+    if plot is not None:
+        png, left_out = plot
+        shown.append(Figure("exact_hop", png,
+                            "Exact-hop accuracy by fault depth, one panel per family (colour: "
+                            "family; marker and line: member; grey: the trace-rule and chance "
+                            "controls), 95% Wilson intervals"
+                            + (f"; not drawn (more members than styles): "
+                               f"{', '.join(left_out)}" if left_out else "")))
+    if shown:
+        blocks.append(Row(tuple(shown)))
+    return [*blocks, *notes(summary)]
 
 
 def notes(summary: dict[str, Any]) -> list[Block]:
-    """The evaluate command's own caveats, verbatim."""
-    items = [str(n) for n in summary.get("notes") or []]
-    return [Heading(2, NOTES_TITLE),
-            Bullets(tuple(items)) if items else Para("The evaluate command recorded no notes.")]
+    """The evaluate command's caveats: the five that move a headline number most, ranked,
+    then the rest behind a fold."""
+    caveats = [c for c in summary.get("caveats") or [] if isinstance(c, dict)]
+    if not caveats:
+        return [Heading(2, NOTES_TITLE), Para("The evaluate command recorded no caveats.")]
+    top, rest = caveats[:SHOWN], caveats[SHOWN:]
+    blocks: list[Block] = [
+        Heading(2, NOTES_TITLE),
+        Para("Ranked by their weight on the table above: how far each moves, or sets "
+             "beside, one of its numbers (in its units: accuracy or recovery). Each is said "
+             "once, with what it concerns."),
+        Bullets(tuple(_caveat_text(c) for c in top))]
+    if rest:
+        blocks.append(Fold(f"{len(rest)} more caveats, of less weight",
+                           tuple(_caveat_text(c) for c in rest)))
+    return blocks
+
+
+def _caveat_text(c: dict[str, Any]) -> str:
+    impact = c.get("impact") or 0.0
+    return str(c.get("text", "")) + (f" (weight {impact:.2f})" if impact >= 0.005 else "")
 
 
 def single_shot(summary: dict[str, Any]) -> list[Block]:
@@ -146,7 +181,9 @@ def roles(summary: dict[str, Any]) -> list[Block]:
     dataset = part.get("dataset") or {}
     blocks += [Para("Operational labels about behaviour under intervention, not claims about "
                     "the model's internals."),
-               _table(_tables.roles_items(items, part.get("n_items")), "No item was labelled."),
+               _table(_tables.roles_items(items, part.get("items_holding") or {},
+                                          part.get("n_items")), "No item was labelled."),
+               *_support_check(_part(part, "support_check")),
                *_figure("roles", _plots.role_distribution(items, _tables.ROLE_ORDER),
                         "Evidence-role distribution of the CUE-R targets")]
     if dataset.get("suppressed"):
@@ -204,12 +241,31 @@ def agentic(summary: dict[str, Any]) -> list[Block]:
     operators = _tables.hop_operators(_part(part, "hop_operators"))
     if operators is not None:
         blocks += [Heading(3, "Per-hop CUE-R operators"), operators]
-    skipped = [f"{fault}: {reason} ({count})"
+    skipped = [f"{fault}: {reason} — {count} injections"
                for fault, reasons in sorted(_part(part, "skipped").items())
                for reason, count in sorted((reasons or {}).items())]
     if skipped:
-        blocks += [Heading(3, "Skipped injections"), Bullets(tuple(skipped))]
+        blocks += [Heading(3, "Skipped injections"),
+                   Para("Counted per injection, one per example and hop: an example skipped "
+                        "at every hop of a 3-hop budget counts 3 times."),
+                   Bullets(tuple(skipped))]
     return blocks
+
+
+def _support_check(check: dict[str, Any]) -> list[Block]:
+    """What the check that separates corrective from constructive saw in this run."""
+    changed, supported = check.get("changed"), check.get("supported")
+    if not changed:
+        return []
+    text = (f"Corrective needs the answer after REMOVE to be contained in another in-view "
+            f"item: of the {changed} items whose REMOVE hurt and changed the answer, "
+            f"{supported} were.")
+    if supported == changed:
+        text += (" The check held for every one of them, so in this run it does not separate "
+                 "corrective from constructive: a reader whose answer is always a span of its "
+                 "view (as the extractive reader's is) passes it by construction. Read "
+                 "corrective here as constructive.")
+    return [Para(text)]
 
 
 PERSISTENCE_TEXT = {
@@ -306,8 +362,6 @@ def diagnosers(summary: dict[str, Any]) -> list[Block]:
     return [*blocks,
             *([] if (cells := _tables.diagnoser_fault_depths(part)) is None else [cells]),
             _tables.diagnoser_depths(part),
-            *_figure("exact_hop", _plots.exact_hop_by_depth(part),
-                     "Exact-hop accuracy vs fault depth per diagnoser, 95% Wilson intervals"),
             _tables.paper_diagnosers(),
             *([] if (by_fault := _tables.diagnoser_faults(part)) is None else [by_fault]),
             _tables.diagnoser_metrics(part),
@@ -341,7 +395,7 @@ def provenance(summary: dict[str, Any]) -> list[Block]:
 
 def all_sections(summary: dict[str, Any]) -> list[Block]:
     """The whole report, in reading order."""
-    return [*headline(summary), *notes(summary), *single_shot(summary), *roles(summary),
+    return [*headline(summary), *single_shot(summary), *roles(summary),
             *agentic(summary), *construction(summary), *comparison(summary),
             *diagnosers(summary),
             *ledger_and_config(summary), *provenance(summary)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cuer_agent.experiments.evaluate_headline import Cell, Headline
 from cuer_agent.report import _reference as ref
 from cuer_agent.report._format import DASH, ci, hop_key, mean_ci, num, pval, share, signed
 from cuer_agent.report._render import Table
@@ -28,6 +29,46 @@ def _delta(delta: dict[str, Any], axis: str) -> str:
     if not isinstance(d, dict) or d.get("mean") is None:
         return DASH
     return f"{signed(d['mean'])} {ci(d.get('ci'), sign=True)} (p {pval(d.get('p'))})"
+
+
+def _cell(cell: Cell, *, interval: bool = True) -> str:
+    if cell.value is None:
+        return DASH
+    text = f"{cell.value:.2f}"
+    if interval and cell.ci is not None:
+        text += f" [{cell.ci[0]:.2f}, {cell.ci[1]:.2f}]"
+    return text
+
+
+def headline(head: Headline) -> Table | None:
+    """Per fault × depth: recovery beside its retries-off control, and the best gold-free
+    diagnoser beside trace-rule, chance and the best oracle probe."""
+    if not head.rows:
+        return None
+    labels = {head.best_gold_free: f"best gold-free: {head.best_gold_free}",
+              head.best_oracle: f"oracle probe: {head.best_oracle}"}
+    labels = {n: label + (" †" if n in head.stand_ins else "") for n, label in labels.items()}
+    rows = []
+    for row in head.rows:
+        failed = next(iter(row.diagnosers.values())).n if row.diagnosers else None
+        rows.append((row.fault + (" (forced)" if row.forced else ""), row.depth,
+                     str(row.recovery.n or 0), _cell(row.recovery),
+                     _cell(row.control, interval=False), str(failed or 0),
+                     *(_cell(row.diagnosers[name], interval=name == head.best_gold_free)
+                       for name in head.columns)))
+    return Table(caption="Headline: recovery after a fault at hop h, and exact-hop accuracy of "
+                         "the diagnosers on the runs still wrong (95% Wilson intervals)",
+                 headers=("fault", "h", "effective n", "recovery", "retries off",
+                          "failed n", *(labels.get(n, n) for n in head.columns)),
+                 rows=tuple(rows),
+                 footnote=("Recovery: share of the effective injections (hop h's first attempt "
+                           "changed) that still ended right; retries off: the same injections "
+                           "with the agent's retries off (the control); forced: a stop the "
+                           "agent did not choose. Best gold-free / oracle probe: the diagnoser "
+                           "of that family with the best pooled exact-hop accuracy, chosen once "
+                           "for the table. trace-rule reads only what the agent said of itself; "
+                           "chance names a uniform hop of the trace. † a rule-based stand-in "
+                           "(see the caveats)."))
 
 
 def cuer_main(conditions: dict[str, Any]) -> Table:
@@ -57,16 +98,21 @@ def cuer_main(conditions: dict[str, Any]) -> Table:
                   "exact (correctness), paired sign-flip permutation (others)."))
 
 
-def roles_items(items: dict[str, int], n_items: Any) -> Table | None:
-    """Item-level labels: count and share of the CUE-R targets."""
+def roles_items(items: dict[str, int], holding: dict[str, int], n_items: Any) -> Table | None:
+    """Item-level labels: per role, the targets whose primary label it is and the targets
+    for which it holds at all (count and share)."""
     if not items:
         return None
     total = n_items if isinstance(n_items, int) and n_items else sum(
         v for v in items.values() if isinstance(v, int))
-    rows = tuple((label, share(items[label], total))
+    rows = tuple((label, share(items[label], total), share(holding.get(label), total))
                  for label in _ordered(list(items), ROLE_ORDER))
-    return Table(caption=f"Evidence roles, item level (one label per target, n = {total})",
-                 headers=("role", "targets (share)"), rows=rows)
+    return Table(caption=f"Evidence roles, item level (n = {total} targets)",
+                 headers=("role", "primary label (share)", "holds (share)"), rows=rows,
+                 footnote=("Primary: the highest-priority label that holds (corrective > "
+                           "constructive > distractive > confidence-distorting > redundant); "
+                           "holds: every item it applies to — every corrective item is also "
+                           "constructive, which is what the data-set level tests."))
 
 
 def roles_verdicts(dataset: dict[str, Any]) -> Table | None:
@@ -322,7 +368,8 @@ def fault_mix(diagnosers: dict[str, Any]) -> str:
 
 
 def diagnoser_depths(diagnosers: dict[str, Any]) -> Table:
-    """Diagnoser × depth: exact-hop accuracy with its Wilson and example-clustered CIs, the
+    """Diagnoser × depth: exact-hop accuracy with its Wilson interval (one interval per
+    number: the clustered bootstrap stays in summary.json as a robustness check), the
     independence baseline and whether it beats it, the descriptive flag, chance's analytic
     expectation, and the paper's values."""
     rows = []
@@ -334,8 +381,7 @@ def diagnoser_depths(diagnosers: dict[str, Any]) -> Table:
             c = d["by_depth"][depth] or {}
             beats = _BEATS.get(c.get("beats_independence"), DASH)
             rows.append((name, str(depth), str(c.get("n", DASH)), num(c.get("acc"), 2),
-                         ci(c.get("ci"), 2) or DASH, ci(c.get("ci_clustered"), 2) or DASH,
-                         num(c.get("independence"), 2), beats,
+                         ci(c.get("ci"), 2) or DASH, num(c.get("independence"), 2), beats,
                          num((rule.get(depth) or {}).get("acc"), 2),
                          _BEATS.get(c.get("beats_trace_rule"), DASH),
                          _abstention(c.get("abstention")),
@@ -343,16 +389,16 @@ def diagnoser_depths(diagnosers: dict[str, Any]) -> Table:
                          num(analytic.get(str(depth)), 2), *_paper_depth(name, str(depth))))
         overall = d.get("exact_hop_acc") or {}
         rows.append((name, "all", str(d.get("n", DASH)), num(overall.get("mean"), 2),
-                     ci(overall.get("ci"), 2) or DASH, ci(overall.get("ci_clustered"), 2) or DASH,
-                     num(d.get("independence"), 2), DASH, DASH, DASH,
+                     ci(overall.get("ci"), 2) or DASH, num(d.get("independence"), 2), DASH,
+                     DASH, DASH,
                      _abstention(d.get("abstention")), "",
                      num(analytic.get("overall"), 2), DASH, DASH))
     return Table(caption="Exact-hop accuracy by fault depth (over traces still wrong after "
                          "re-execution)",
                  headers=("diagnoser", "depth", "failed n", "exact-hop acc", "95% CI (Wilson)",
-                          "clustered CI", "independence", "beats it", "trace-rule",
+                          "independence", "beats it", "trace-rule",
                           "beats trace-rule", "coverage / precision (random)",
-                          "descriptive only", "analytic expectation", "paper: all faults",
+                          "descriptive only", "chance: analytic", "paper: all faults",
                           "paper: content corruption"),
                  rows=tuple(rows),
                  footnote=(f"Each depth pools a different fault mix — {fault_mix(diagnosers)}. "
@@ -365,8 +411,12 @@ def diagnoser_depths(diagnosers: dict[str, Any]) -> Table:
                            "which it names a hop; precision: accuracy there; random: a uniform "
                            "hop's precision on the same traces. Paper columns: "
                            f"{ref.DIAG_SETUP} — the paper's setup, not ours. Descriptive "
-                           "only: fewer than 10 failed traces at that depth. Clustered CI: "
-                           "bootstrap over examples, not traces."))
+                           "only: fewer than 10 failed traces at that depth. Two baselines "
+                           "for chance: chance: analytic is what a uniform hop of each trace "
+                           "scores in expectation (Σ 1/n over its traces); independence is "
+                           "what its own blame histogram scores blind to the truth — the "
+                           "first is chance's expected accuracy, the second the bar every "
+                           "diagnoser must clear."))
 
 
 def _abstention(cell: Any) -> str:
@@ -442,12 +492,18 @@ def diagnoser_metrics(diagnosers: dict[str, Any]) -> Table:
     for name, d in diagnosers.items():
         d = d or {}
         cost = d.get("cost_per_correct") or {}
+        calls = d.get("calls_per_diagnosis")
+        none = f"{DASH} (no model calls)"
+        uncounted = f"{DASH} (not counted)"  # a backend that reports no token counts
+        tokens = d.get("tokens_per_diagnosis")
+        spent = ((none,) * 4 if calls == 0 else
+                 (num(calls, 2), uncounted if tokens == 0 else num(tokens, 1),
+                  num(cost.get("calls"), 2),
+                  uncounted if tokens == 0 else num(cost.get("tokens"), 1)))
         rows.append((name, _kind(d), str(d.get("n", DASH)), str(d.get("errors", DASH)),
                      f"{num(d.get('clean_blame_rate'), 2)} (n={d.get('clean_n', 0)})",
                      mean_ci(d.get("stage_acc"), 2), mean_ci(d.get("hop_tol_acc"), 2),
-                     mean_ci(d.get("ancestor_hit"), 2), mean_ci(d.get("mae"), 2),
-                     num(d.get("calls_per_diagnosis"), 2), num(d.get("tokens_per_diagnosis"), 1),
-                     num(cost.get("calls"), 2), num(cost.get("tokens"), 1)))
+                     mean_ci(d.get("ancestor_hit"), 2), mean_ci(d.get("mae"), 2), *spent))
     return Table(caption="Diagnosers: what they see, false blame, other accuracies and cost",
                  headers=("diagnoser", "sees", "n", "errors", "clean blame", "stage acc",
                           "hop ±1 acc",

@@ -1,0 +1,86 @@
+"""What `evaluate` leads with: families of diagnosers, the headline's picks, ranked
+caveats, and bounds printed with the digits their decision needs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cuer_agent.experiments.evaluate_headline import best_of, family, headline
+from cuer_agent.experiments.evaluate_notes import caveat, honest_caveats, ranked
+from cuer_agent.metrics.stats import bound_digits
+from cuer_agent.report._format import ci
+from cuer_agent.report._plots import MEMBER_STYLES, exact_hop_families
+
+
+def diag(acc: float | None, **declared: Any) -> dict[str, Any]:
+    cell = {"acc": acc, "ci": [0.0, 1.0], "n": 10}
+    return {"exact_hop_acc": {"mean": acc}, "by_depth": {"1": cell},
+            "by_fault_depth": {"query_drift": {"1": cell}}, **declared}
+
+
+def test_families_follow_what_a_diagnoser_declares() -> None:
+    assert family(diag(0.5, control=True, uses_environment_oracle=True)) == "controls"
+    assert family(diag(0.5, uses_environment_oracle=True)) == "oracle probes"
+    assert family(diag(0.5, uses_gold_oracle=True, uses_gold=True)) == "oracle probes"
+    assert family(diag(0.5, uses_gold=True)) == "reads gold"
+    assert family(diag(0.5)) == "gold-free"
+
+
+def test_the_best_of_a_family_is_its_highest_pooled_accuracy_ties_by_name() -> None:
+    diagnosers = {"b": diag(0.6), "a": diag(0.6), "c": diag(0.9, uses_gold=True),
+                  "d": diag(None)}
+    assert best_of(diagnosers, "gold-free") == "a"
+    assert best_of(diagnosers, "oracle probes") is None
+
+
+def test_the_headline_sets_the_best_gold_free_beside_the_controls_and_the_oracle() -> None:
+    summary = {"diagnosers": {"x": diag(0.7), "trace-rule": diag(0.3, control=True),
+                              "chance": diag(0.2, control=True),
+                              "probe": diag(1.0, uses_environment_oracle=True)},
+               "agentic": {"faults": {"query_drift": {"1": {
+                   "injected": 10, "effective": 9, "recovery_effective": 0.1,
+                   "recovery_effective_ci": [0.0, 0.4],
+                   "control": {"recovery": 0.0, "ci": [0.0, 0.3], "n": 9}}}}}}
+    head = headline(summary)
+    assert head.columns == ("x", "trace-rule", "chance", "probe")
+    [row] = head.rows
+    assert (row.recovery.value, row.control.value, row.recovery.n) == (0.1, 0.0, 9)
+    assert [row.diagnosers[n].value for n in head.columns] == [0.7, 0.3, 0.2, 1.0]
+
+
+def test_caveats_rank_by_impact_keeping_the_order_of_equals() -> None:
+    made = [caveat("a"), caveat("b", impact=0.2), caveat("c"), caveat("d", impact=0.5)]
+    assert [c["text"] for c in ranked(made)] == ["d", "b", "a", "c"]
+
+
+def test_a_caveat_is_said_once_with_every_diagnoser_it_concerns() -> None:
+    summary = {"diagnosers": {
+        name: {**diag(0.4), "by_depth": {"1": {"acc": 0.4, "ci": [0.3, 0.5],
+                                               "independence": 0.45,
+                                               "beats_independence": False}}}
+        for name in ("p", "q", "r")}}
+    caveats = honest_caveats(summary, "ollama")
+    independence = [c for c in caveats if "independence baseline" in c["text"]]
+    assert len(independence) == 1 and independence[0]["concerns"] == ["p", "q", "r"]
+
+
+@given(st.floats(min_value=-0.5, max_value=0.5, allow_nan=False, allow_subnormal=False))
+def test_a_nonzero_bound_never_prints_as_zero(value: float) -> None:
+    digits = bound_digits(value)
+    if value != 0 and abs(value) >= 1e-8:
+        assert round(value, digits) != 0
+
+
+def test_an_interval_that_excludes_zero_shows_it() -> None:
+    assert ci([0.000125, 0.021], sign=True) == "[+0.0001, +0.021]"
+    assert ci([0.0, 0.021]) == "[0.000, 0.021]"
+
+
+def test_a_family_never_draws_more_members_than_there_are_styles() -> None:
+    members = [f"m{i}" for i in range(len(MEMBER_STYLES) + 2)]
+    diagnosers = {m: diag(0.5) for m in members}
+    drawn = exact_hop_families(diagnosers, {"gold-free": members})
+    assert drawn is not None and drawn[1] == members[len(MEMBER_STYLES):]
