@@ -65,7 +65,7 @@ it rests on and a one-line reason, next to every condition's means and CIs, so a
 can show why.
 
 `role_counts` counts labels over all six labels (zeros included, fixed order).
-"""  # noqa: E501 — markdown table rows (copied into the README) cannot wrap
+"""  # noqa: E501 — markdown table rows (copied into docs/concepts.md) cannot wrap
 
 from __future__ import annotations
 

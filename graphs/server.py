@@ -86,7 +86,7 @@ class Answer(TypedDict):
     confidence: float | None
     """The agent's self-reported confidence in [0, 1]."""
     observable_trace: dict[str, Any]
-    """The run's observable trace (`cuer_agent.trace.Trace`, schema in the README)."""
+    """The run's observable trace (`cuer_agent.trace.Trace`, schema in docs/outputs.md)."""
 
 
 # langgraph.json loads this file by path, so its imports are absolute.
