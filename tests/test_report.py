@@ -236,7 +236,8 @@ def test_the_report_opens_with_the_headline_table_and_the_exact_hop_plot(
     assert "*Headline: recovery after a fault at hop h" in first
     assert ("| fault | h | effective n | recovery | retries off | failed n | best gold-free: "
             "coverage | trace-rule | chance | oracle probe: frozen-hop |") in first
-    assert "| empty_retrieval | 1 | 30 | 0.40 [0.20, 0.60] | 0.10 | 30 | 0.50 [0.10, 0.90] " in first
+    assert ("| empty_retrieval | 1 | 30 | 0.40 [0.20, 0.60] | 0.10 | 30 | 0.50 [0.10, 0.90] "
+            in first)
     assert "report_figures/exact_hop.png" in first
 
 
