@@ -360,3 +360,12 @@ def test_html_escapes_summary_text(full: tuple[str, str]) -> None:
 def test_a_directory_without_a_summary_is_a_data_error(tmp_path: Path) -> None:
     with pytest.raises(DataError, match=r"summary\.json"):
         write_report(tmp_path)
+
+
+def test_the_html_first_screen_holds_the_headline_table_beside_the_plot(
+        full: tuple[str, str]) -> None:
+    page = full[1]
+    first = page.split("<h2>", 1)[0]
+    row = first.split('<div class="row">', 1)[1]
+    assert "<caption>Headline: recovery after a fault at hop h" in row
+    assert '<img alt="Exact-hop accuracy by fault depth, one panel per family' in row
