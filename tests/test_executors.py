@@ -111,6 +111,7 @@ def local_ray() -> Iterator[None]:
         ray.shutdown()
 
 
+@pytest.mark.e2e  # a whole local Ray cluster: the e2e lane (`pytest -m e2e`)
 @pytest.mark.usefixtures("local_ray")
 def test_ray_evaluate_writes_the_same_files_as_a_local_run(evaluate_thread: Path,
                                                            tmp_path: Path) -> None:

@@ -21,6 +21,8 @@ from cuer_agent.graphs.server import ServerContext, agent, live_context, single_
 from cuer_agent.llm.backends import SkillClient, make_backend
 
 REPO = Path(__file__).resolve().parents[1]
+E2E = pytest.mark.e2e
+"""The `langgraph dev` tests start a whole LangGraph server: the e2e lane (`pytest -m e2e`)."""
 
 
 @pytest.fixture(scope="module")
@@ -154,11 +156,13 @@ def _assistants(url: str) -> tuple[Any, dict[str, Any]]:
     return client, {a["graph_id"]: a for a in client.assistants.search()}
 
 
+@E2E
 def test_langgraph_dev_lists_both_assistants(langgraph_dev: str) -> None:
     _, assistants = _assistants(langgraph_dev)
     assert set(assistants) == {"agent", "single_shot"}
 
 
+@E2E
 @pytest.mark.parametrize("graph", ["agent", "single_shot"])
 def test_langgraph_dev_runs_a_question_with_no_context(langgraph_dev: str, graph: str,
                                                        example: Example) -> None:
@@ -175,6 +179,7 @@ def test_langgraph_dev_runs_a_question_with_no_context(langgraph_dev: str, graph
     assert out["final_answer"] == gold != ""
 
 
+@E2E
 @pytest.mark.parametrize("graph", ["agent", "single_shot"])
 def test_langgraph_dev_takes_the_contexts_k(langgraph_dev: str, graph: str,
                                             example: Example) -> None:
@@ -184,6 +189,7 @@ def test_langgraph_dev_takes_the_contexts_k(langgraph_dev: str, graph: str,
     assert {len(h["retrieved"]) for h in out["observable_trace"]["hops"]} == {2}
 
 
+@E2E
 def test_langgraph_dev_shows_the_context_form(langgraph_dev: str) -> None:
     client, assistants = _assistants(langgraph_dev)
     schemas = client.assistants.get_schemas(assistants["agent"]["assistant_id"])
@@ -191,6 +197,7 @@ def test_langgraph_dev_shows_the_context_form(langgraph_dev: str) -> None:
     assert set(schemas["input_schema"]["properties"]) == {"question", "example_id"}
 
 
+@E2E
 def test_langgraph_dev_tells_the_client_why_a_context_fails(langgraph_dev: str,
                                                            example: Example) -> None:
     client, assistants = _assistants(langgraph_dev)

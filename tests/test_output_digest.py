@@ -16,16 +16,11 @@ import os
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
-from cuer_agent.cli import app
+from conftest import CUER, EVALUATE, RUN, Studies
 
 DIGESTS = Path(__file__).parent / "data" / "output_digests.json"
-COMMANDS = {
-    "evaluate": ["evaluate", "--hops", "3", "--n", "8"],
-    "cuer": ["cuer", "--dataset", "synthetic", "--n", "8"],
-    "run": ["run", "--dataset", "synthetic", "--n", "8"],
-}
+COMMANDS = {"evaluate": EVALUATE, "cuer": CUER, "run": RUN}
+"""Each run once per session (`studies`), shared with the modules that read it."""
 
 
 def _digest(path: Path) -> str:
@@ -44,12 +39,8 @@ def _outputs(out: Path) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
-def test_outputs_match_the_committed_digest(command: str, tmp_path: Path) -> None:
-    out = tmp_path / command
-    result = CliRunner().invoke(app, [*COMMANDS[command], "--out", str(out), "--no-cache",
-                                      "--no-progress"])
-    assert result.exit_code == 0, result.output
-    got = _outputs(out)
+def test_outputs_match_the_committed_digest(command: str, studies: Studies) -> None:
+    got = _outputs(studies.get(*COMMANDS[command]))  # run with --no-cache --no-progress
     stored = json.loads(DIGESTS.read_text()) if DIGESTS.exists() else {}
     if os.environ.get("CUER_UPDATE_DIGESTS"):
         stored[command] = got
