@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from conftest import EVALUATE, QUIET, Studies, invoke
 
-from cuer_agent.cli import app
 from cuer_agent.data import load_dataset
 from cuer_agent.diagnosers import diagnoser_names, get_diagnoser
 from cuer_agent.diagnosers._probe import ExecutionProbe
@@ -18,21 +17,20 @@ from cuer_agent.metrics import recall_correct
 from cuer_agent.retrieval import BM25Retriever
 from cuer_agent.testing import make_view, validate_diagnoser
 
-runner = CliRunner()
+SMALL = ("evaluate", "--hops", "3", "--n", "3", "--seed", "7")
+"""For a test whose point holds on any run with a failed injection."""
 
 
-def evaluate(out: Path, *extra: str) -> tuple[int, str]:
-    result = runner.invoke(app, ["evaluate", "--hops", "3", "--n", "6", "--seed", "7",
-                                 "--out", str(out), "--no-cache", "--no-progress", *extra])
+def evaluate(out: Path, *args: str) -> tuple[int, str]:
+    """`cuer-agent evaluate ARGS` (default: the shared run's) into `out`, offline."""
+    result = invoke([*(args or EVALUATE), "--out", str(out), *QUIET])
     return result.exit_code, result.stdout + result.stderr
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("ev") / "run"
-    code, text = evaluate(out)
-    assert code == 0, text
-    return out
+def run(studies: Studies) -> Path:
+    """The session's `evaluate --hops 3 --n 8` (every diagnoser): read only."""
+    return studies.get(*EVALUATE)
 
 
 def test_summary_has_every_part(run: Path) -> None:
@@ -72,10 +70,10 @@ def test_summary_counts_retries_effective_injections_and_persistence(run: Path) 
 def test_single_shot_baseline_asks_the_whole_question(run: Path) -> None:
     summary = json.loads((run / "summary.json").read_text())
     assert summary["single_shot"]["questions"] == "whole"
-    assert summary["single_shot"]["n"] == 6
+    assert summary["single_shot"]["n"] == 8
     originals = [json.loads(line)["record"]["example_id"]
                  for line in (run / "single_shot" / "records.jsonl").open()]
-    assert "syn-7-0" in originals
+    assert "syn-0-0" in originals
 
 
 def test_comparison_puts_single_shot_targets_beside_the_critical_hop(run: Path) -> None:
@@ -95,9 +93,11 @@ def test_comparison_puts_single_shot_targets_beside_the_critical_hop(run: Path) 
     assert "Single-shot vs agentic analysis, per example" in (run / "report.md").read_text()
 
 
-def test_report_files_are_written_and_rebuilt_identically(run: Path) -> None:
+def test_report_files_are_written_and_rebuilt_identically(studies: Studies,
+                                                          tmp_path: Path) -> None:
+    run = studies.copy(*EVALUATE, to=tmp_path / "run")
     md, html = (run / "report.md").read_bytes(), (run / "report.html").read_bytes()
-    result = runner.invoke(app, ["report", str(run)])
+    result = invoke(["report", str(run)])
     assert result.exit_code == 0, result.output
     assert (run / "report.md").read_bytes() == md
     assert (run / "report.html").read_bytes() == html
@@ -108,11 +108,12 @@ def _drop_rows(path: Path, keep: object) -> None:
     path.write_text("".join(r for r in rows if keep(json.loads(r))))  # type: ignore[operator]
 
 
-def test_killed_and_resumed_evaluate_gives_the_same_summary(run: Path, tmp_path: Path) -> None:
+def test_killed_and_resumed_evaluate_gives_the_same_summary(run: Path, studies: Studies,
+                                                            tmp_path: Path) -> None:
     """Simulate a SIGKILL in the middle of the last example: its trace and diagnosis rows
-    are partly written, its record rows and closing row are not."""
-    part = tmp_path / "part"
-    assert evaluate(part)[0] == 0
+    are partly written, its record rows and closing row are not. (The finished run is
+    copied, then cut back to that state.)"""
+    part = studies.copy(*EVALUATE, to=tmp_path / "part")
     agentic = part / "agentic"
     last = json.loads((agentic / "records.jsonl").read_text().splitlines()[-1])
     victim = last["record"]["example_id"]
@@ -141,7 +142,7 @@ def test_killed_and_resumed_evaluate_gives_the_same_summary(run: Path, tmp_path:
 ])
 def test_unknown_names_are_one_line_and_exit_2(tmp_path: Path, args: list[str],
                                                needle: str) -> None:
-    code, text = evaluate(tmp_path / "r", *args)
+    code, text = evaluate(tmp_path / "r", *EVALUATE, *args)
     assert code == 2 and needle in text
     assert not (tmp_path / "r").exists()
 
@@ -149,7 +150,7 @@ def test_unknown_names_are_one_line_and_exit_2(tmp_path: Path, args: list[str],
 def test_config_with_a_wrong_key_names_it(tmp_path: Path) -> None:
     config = tmp_path / "bad.toml"
     config.write_text("[diagnose]\nprobe_budjet = 2\n")
-    code, text = evaluate(tmp_path / "r", "--config", str(config))
+    code, text = evaluate(tmp_path / "r", *EVALUATE, "--config", str(config))
     assert code == 2 and "diagnose.probe_budjet: unknown key" in text
 
 
@@ -236,13 +237,14 @@ def test_a_diagnoser_that_raises_is_recorded_and_the_run_goes_on(tmp_path: Path,
 
     _base.DIAGNOSERS.names()  # built-ins loaded first
     monkeypatch.setitem(_base.DIAGNOSERS._items, "broken", Broken)
-    code, text = evaluate(tmp_path / "r", "--diagnosers", "broken,first-hop")
+    code, text = evaluate(tmp_path / "r", *SMALL, "--diagnosers", "broken,first-hop")
     assert code == 0, text
     rows = [json.loads(line) for line in (tmp_path / "r" / "agentic" / "diagnoses.jsonl").open()]
     broken = [r for r in rows if r["diagnoser"] == "broken"]
     assert broken and all("boom" in r["error"] for r in broken)
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
     failed = [r for r in broken if r["fault"] != "none"]  # the rest ran on clean runs
+    assert failed  # it was asked about failed runs too, not only clean ones
     assert summary["diagnosers"]["broken"]["errors"] == len(failed)
     assert summary["diagnosers"]["first-hop"]["errors"] == 0
 
@@ -275,7 +277,7 @@ def test_third_party_diagnosers_load_from_the_entry_point_group(monkeypatch) -> 
 
 
 def test_concurrency_does_not_change_any_result(run: Path, tmp_path: Path) -> None:
-    assert evaluate(tmp_path / "c3", "--concurrency", "3")[0] == 0
+    assert evaluate(tmp_path / "c3", *EVALUATE, "--concurrency", "3")[0] == 0
     assert (tmp_path / "c3" / "summary.json").read_bytes() == (run / "summary.json").read_bytes()
     for name in ("agentic/records.jsonl", "agentic/diagnoses.jsonl",
                  "single_shot/traces.jsonl"):
@@ -318,7 +320,7 @@ def test_provenance_names_the_command_version_and_machine(run: Path) -> None:
     assert set(provenance) == {"command", "version", "commit", "data_sha256", "python",
                                "platform"}
     # the options that decide the results; not where the run was written
-    assert provenance["command"] == "cuer-agent evaluate --hops 3 --n 6 --seed 7"
+    assert provenance["command"] == "cuer-agent evaluate --hops 3 --n 8"
     assert provenance["data_sha256"] is None  # the synthetic world is built in memory
 
 
