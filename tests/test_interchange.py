@@ -11,33 +11,28 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from conftest import EVALUATE, Studies, invoke
 from hypothesis import given
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
-from cuer_agent.cli import app
 from cuer_agent.experiments.diagnose_traces import trace_only_diagnosers
 from cuer_agent.interchange import import_spans, read_spans, to_protobuf_json
 from cuer_agent.interchange._otlp import any_value, attributes
 from cuer_agent.runs import read_rows
 from cuer_agent.trace import Trace
 
-runner = CliRunner()
 TRACE_ONLY_NAMES = trace_only_diagnosers()
 
 
 def cli(*args: str) -> tuple[int, str]:
-    result = runner.invoke(app, list(args))
+    result = invoke(args)
     return result.exit_code, result.stdout + result.stderr
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("ex") / "run"
-    code, text = cli("evaluate", "--hops", "3", "--n", "4", "--seed", "7", "--out", str(out),
-                     "--no-cache", "--no-progress")
-    assert code == 0, text
-    return out
+def run(studies: Studies) -> Path:
+    """The session's shared `evaluate --hops 3 --n 8` run: read only."""
+    return studies.get(*EVALUATE)
 
 
 @pytest.fixture(scope="module")
