@@ -54,6 +54,11 @@ QUIET = ("--no-cache", "--no-progress")
 EVALUATE = ("evaluate", "--hops", "3", "--n", "8")
 CUER = ("cuer", "--dataset", "synthetic", "--n", "8")
 RUN = ("run", "--dataset", "synthetic", "--n", "8")
+EVALUATE_KINDS = ("evaluate", "--hops", "3", "--n", "4", "--seed", "7",
+                  "--faults", "empty_retrieval,query_drift,content_tampering",
+                  "--diagnosers", "coverage,llm-judge,frozen-hop")
+"""A small evaluate with every kind of work a study hands to its executor: 3 faults, a
+probing, a skill-calling and a trace-only diagnoser."""
 PROPAGATE = ("propagate", "--hops", "3", "--n", "6", "--seed", "7")
 SMALL_PROPAGATE = ("propagate", "--hops", "2", "--n", "2")
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from functools import cache
 from pathlib import Path
 
 import pytest
-from conftest import EVALUATE, QUIET, Studies, invoke
+from conftest import EVALUATE, EVALUATE_KINDS, QUIET, Studies, invoke
 
 from cuer_agent.data import load_dataset
 from cuer_agent.diagnosers import diagnoser_names, get_diagnoser
@@ -154,8 +155,10 @@ def test_config_with_a_wrong_key_names_it(tmp_path: Path) -> None:
     assert code == 2 and "diagnose.probe_budjet: unknown key" in text
 
 
+@cache
 def failed_fork_cases() -> list:
-    """A few injected runs that still fail, with a probe factory for each."""
+    """A few injected runs that still fail, with a probe factory for each (made once per
+    session: each use makes its own probes from the factories)."""
     dataset = load_dataset("synthetic", n=8, hops=3, seed=7)
     retriever = BM25Retriever.from_passages(dataset.corpus)
     executor = Executor(SkillClient(make_backend("extractive")), AgentConfig(hop_budget=3))
@@ -276,8 +279,11 @@ def test_third_party_diagnosers_load_from_the_entry_point_group(monkeypatch) -> 
     assert "third-party" in diagnoser_names()
 
 
-def test_concurrency_does_not_change_any_result(run: Path, tmp_path: Path) -> None:
-    assert evaluate(tmp_path / "c3", *EVALUATE, "--concurrency", "3")[0] == 0
+def test_concurrency_does_not_change_any_result(studies: Studies, tmp_path: Path) -> None:
+    """Over a small run with every kind of work (a probing, a skill-calling and a
+    trace-only diagnoser), shared with test_executors' reference run."""
+    run = studies.get(*EVALUATE_KINDS)
+    assert evaluate(tmp_path / "c3", *EVALUATE_KINDS, "--concurrency", "3")[0] == 0
     assert (tmp_path / "c3" / "summary.json").read_bytes() == (run / "summary.json").read_bytes()
     for name in ("agentic/records.jsonl", "agentic/diagnoses.jsonl",
                  "single_shot/traces.jsonl"):

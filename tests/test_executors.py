@@ -15,11 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import EVALUATE_KINDS, QUIET, RUN, Studies, invoke
 from fake_servers import FakeOllamaServer, FakeOpenAIServer, FakeServer
-from typer.testing import CliRunner
 
 from cuer_agent import parallel
-from cuer_agent.cli import app
 from cuer_agent.data import load_dataset
 from cuer_agent.execution import AgentConfig, Executor
 from cuer_agent.experiments.run_agent import retriever_factory
@@ -27,7 +26,6 @@ from cuer_agent.llm.backends import SkillClient, make_backend
 from cuer_agent.llm.cache import ResponseCache
 from cuer_agent.llm.skills import PlanRequest
 
-runner = CliRunner()
 SECRET = "sk-test-SECRET-executors"
 RUN_FILES = ("config.json", "traces.jsonl", "summary.json")
 EVALUATE_FILES = ("summary.json", "single_shot/traces.jsonl", "single_shot/records.jsonl",
@@ -35,13 +33,12 @@ EVALUATE_FILES = ("summary.json", "single_shot/traces.jsonl", "single_shot/recor
 
 
 def cli(*args: str) -> tuple[int, str]:
-    result = runner.invoke(app, list(args))
+    result = invoke(args)
     return result.exit_code, result.stdout + result.stderr
 
 
 def run(out: Path, *extra: str) -> Path:
-    code, text = cli("run", "--dataset", "synthetic", "--hops", "3", "--n", "8", "--seed", "7",
-                     "--out", str(out), "--no-cache", "--no-progress", *extra)
+    code, text = cli(*RUN, "--out", str(out), *QUIET, *extra)
     assert code == 0, text
     return out
 
@@ -49,10 +46,7 @@ def run(out: Path, *extra: str) -> Path:
 def evaluate(out: Path, *extra: str) -> Path:
     """A small evaluate: 4 examples, 3 faults, a probing, a skill-calling and a trace-only
     diagnoser — every kind of work that has to travel to a worker."""
-    code, text = cli("evaluate", "--hops", "3", "--n", "4", "--seed", "7", "--out", str(out),
-                     "--faults", "empty_retrieval,query_drift,content_tampering",
-                     "--diagnosers", "coverage,llm-judge,frozen-hop",
-                     "--no-cache", "--no-progress", *extra)
+    code, text = cli(*EVALUATE_KINDS, "--out", str(out), *QUIET, *extra)
     assert code == 0, text
     return out
 
@@ -63,15 +57,17 @@ def assert_same_files(a: Path, b: Path, names: tuple[str, ...]) -> None:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def runs(tmp_path_factory: pytest.TempPathFactory, studies: Studies) -> dict[str, Path]:
+    """The session's threaded `run --n 8` (the digest's), and the same in 2 processes."""
     tmp = tmp_path_factory.mktemp("runs")
-    return {"thread": run(tmp / "thread"),
+    return {"thread": studies.get(*RUN),
             "process": run(tmp / "process", "--executor", "process", "--workers", "2")}
 
 
 @pytest.fixture(scope="module")
-def evaluate_thread(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return evaluate(tmp_path_factory.mktemp("evaluate") / "thread")
+def evaluate_thread(studies: Studies) -> Path:
+    """The threaded run (the session's, shared with test_evaluate's concurrency test)."""
+    return studies.get(*EVALUATE_KINDS)
 
 
 # --- process ---------------------------------------------------------------------------------
