@@ -6,26 +6,20 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from conftest import PROPAGATE, QUIET, Studies, invoke
 
-from cuer_agent.cli import app
 from cuer_agent.experiments.propagation import DEFAULT_FAULTS
-
-runner = CliRunner()
 
 
 def propagate(out: Path, *extra: str) -> tuple[int, str]:
-    result = runner.invoke(app, ["propagate", "--hops", "3", "--n", "6", "--seed", "7",
-                                 "--out", str(out), "--no-cache", "--no-progress", *extra])
+    result = invoke([*PROPAGATE, "--out", str(out), *QUIET, *extra])
     return result.exit_code, result.stdout + result.stderr
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("prop") / "run"
-    code, text = propagate(out)
-    assert code == 0, text
-    return out
+def study(studies: Studies) -> Path:
+    """The session's `propagate --hops 3 --n 6 --seed 7`: read only."""
+    return studies.get(*PROPAGATE)
 
 
 def summary_of(run: Path) -> dict:
@@ -166,8 +160,8 @@ def test_any_record_replays_to_the_same_trace(study: Path) -> None:
         row = next((r for r in rows if r["record"]["condition"] == condition), None)
         if row is None:
             continue
-        result = runner.invoke(app, ["replay", str(study), "--record",
-                                     row["record"]["record_id"], "--no-cache"])
+        result = invoke(["replay", str(study), "--record", row["record"]["record_id"],
+                         "--no-cache"])
         assert result.exit_code == 0, result.output
         assert "identical" in result.stdout
 
@@ -175,8 +169,7 @@ def test_any_record_replays_to_the_same_trace(study: Path) -> None:
 def test_replaying_a_skipped_record_is_exit_2_giving_its_skip_reason(study: Path) -> None:
     rows = [json.loads(line) for line in (study / "records.jsonl").open()]
     skipped = next(r["record"] for r in rows if r["record"].get("skipped"))
-    result = runner.invoke(app, ["replay", str(study), "--record", skipped["record_id"],
-                                 "--no-cache"])
+    result = invoke(["replay", str(study), "--record", skipped["record_id"], "--no-cache"])
     assert result.exit_code == 2
     assert f"was skipped ({skipped['skipped']})" in result.output
 
@@ -194,8 +187,8 @@ def test_a_config_file_is_read_and_flags_override_it(tmp_path: Path) -> None:
                       'hop_operators = false\n')
 
     def recorded(name: str, *flags: str) -> dict:
-        result = runner.invoke(app, ["propagate", "--config", str(config), *flags, "--out",
-                                     str(tmp_path / name), "--no-cache", "--no-progress"])
+        result = invoke(["propagate", "--config", str(config), *flags, "--out",
+                         str(tmp_path / name), *QUIET])
         assert result.exit_code == 0, result.output
         return json.loads((tmp_path / name / "config.json").read_text())
 
@@ -206,8 +199,7 @@ def test_a_config_file_is_read_and_flags_override_it(tmp_path: Path) -> None:
     assert not used["propagation"]["strict"] and not used["propagation"]["hop_operators"]
     rows = [json.loads(line) for line in (tmp_path / "file" / "traces.jsonl").open()]
     record = next(row["record"]["record_id"] for row in rows if row.get("record"))
-    result = runner.invoke(app, ["replay", str(tmp_path / "file"), "--record", record,
-                                 "--no-cache"])
+    result = invoke(["replay", str(tmp_path / "file"), "--record", record, "--no-cache"])
     assert result.exit_code == 0 and "identical" in result.stdout, result.output
 
     over = recorded("flags", "--n", "2", "--seed", "3", "--hops", "3", "--faults",

@@ -7,11 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import QUIET, Studies, invoke
 from hypothesis import given
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
-from cuer_agent.cli import app
 from cuer_agent.errors import DataError
 from cuer_agent.experiments.run_configs import (
     CuerRunConfig,
@@ -25,26 +24,29 @@ from cuer_agent.experiments.run_configs import (
 )
 from cuer_agent.experiments.summaries import SCHEMA_DIR
 
-SMALL = ["--n", "2", "--no-cache", "--no-progress"]
+SMALL = ["--n", "2", *QUIET]
 
 
 def _invoke(*args: str) -> str:
-    result = CliRunner().invoke(app, [*args, *SMALL])
+    result = invoke([*args, *SMALL])
     assert result.exit_code == 0, result.output
     return result.output
 
 
-def test_every_study_command_writes_a_config_json_of_its_commands_shape(tmp_path: Path
+def small(command: str) -> tuple[str, ...]:
+    """A study command on 2 two-hop examples: each made once per session (`studies`)."""
+    return (command, "--hops", "2", "--n", "2")
+
+
+def test_every_study_command_writes_a_config_json_of_its_commands_shape(studies: Studies
                                                                         ) -> None:
-    _invoke("run", "--out", str(tmp_path / "run"))
-    _invoke("cuer", "--out", str(tmp_path / "cuer"))
-    _invoke("propagate", "--hops", "2", "--out", str(tmp_path / "propagate"))
-    _invoke("evaluate", "--hops", "2", "--out", str(tmp_path / "evaluate"))
-    expected = {"run": RunCommandConfig, "cuer": CuerRunConfig,
-                "propagate": PropagateRunConfig, "evaluate": EvaluateRunConfig,
-                "evaluate/single_shot": CuerRunConfig, "evaluate/agentic": PropagateRunConfig}
-    for name, model in expected.items():
-        assert type(read_run_config(tmp_path / name)) is model, name
+    expected = {("run", ""): RunCommandConfig, ("cuer", ""): CuerRunConfig,
+                ("propagate", ""): PropagateRunConfig, ("evaluate", ""): EvaluateRunConfig,
+                ("evaluate", "single_shot"): CuerRunConfig,
+                ("evaluate", "agentic"): PropagateRunConfig}
+    for (command, part), model in expected.items():
+        config = read_run_config(studies.get(*small(command)) / part)
+        assert type(config) is model, (command, part)
 
 
 def test_a_config_json_of_no_known_shape_is_one_error_naming_the_file_and_key(
@@ -59,7 +61,7 @@ def test_a_config_json_of_no_known_shape_is_one_error_naming_the_file_and_key(
 
 def test_replay_of_a_damaged_config_json_exits_2_naming_it(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text(json.dumps({"command": "propagate"}))
-    result = CliRunner().invoke(app, ["replay", str(tmp_path), "--record", "x/clean"])
+    result = invoke(["replay", str(tmp_path), "--record", "x/clean"])
     assert result.exit_code == 2
     assert "config.json" in result.output and "missing key" in result.output
 
@@ -69,7 +71,7 @@ def test_replay_of_a_config_naming_an_unknown_backend_exits_2_naming_file_and_ke
     (tmp_path / "config.json").write_text(json.dumps({
         "command": "propagate", "source": "s", "hop_budget": 3, "retries_per_hop": 1,
         "data": {}, "backend": {"name": "nosuch"}, "propagation": {}}))
-    result = CliRunner().invoke(app, ["replay", str(tmp_path), "--record", "x/clean"])
+    result = invoke(["replay", str(tmp_path), "--record", "x/clean"])
     assert result.exit_code == 2
     assert "config.json: backend.name: unknown backend 'nosuch'" in result.output
 
@@ -99,16 +101,16 @@ def test_an_evaluate_run_with_a_non_default_k_replays_its_agent_records_identica
     config = read_run_config(out / "agentic")
     assert isinstance(config, PropagateRunConfig) and config.k == 3
     first = json.loads((out / "agentic" / "traces.jsonl").read_text().splitlines()[0])
-    result = CliRunner().invoke(app, ["replay", str(out / "agentic"), "--record",
+    result = invoke(["replay", str(out / "agentic"), "--record",
                                       first["record"]["record_id"], "--no-cache"])
     assert result.exit_code == 0, result.output
     assert "identical" in result.output
 
 
-def test_an_error_in_a_cuer_config_names_the_key_not_the_commands_tag(tmp_path: Path
-                                                                      ) -> None:
+def test_an_error_in_a_cuer_config_names_the_key_not_the_commands_tag(
+        studies: Studies, tmp_path: Path) -> None:
     # the union's tag for a cuer config is "cuer", which is also a key of the file
-    _invoke("cuer", "--out", str(tmp_path / "cuer"))
+    studies.copy(*small("cuer"), to=tmp_path / "cuer")
     path = tmp_path / "cuer" / "config.json"
     config = json.loads(path.read_text())
     config["backend"]["name"] = 5
@@ -117,8 +119,9 @@ def test_an_error_in_a_cuer_config_names_the_key_not_the_commands_tag(tmp_path: 
         read_run_config(tmp_path / "cuer")
 
 
-def test_a_value_of_the_wrong_json_type_is_an_error_not_converted(tmp_path: Path) -> None:
-    _invoke("propagate", "--hops", "2", "--out", str(tmp_path / "p"))
+def test_a_value_of_the_wrong_json_type_is_an_error_not_converted(studies: Studies,
+                                                                  tmp_path: Path) -> None:
+    studies.copy(*small("propagate"), to=tmp_path / "p")
     path = tmp_path / "p" / "config.json"
     config = json.loads(path.read_text())
     config["hop_budget"] = "2"
@@ -153,31 +156,22 @@ def test_a_recorded_value_no_study_accepts_is_named_by_its_key(
 
 def test_a_config_json_that_is_a_directory_is_one_error_line(tmp_path: Path) -> None:
     (tmp_path / "config.json").mkdir()
-    result = CliRunner().invoke(app, ["replay", str(tmp_path), "--record", "x/clean"])
+    result = invoke(["replay", str(tmp_path), "--record", "x/clean"])
     assert result.exit_code == 2 and "config.json: cannot be read" in result.output
 
 
 def test_every_commands_config_records_every_key_its_writer_does_not_leave_out_by_design(
-        tmp_path: Path) -> None:
-    runner = CliRunner()
+        studies: Studies) -> None:
     for command in ("run", "cuer", "propagate"):
-        out = tmp_path / command
-        result = runner.invoke(app, [command, "--n", "2", "--hops", "2", "--no-cache",
-                                     "--no-progress", "--out", str(out)])
-        assert result.exit_code == 0, result.output
-        assert absent_keys(read_run_config(out)) == [], command
+        assert absent_keys(read_run_config(studies.get(*small(command)))) == [], command
 
 
-def test_replay_that_differs_names_the_keys_a_hand_edited_config_lacks(tmp_path: Path) -> None:
-    out = tmp_path / "p"
-    runner = CliRunner()
-    result = runner.invoke(app, ["propagate", "--n", "2", "--hops", "2", "--no-cache",
-                                 "--no-progress", "--out", str(out)])
-    assert result.exit_code == 0, result.output
+def test_replay_that_differs_names_the_keys_a_hand_edited_config_lacks(studies: Studies,
+                                                                      tmp_path: Path) -> None:
+    out = studies.copy(*small("propagate"), to=tmp_path / "p")
     config = json.loads((out / "config.json").read_text())
     del config["data"]["hops"]  # 2-hop questions; the default asks 3-hop ones
     (out / "config.json").write_text(json.dumps(config))
-    result = runner.invoke(app, ["replay", str(out), "--record", "syn-0-0/clean",
-                                 "--no-cache"])
+    result = invoke(["replay", str(out), "--record", "syn-0-0/clean", "--no-cache"])
     assert result.exit_code == 1, result.output
     assert "DIFFERS" in result.output and "has no data.hops" in result.output

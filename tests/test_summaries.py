@@ -11,12 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import PROPAGATE, QUIET, RUN, Studies, invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
-from typer.testing import CliRunner
 
-from cuer_agent.cli import app
 from cuer_agent.errors import DataError
 from cuer_agent.experiments.summaries import (
     SCHEMA_DIR,
@@ -32,8 +31,6 @@ from cuer_agent.experiments.summaries import (
 )
 from cuer_agent.experiments.summary_cells import DatasetRoles, Part
 from cuer_agent.runs import RunDir
-
-runner = CliRunner()
 
 # Which model each summary.json of a study run directory validates through.
 SUMMARIES = {
@@ -64,18 +61,19 @@ def two_support_data(path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Small real runs of the four studies (the cuer one with every ablation)."""
+def runs(tmp_path_factory: pytest.TempPathFactory, studies: Studies) -> Path:
+    """Small real runs of the four studies under one root: the session's shared `run` and
+    `propagate` runs (linked, read only), a cuer run with every ablation, and an evaluate
+    run of 10 examples (the data-set roles verdict needs 10)."""
     root = tmp_path_factory.mktemp("summaries")
+    for name, args in (("run", RUN), ("propagate", PROPAGATE)):
+        (root / name).symlink_to(studies.get(*args), target_is_directory=True)
     data = two_support_data(root / "hotpot.json")
-    for args in (["run", "--dataset", "synthetic", "--n", "3"],
-                 ["cuer", "--dataset", "hotpotqa", "--path", str(data), "--two-support",
+    for args in (["cuer", "--dataset", "hotpotqa", "--path", str(data), "--two-support",
                   "--duplicate-positions", "--replace-hardness", "--weight-sensitivity"],
-                 ["propagate", "--hops", "2", "--n", "3"],
                  ["evaluate", "--hops", "2", "--n", "10",
                   "--diagnosers", "chance,trace-rule,coverage,frozen-hop"]):
-        result = runner.invoke(app, [*args, "--out", str(root / args[0]), "--no-cache",
-                                     "--no-progress"])
+        result = invoke([*args, "--out", str(root / args[0]), *QUIET])
         assert result.exit_code == 0, result.output
     return root
 
