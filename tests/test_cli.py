@@ -4,21 +4,31 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from conftest import invoke
 
-from cuer_agent.cli import app
 from cuer_agent.data import shared_sample_path
 
-runner = CliRunner()
+
+def in_parallel(commands: list[list[str]], envs: list[dict[str, str]] | None = None
+                ) -> list[str]:
+    """Run the commands as processes side by side (both cores); their outputs, in order."""
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+             for cmd, env in zip(commands, envs or [None] * len(commands), strict=True)]
+    outs = [proc.communicate(timeout=300) for proc in procs]
+    for proc, (_, err) in zip(procs, outs, strict=True):
+        assert proc.returncode == 0, err
+    return [out for out, _ in outs]
 
 
 def cli(*args: str) -> tuple[int, str, str]:
-    result = runner.invoke(app, list(args))
+    result = invoke(args)
     return result.exit_code, result.stdout, result.stderr
 
 
@@ -36,8 +46,7 @@ def test_data_stats_synthetic_reports_counts_and_recall() -> None:
 def test_data_stats_is_identical_across_processes() -> None:
     cmd = [sys.executable, "-m", "cuer_agent.cli", "data", "stats", "--dataset", "synthetic",
            "--hops", "3", "--n", "40", "--seed", "7", "--json"]
-    outs = [subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-            for _ in range(2)]
+    outs = in_parallel([cmd, cmd])
     assert outs[0] == outs[1] and outs[0]
 
 
@@ -116,8 +125,7 @@ def test_rerun_of_a_finished_run_does_no_work(tmp_path: Path) -> None:
 
 def test_interrupted_run_resumes_to_the_same_summary(tmp_path: Path) -> None:
     assert cli(*run_args(tmp_path / "full", "--no-cache"))[0] == 0
-    partial = tmp_path / "partial"
-    assert cli(*run_args(partial, "--no-cache"))[0] == 0
+    partial = shutil.copytree(tmp_path / "full", tmp_path / "partial")  # then cut back
     lines = (partial / "traces.jsonl").read_text().splitlines(keepends=True)
     # Keep 5 rows and half of the 6th: a process killed mid-write.
     (partial / "traces.jsonl").write_text("".join(lines[:5]) + lines[5][: len(lines[5]) // 2])
@@ -223,15 +231,11 @@ def test_score_bad_prediction_file_is_exit_2(tmp_path: Path) -> None:
 
 def test_run_is_identical_across_processes_with_different_hash_seeds(tmp_path: Path) -> None:
     """Set iteration order must never reach a result (PYTHONHASHSEED differs per process)."""
-    outs = []
-    for i, hash_seed in enumerate(("1", "2")):
-        out = tmp_path / f"r{i}"
-        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
-        subprocess.run([sys.executable, "-m", "cuer_agent.cli", "run", "--dataset", "synthetic",
-                        "--hops", "3", "--n", "25", "--seed", "7", "--out", str(out),
-                        "--no-cache", "--no-progress"], env=env, check=True,
-                       capture_output=True)
-        outs.append((out / "traces.jsonl").read_bytes())
+    in_parallel([[sys.executable, "-m", "cuer_agent.cli", "run", "--dataset", "synthetic",
+                  "--hops", "3", "--n", "25", "--seed", "7", "--out", str(tmp_path / f"r{i}"),
+                  "--no-cache", "--no-progress"] for i in range(2)],
+                [{**os.environ, "PYTHONHASHSEED": hash_seed} for hash_seed in ("1", "2")])
+    outs = [(tmp_path / f"r{i}" / "traces.jsonl").read_bytes() for i in range(2)]
     assert outs[0] == outs[1]
 
 
