@@ -9,14 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import invoke
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel
 from recording import Recorder
-from typer.testing import CliRunner
 
 from cuer_agent.agents import load_agent
-from cuer_agent.cli import app
 from cuer_agent.data import Dataset, load_dataset
 from cuer_agent.errors import ConfigError
 from cuer_agent.execution import AgentConfig, Executor, RunResult, identity
@@ -216,8 +215,8 @@ def test_a_bad_agent_reference_is_one_clear_error(ref: str, message: str) -> Non
 
 
 def test_the_cli_refuses_a_bad_agent_with_one_line_and_exit_2(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["propagate", "--out", str(tmp_path / "run"), "--n", "1",
-                                      "--agent", "cuer_agent.graphs.agent:nope"])
+    result = invoke(["propagate", "--out", str(tmp_path / "run"), "--n", "1",
+                     "--agent", "cuer_agent.graphs.agent:nope"])
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and "has no factory 'nope'" in lines[0]
@@ -228,8 +227,9 @@ def test_the_cli_refuses_a_bad_agent_with_one_line_and_exit_2(tmp_path: Path) ->
 
 def test_evaluate_runs_every_study_on_the_react_agent(tmp_path: Path) -> None:
     out = tmp_path / "react"
-    result = CliRunner().invoke(app, ["evaluate", "--agent", REACT, "--hops", "3", "--n", "5",
-                                      "--out", str(out), "--no-cache", "--no-progress"])
+    # 3 examples: every study still runs on the agent (5 did nothing more)
+    result = invoke(["evaluate", "--agent", REACT, "--hops", "3", "--n", "3",
+                     "--out", str(out), "--no-cache", "--no-progress"])
     assert result.exit_code == 0, result.output
     for name in ("summary.json", "report.md", "report.html", "single_shot/traces.jsonl",
                  "single_shot/records.jsonl", "agentic/traces.jsonl",
@@ -247,14 +247,13 @@ def test_evaluate_runs_every_study_on_the_react_agent(tmp_path: Path) -> None:
 
 def test_replay_reexecutes_a_react_record(tmp_path: Path) -> None:
     out = tmp_path / "prop"
-    runner = CliRunner()
-    result = runner.invoke(app, ["propagate", "--agent", REACT, "--n", "2", "--out", str(out),
-                                 "--faults", "empty_retrieval", "--no-hop-operators",
-                                 "--no-cache", "--no-progress"])
+    result = invoke(["propagate", "--agent", REACT, "--n", "2", "--out", str(out),
+                     "--faults", "empty_retrieval", "--no-hop-operators",
+                     "--no-cache", "--no-progress"])
     assert result.exit_code == 0, result.output
     row = json.loads((out / "traces.jsonl").open().readlines()[-1])
-    replayed = runner.invoke(app, ["replay", str(out), "--record", row["record"]["record_id"],
-                                   "--no-cache"])
+    replayed = invoke(["replay", str(out), "--record", row["record"]["record_id"],
+                       "--no-cache"])
     assert replayed.exit_code == 0, replayed.output
     assert "identical" in replayed.output
 
@@ -262,19 +261,17 @@ def test_replay_reexecutes_a_react_record(tmp_path: Path) -> None:
 def test_replay_takes_the_agent_from_the_flag_when_its_recorded_path_moved(
         tmp_path: Path) -> None:
     out = tmp_path / "prop"
-    runner = CliRunner()
     moved = tmp_path / "elsewhere.py"
     moved.write_text((ROOT / "examples" / "react_agent.py").read_text())
-    result = runner.invoke(app, ["propagate", "--agent", f"{moved}:build", "--n", "1",
-                                 "--out", str(out), "--faults", "empty_retrieval",
-                                 "--no-hop-operators", "--no-cache", "--no-progress"])
+    result = invoke(["propagate", "--agent", f"{moved}:build", "--n", "1",
+                     "--out", str(out), "--faults", "empty_retrieval",
+                     "--no-hop-operators", "--no-cache", "--no-progress"])
     assert result.exit_code == 0, result.output
     moved.unlink()
     record = json.loads((out / "traces.jsonl").open().readlines()[-1])["record"]["record_id"]
-    lost = runner.invoke(app, ["replay", str(out), "--record", record, "--no-cache"])
+    lost = invoke(["replay", str(out), "--record", record, "--no-cache"])
     assert lost.exit_code == 2 and "no file" in lost.output
-    found = runner.invoke(app, ["replay", str(out), "--record", record, "--no-cache",
-                                "--agent", REACT])
+    found = invoke(["replay", str(out), "--record", record, "--no-cache", "--agent", REACT])
     assert found.exit_code == 0 and "identical" in found.output, found.output
 
 

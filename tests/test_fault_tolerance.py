@@ -28,9 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from conftest import invoke
 
-from cuer_agent.cli import app
 from cuer_agent.llm import prompts
 from cuer_agent.llm._remote import RetryPolicy
 from cuer_agent.runs import RunDir, canonical_json
@@ -50,11 +49,10 @@ FAST = RetryPolicy(initial_interval=0.01, max_interval=0.05)  # 4 attempts, as b
 CLIENT_TIMEOUT = 1.0  # long enough that only injected stalls time out, even on a busy CI
 HANG = 1.6  # a "timeout" fault stalls this long: past the client's timeout
 EXHAUSTED = "openai request failed after 4 attempt(s): HTTP 500"
-runner = CliRunner()
 
 
 def cli(*args: str) -> tuple[int, str, str]:
-    result = runner.invoke(app, list(args))
+    result = invoke(args)
     return result.exit_code, result.stdout, result.stderr
 
 
@@ -571,7 +569,7 @@ def test_a_row_torn_by_a_crash_is_dropped_and_the_resumed_evaluate_is_identical(
 
     monkeypatch.setattr(RunDir, "append_rows", dying)
     with pytest.raises(Died):
-        runner.invoke(app, args_of("evaluate", out))
+        invoke(args_of("evaluate", out))
     monkeypatch.undo()
     assert chaos.torn_files(out) == [name]
     kept = (out / name).read_bytes().rsplit(b"\n", 1)[0]
