@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from conftest import invoke
 
-from cuer_agent.cli import app
 from cuer_agent.graphs import agent as our_agent
 from cuer_agent.testing import validate_agent
 
@@ -110,10 +109,10 @@ def test_an_exception_in_a_user_node_is_one_line_naming_the_node(tmp_path: Path)
     path.write_text(FAILING_AGENT.format(examples=str(ROOT / "examples")))
     args = ["run", "--agent", f"{path}:build", "--hops", "2", "--n", "1", "--no-cache",
             "--no-progress", "--out", str(tmp_path / "run")]
-    result = CliRunner().invoke(app, args)
+    result = invoke(args)
     assert result.exit_code == 2
     assert result.stderr.strip() == ("error: agent 'two-node': node 'lookup' raised "
                                      "ValueError: the search index is closed")
-    debug = CliRunner().invoke(app, ["--debug", *args[:-1], str(tmp_path / "again")])
+    debug = invoke(["--debug", *args[:-1], str(tmp_path / "again")])
     assert debug.exit_code == 2
     assert "Traceback" in debug.stderr and "raise ValueError" in debug.stderr

@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import invoke
 from fake_servers import Behaviour, FakeServer, Received
 from pydantic import BaseModel
-from typer.testing import CliRunner
 
-from cuer_agent.cli import app
 from cuer_agent.config import BackendSection, load_config, validate_config
 from cuer_agent.errors import ConfigError
 from cuer_agent.llm._remote import DEFAULT_MAX_TOKENS, RemoteBackend, RetryPolicy
@@ -236,7 +235,7 @@ def test_timeout_is_left_out_of_a_recorded_config() -> None:
 
 
 def run_against(server: FakeServer, out: Path, *flags: str) -> Any:
-    return CliRunner().invoke(app, [
+    return invoke([
         "run", "--dataset", "synthetic", "--hops", "2", "--n", "1", "--out", str(out),
         "--backend", "openai", "--model", MODEL, "--base-url", server.url, "--no-cache",
         "--no-progress", *flags])
@@ -275,7 +274,7 @@ def test_omit_flag_leaves_the_parameter_out(openai_server: FakeServer, tmp_path:
 def test_replay_asks_the_model_as_the_run_did(openai_server: FakeServer,
                                               tmp_path: Path) -> None:
     out, cache = tmp_path / "study", tmp_path / "cache.sqlite"
-    study = CliRunner().invoke(app, [
+    study = invoke([
         "propagate", "--hops", "2", "--n", "1", "--seed", "3", "--faults",
         "early_termination", "--no-hop-operators", "--no-strict", "--out", str(out),
         "--backend", "openai", "--model", MODEL, "--base-url", openai_server.url,
@@ -286,8 +285,8 @@ def test_replay_asks_the_model_as_the_run_did(openai_server: FakeServer,
                   map(json.loads, (out / "traces.jsonl").read_text().splitlines())
                   if row["record"]["condition"] == "early_termination" and row["trace"])
 
-    replayed = CliRunner().invoke(app, ["replay", str(out), "--record", record,
-                                        "--cache", str(cache)])
+    replayed = invoke(["replay", str(out), "--record", record,
+                       "--cache", str(cache)])
 
     assert replayed.exit_code == 0 and "identical" in replayed.stdout, replayed.output
     # the seed (3) and the omitted option came from the run's config: every request was

@@ -8,20 +8,25 @@ import re
 from pathlib import Path
 
 import numpy as np
-from typer.testing import CliRunner
+import pytest
+from conftest import QUIET, Studies, invoke
 
-from cuer_agent.cli import app
-
-runner = CliRunner()
 CONDITIONS = ("original", "remove", "replace", "duplicate", "zero_retrieval", "random_target")
 AXES = ("correctness", "em", "f1", "grounding", "confidence_error", "divergence")
 
 
+CUER = ("cuer", "--dataset", "synthetic", "--hops", "2", "--n", "8", "--seed", "3")
+
+
 def cuer(out: Path, *extra: str) -> tuple[int, str]:
-    result = runner.invoke(app, ["cuer", "--dataset", "synthetic", "--hops", "2", "--n", "8",
-                                 "--seed", "3", "--out", str(out), "--no-cache",
-                                 "--no-progress", *extra])
+    result = invoke([*CUER, "--out", str(out), *QUIET, *extra])
     return result.exit_code, result.stdout + result.stderr
+
+
+@pytest.fixture(scope="module")
+def study(studies: Studies) -> Path:
+    """The session's run of CUER: read only (`studies.copy` for one to cut back)."""
+    return studies.get(*CUER)
 
 
 def test_summary_has_every_condition_axis_and_delta(tmp_path: Path) -> None:
@@ -43,10 +48,9 @@ def test_summary_has_every_condition_axis_and_delta(tmp_path: Path) -> None:
     assert "condition" in out  # the table was printed
 
 
-def test_records_and_traces_are_stored_with_intervention_records(tmp_path: Path) -> None:
-    assert cuer(tmp_path / "run")[0] == 0
-    rows = [json.loads(line) for line in (tmp_path / "run" / "traces.jsonl").open()]
-    records = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").open()]
+def test_records_and_traces_are_stored_with_intervention_records(study: Path) -> None:
+    rows = [json.loads(line) for line in (study / "traces.jsonl").open()]
+    records = [json.loads(line) for line in (study / "records.jsonl").open()]
     assert len(records) == 8 * len(CONDITIONS)
     assert {r["record"]["condition"] for r in rows} == set(CONDITIONS)
     dup = next(r for r in rows if r["record"]["condition"] == "duplicate")
@@ -57,24 +61,21 @@ def test_records_and_traces_are_stored_with_intervention_records(tmp_path: Path)
     assert "record" not in dup["trace"] and "intervention" not in dup["trace"]
 
 
-def test_same_command_gives_the_same_summary_bytes(tmp_path: Path) -> None:
-    assert cuer(tmp_path / "a")[0] == 0
+def test_same_command_gives_the_same_summary_bytes(study: Path, tmp_path: Path) -> None:
     assert cuer(tmp_path / "b")[0] == 0
-    assert (tmp_path / "a" / "summary.json").read_bytes() == \
+    assert (study / "summary.json").read_bytes() == \
         (tmp_path / "b" / "summary.json").read_bytes()
 
 
-def test_interrupted_study_resumes_without_duplicate_rows(tmp_path: Path) -> None:
-    assert cuer(tmp_path / "full")[0] == 0
-    part = tmp_path / "part"
-    assert cuer(part)[0] == 0
+def test_interrupted_study_resumes_without_duplicate_rows(studies: Studies, study: Path,
+                                                         tmp_path: Path) -> None:
+    part = studies.copy(*CUER, to=tmp_path / "part")
     lines = (part / "records.jsonl").read_text().splitlines(keepends=True)
     (part / "records.jsonl").write_text("".join(lines[:-4]))  # died mid-example
     (part / "summary.json").unlink()
     assert cuer(part)[0] == 0
-    full = tmp_path / "full"
-    assert (part / "records.jsonl").read_bytes() == (full / "records.jsonl").read_bytes()
-    assert (part / "summary.json").read_bytes() == (full / "summary.json").read_bytes()
+    assert (part / "records.jsonl").read_bytes() == (study / "records.jsonl").read_bytes()
+    assert (part / "summary.json").read_bytes() == (study / "summary.json").read_bytes()
 
 
 def test_ablations_are_reported_behind_flags(tmp_path: Path) -> None:
@@ -97,8 +98,8 @@ def test_empty_retrieval_is_skipped_and_counted(tmp_path: Path) -> None:
                                                           ["Q", ["Delta epsilon."]]]}]
     path = tmp_path / "tiny.json"
     path.write_text(json.dumps(data))
-    result = runner.invoke(app, ["cuer", "--dataset", "hotpotqa", "--path", str(path),
-                                 "--out", str(tmp_path / "run"), "--no-cache", "--no-progress"])
+    result = invoke(["cuer", "--dataset", "hotpotqa", "--path", str(path),
+                     "--out", str(tmp_path / "run"), "--no-cache", "--no-progress"])
     assert result.exit_code == 0, result.output
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["skipped"]["remove"] == {"empty retrieval": 1}
@@ -109,8 +110,8 @@ def test_config_file_sets_the_study_and_flags_override_it(tmp_path: Path) -> Non
     config = tmp_path / "study.toml"
     config.write_text('[data]\ndataset = "synthetic"\nn = 3\nhops = 2\n\n'
                       '[cuer]\ndivergence_weights = [0.2, 0.6, 0.2]\n')
-    result = runner.invoke(app, ["cuer", "--config", str(config), "--n", "4",
-                                 "--out", str(tmp_path / "run"), "--no-cache", "--no-progress"])
+    result = invoke(["cuer", "--config", str(config), "--n", "4",
+                     "--out", str(tmp_path / "run"), "--no-cache", "--no-progress"])
     assert result.exit_code == 0, result.output
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["n"] == 4
@@ -118,12 +119,11 @@ def test_config_file_sets_the_study_and_flags_override_it(tmp_path: Path) -> Non
 
 
 def test_synthetic_single_shot_asks_the_whole_question_over_its_own_pool(
-        tmp_path: Path) -> None:
+        study: Path) -> None:
     from cuer_agent.data import load_dataset
     from cuer_agent.experiments.pools import question_pools
 
-    assert cuer(tmp_path / "run")[0] == 0
-    rows = [json.loads(line) for line in (tmp_path / "run" / "traces.jsonl").open()]
+    rows = [json.loads(line) for line in (study / "traces.jsonl").open()]
     originals = [r["trace"] for r in rows if r["record"]["condition"] == "original"]
     data = question_pools(load_dataset("synthetic", n=8, hops=2, seed=3))
     pools = {ex.id: {p.title for p in ex.passages} for ex in data.examples}
@@ -151,8 +151,8 @@ def test_gold_sub_questions_are_asked_when_the_config_says_so(tmp_path: Path) ->
     config = tmp_path / "study.toml"
     config.write_text('[data]\ndataset = "synthetic"\nn = 3\nhops = 2\n\n'
                       '[cuer]\nquestions = "per_hop"\n')
-    result = runner.invoke(app, ["cuer", "--config", str(config), "--out",
-                                 str(tmp_path / "run"), "--no-cache", "--no-progress"])
+    result = invoke(["cuer", "--config", str(config), "--out",
+                     str(tmp_path / "run"), "--no-cache", "--no-progress"])
     assert result.exit_code == 0, result.output
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["n"] == 3 * 2
 
@@ -167,7 +167,7 @@ def test_shipped_study_configs_are_valid() -> None:
 def test_config_with_an_unknown_key_names_the_key(tmp_path: Path) -> None:
     config = tmp_path / "bad.toml"
     config.write_text("[cuer]\nreplace_hardnes = 'easy'\n")
-    result = runner.invoke(app, ["cuer", "--config", str(config), "--out", str(tmp_path / "r")])
+    result = invoke(["cuer", "--config", str(config), "--out", str(tmp_path / "r")])
     assert result.exit_code == 2
     assert "bad.toml: cuer.replace_hardnes: unknown key" in result.stderr
 
@@ -175,7 +175,7 @@ def test_config_with_an_unknown_key_names_the_key(tmp_path: Path) -> None:
 def test_config_with_a_wrong_type_names_the_key(tmp_path: Path) -> None:
     config = tmp_path / "bad.toml"
     config.write_text("[cuer]\nk = 'five'\n")
-    result = runner.invoke(app, ["cuer", "--config", str(config), "--out", str(tmp_path / "r")])
+    result = invoke(["cuer", "--config", str(config), "--out", str(tmp_path / "r")])
     assert result.exit_code == 2
     assert "cuer.k" in result.stderr
 
@@ -183,15 +183,14 @@ def test_config_with_a_wrong_type_names_the_key(tmp_path: Path) -> None:
 def test_role_thresholds_in_a_config_are_checked(tmp_path: Path) -> None:
     config = tmp_path / "bad.toml"
     config.write_text("[cuer.roles]\nhurt_f2 = 0.3\n")
-    result = runner.invoke(app, ["cuer", "--config", str(config), "--out", str(tmp_path / "r")])
+    result = invoke(["cuer", "--config", str(config), "--out", str(tmp_path / "r")])
     assert result.exit_code == 2
     assert "bad.toml: cuer.roles" in result.stderr and "hurt_f2" in result.stderr
 
 
-def test_trace_rows_of_an_unrecorded_example_are_dropped_on_resume(tmp_path: Path) -> None:
-    assert cuer(tmp_path / "full")[0] == 0
-    part = tmp_path / "part"
-    assert cuer(part)[0] == 0
+def test_trace_rows_of_an_unrecorded_example_are_dropped_on_resume(
+        studies: Studies, study: Path, tmp_path: Path) -> None:
+    part = studies.copy(*CUER, to=tmp_path / "part")
     # Killed right after writing the next example's first trace row, before any record.
     records = (part / "records.jsonl").read_text().splitlines(keepends=True)
     last_example = json.loads(records[-1])["record"]["example_id"]
@@ -202,7 +201,7 @@ def test_trace_rows_of_an_unrecorded_example_are_dropped_on_resume(tmp_path: Pat
                          if json.loads(t)["record"]["example_id"] == last_example)
     (part / "traces.jsonl").write_text("".join(traces[:first_of_last + 1]))
     assert cuer(part)[0] == 0
-    assert (part / "traces.jsonl").read_bytes() == (tmp_path / "full" / "traces.jsonl").read_bytes()
+    assert (part / "traces.jsonl").read_bytes() == (study / "traces.jsonl").read_bytes()
 
 
 def test_per_hop_questions_of_one_example_are_bootstrapped_as_one_cluster() -> None:

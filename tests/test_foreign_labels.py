@@ -9,9 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from conftest import invoke
 
-from cuer_agent.cli import app
 from cuer_agent.data import shared_sample_path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
@@ -31,7 +30,7 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> dict:
     out = tmp_path_factory.mktemp("foreign")
     records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     assert foreign.write(records, out) >= 40
-    result = CliRunner().invoke(app, [
+    result = invoke([
         "diagnose", "--traces", str(out / "spans.jsonl"), "--labels", str(out / "labels.jsonl"),
         "--diagnosers", "consistency,trace-rule,chance,coverage", "--out", str(out / "d"),
         "--no-cache"])

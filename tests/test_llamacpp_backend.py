@@ -17,9 +17,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from conftest import invoke
 
-from cuer_agent.cli import app
 from cuer_agent.errors import ConfigError
 from cuer_agent.llm import llamacpp_backend
 from cuer_agent.llm.backends import SkillClient, make_backend
@@ -193,7 +192,7 @@ def test_every_import_of_xllamacpp_goes_through_the_policy() -> None:
 
 
 def test_cli_bad_model_exits_2_with_one_line(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, [
+    result = invoke([
         "run", "--dataset", "synthetic", "--n", "1", "--out", str(tmp_path / "run"),
         "--backend", "llamacpp", "--model", str(tmp_path / "absent.gguf"), "--no-progress"])
 

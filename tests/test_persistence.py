@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from conftest import invoke
 
-from cuer_agent.cli import app
 from cuer_agent.data import load_dataset
 from cuer_agent.execution import AgentConfig, Executor, RunResult, identity
 from cuer_agent.experiments.propagation import (
@@ -28,7 +27,6 @@ from cuer_agent.llm.backends import SkillClient
 from cuer_agent.llm.extractive import ExtractiveBackend
 from cuer_agent.retrieval import BM25Retriever
 
-runner = CliRunner()
 REAL_ID = re.compile(r"[0-9a-f]{8}-p\d+-c\d+")
 
 
@@ -266,8 +264,8 @@ def test_fault_conditions_follow_each_fault_boundary() -> None:
 # --- the command line --------------------------------------------------------------------
 
 def test_a_bad_persistence_is_one_error_line_and_exit_2(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["propagate", "--n", "2", "--fault-persistence", "forever",
-                                 "--out", str(tmp_path / "run"), "--no-cache", "--no-progress"])
+    result = invoke(["propagate", "--n", "2", "--fault-persistence", "forever",
+                     "--out", str(tmp_path / "run"), "--no-cache", "--no-progress"])
     assert result.exit_code == 2
     assert "--fault-persistence must be one of corpus, query, hop, once" in result.output
     assert not (tmp_path / "run").exists()
@@ -275,9 +273,9 @@ def test_a_bad_persistence_is_one_error_line_and_exit_2(tmp_path: Path) -> None:
 
 def test_summary_config_and_records_carry_the_persistence(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    result = runner.invoke(app, ["propagate", "--n", "3", "--faults", "empty_retrieval",
-                                 "--fault-persistence", "hop", "--no-hop-operators",
-                                 "--out", str(out), "--no-cache", "--no-progress"])
+    result = invoke(["propagate", "--n", "3", "--faults", "empty_retrieval",
+                     "--fault-persistence", "hop", "--no-hop-operators",
+                     "--out", str(out), "--no-cache", "--no-progress"])
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())
     assert summary["persistence"] == summary["config"]["fault_persistence"] == "hop"

