@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from conftest import invoke
 
-from cuer_agent.cli import app
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.llm.cache import (
     CachedReply,
@@ -57,8 +56,7 @@ def test_a_command_without_cache_flags_writes_the_project_cache(
     elif where == "flag":
         expected = tmp_path / "flag.sqlite"
         flags = ["--cache", str(expected)]
-    result = CliRunner().invoke(app, ["run", "--n", "1", "--hops", "1", "--out", "r",
-                                      "--no-progress", *flags])
+    result = invoke(["run", "--n", "1", "--hops", "1", "--out", "r", "--no-progress", *flags])
     assert result.exit_code == 0, result.output
     assert len(ResponseCache(expected)) > 0
     written = {p.relative_to(tmp_path) for p in tmp_path.rglob("*.sqlite")}
