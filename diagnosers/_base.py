@@ -140,6 +140,12 @@ class BaseDiagnoser:
     set beside the diagnosers so a figure that needs no diagnosis shows as such."""
     options: dict[str, Any] = field(default_factory=dict)
 
+    def on_extractive(self) -> bool:
+        """Whether its skills run on the extractive backend (rules, not a model): such a
+        diagnoser is a stand-in for the method it is named after."""
+        skills = self.options.get("skills")
+        return skills is not None and skills.backend.name == "extractive"
+
 
 DIAGNOSERS: Registry[Callable[..., Diagnoser]] = Registry(
     "diagnoser", ENTRY_POINT_GROUP,

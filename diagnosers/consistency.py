@@ -78,12 +78,11 @@ def own_signals(trace: Trace) -> list[int]:
 class Consistency(BaseDiagnoser):
     @property
     def stand_in(self) -> str | None:  # type: ignore[override]
-        skills = self.options.get("skills")
-        if skills is not None and skills.backend.name == "extractive":
-            return ("rule-based checker on the extractive reader's primitives (its "
-                    "completeness check reads a question as the extractive planner does, so "
-                    "on cuer-agent's own agent a forced early stop is found by construction)")
-        return None
+        if not self.on_extractive():
+            return None
+        return ("rule-based checker on the extractive reader's primitives (its completeness "
+                "check reads a question as the extractive planner does, so on cuer-agent's "
+                "own agent a forced early stop is found by construction)")
 
     def diagnose(self, view: DiagnosisView, probe: Probe | None = None) -> Diagnosis:
         trace = view.trace

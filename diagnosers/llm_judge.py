@@ -32,10 +32,8 @@ class JudgeParseFailure(RuntimeError):
 class LLMJudge(BaseDiagnoser):
     @property
     def stand_in(self) -> str | None:  # type: ignore[override]
-        skills = self.options.get("skills")
-        if skills is not None and skills.backend.name == "extractive":
-            return "rule-based stand-in for an LLM judge (extractive backend)"
-        return None
+        return ("rule-based stand-in for an LLM judge (extractive backend)"
+                if self.on_extractive() else None)
 
     def diagnose(self, view: DiagnosisView, probe: Probe | None = None) -> Diagnosis:
         skills = self.options["skills"]
