@@ -133,7 +133,8 @@ def exact_hop_families(diagnosers: dict[str, Any],
                             capsize=2, label=member)
             ax.set_title(name, fontsize=9, color=FAMILY_COLOURS[name])
             ax.set_ylim(-0.05, 1.05)
-            ax.legend(fontsize=7, loc="best")
+            if ax.get_legend_handles_labels()[0]:  # a family with nothing drawn: no legend
+                ax.legend(fontsize=7, loc="best")
         for ax in axes[len(panels):]:
             ax.set_visible(False)
         for ax in axes:
