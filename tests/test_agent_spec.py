@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import invoke
+from conftest import Studies, invoke
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel
@@ -225,12 +225,13 @@ def test_the_cli_refuses_a_bad_agent_with_one_line_and_exit_2(tmp_path: Path) ->
 
 # ---------------------------------------------------------------------------- end to end
 
-def test_evaluate_runs_every_study_on_the_react_agent(tmp_path: Path) -> None:
-    out = tmp_path / "react"
-    # 3 examples: every study still runs on the agent (5 did nothing more)
-    result = invoke(["evaluate", "--agent", REACT, "--hops", "3", "--n", "3",
-                     "--out", str(out), "--no-cache", "--no-progress"])
-    assert result.exit_code == 0, result.output
+REACT_EVALUATE = ("evaluate", "--agent", REACT, "--hops", "3", "--n", "3")
+"""3 examples: every study still runs on the agent (5 did nothing more)."""
+
+
+@pytest.mark.background(REACT_EVALUATE)  # made in the background lane
+def test_evaluate_runs_every_study_on_the_react_agent(studies: Studies) -> None:
+    out = studies.get(*REACT_EVALUATE)  # `cuer-agent evaluate ... --no-cache --no-progress`
     for name in ("summary.json", "report.md", "report.html", "single_shot/traces.jsonl",
                  "single_shot/records.jsonl", "agentic/traces.jsonl",
                  "agentic/records.jsonl", "agentic/diagnoses.jsonl"):

@@ -10,21 +10,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import invoke
+from conftest import Background, invoke
 
 from cuer_agent.data import shared_sample_path
 
 
-def in_parallel(commands: list[list[str]], envs: list[dict[str, str]] | None = None
-                ) -> list[str]:
-    """Run the commands as processes side by side (both cores); their outputs, in order."""
-    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True)
-             for cmd, env in zip(commands, envs or [None] * len(commands), strict=True)]
-    outs = [proc.communicate(timeout=300) for proc in procs]
-    for proc, (_, err) in zip(procs, outs, strict=True):
-        assert proc.returncode == 0, err
-    return [out for out, _ in outs]
+def outputs(result: dict) -> list[str]:
+    """The stdout of each process of a background scenario, each having exited 0."""
+    for proc in result["processes"]:
+        assert proc["returncode"] == 0, proc["stderr"]
+    return [proc["stdout"] for proc in result["processes"]]
 
 
 def cli(*args: str) -> tuple[int, str, str]:
@@ -43,10 +38,11 @@ def test_data_stats_synthetic_reports_counts_and_recall() -> None:
     assert set(stats["support_recall_at_5"]) == {"1", "2", "3"}
 
 
-def test_data_stats_is_identical_across_processes() -> None:
-    cmd = [sys.executable, "-m", "cuer_agent.cli", "data", "stats", "--dataset", "synthetic",
-           "--hops", "3", "--n", "40", "--seed", "7", "--json"]
-    outs = in_parallel([cmd, cmd])
+@pytest.mark.background("data_stats")
+def test_data_stats_is_identical_across_processes(background: Background) -> None:
+    """`data stats --hops 3 --n 40 --seed 7 --json` in two processes (scenarios.data_stats,
+    run in the background lane)."""
+    outs = outputs(background.result("data_stats")[1])
     assert outs[0] == outs[1] and outs[0]
 
 
@@ -229,13 +225,15 @@ def test_score_bad_prediction_file_is_exit_2(tmp_path: Path) -> None:
     assert code == 2 and "pred.json" in err
 
 
-def test_run_is_identical_across_processes_with_different_hash_seeds(tmp_path: Path) -> None:
-    """Set iteration order must never reach a result (PYTHONHASHSEED differs per process)."""
-    in_parallel([[sys.executable, "-m", "cuer_agent.cli", "run", "--dataset", "synthetic",
-                  "--hops", "3", "--n", "25", "--seed", "7", "--out", str(tmp_path / f"r{i}"),
-                  "--no-cache", "--no-progress"] for i in range(2)],
-                [{**os.environ, "PYTHONHASHSEED": hash_seed} for hash_seed in ("1", "2")])
-    outs = [(tmp_path / f"r{i}" / "traces.jsonl").read_bytes() for i in range(2)]
+@pytest.mark.background("hash_seeds")
+def test_run_is_identical_across_processes_with_different_hash_seeds(
+        background: Background) -> None:
+    """Set iteration order must never reach a result (PYTHONHASHSEED differs per process):
+    `run --hops 3 --n 25 --seed 7` under hash seeds 1 and 2 (scenarios.hash_seeds, run in
+    the background lane)."""
+    out, result = background.result("hash_seeds")
+    outputs(result)
+    outs = [(out / f"r{i}" / "traces.jsonl").read_bytes() for i in range(2)]
     assert outs[0] == outs[1]
 
 

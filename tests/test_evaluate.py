@@ -18,6 +18,8 @@ from cuer_agent.metrics import recall_correct
 from cuer_agent.retrieval import BM25Retriever
 from cuer_agent.testing import make_view, validate_diagnoser
 
+CONCURRENT = (*EVALUATE_KINDS, "--concurrency", "3")
+pytestmark = pytest.mark.background(EVALUATE, EVALUATE_KINDS, CONCURRENT)  # in the background
 SMALL = ("evaluate", "--hops", "3", "--n", "3", "--seed", "7")
 """For a test whose point holds on any run with a failed injection."""
 
@@ -279,15 +281,14 @@ def test_third_party_diagnosers_load_from_the_entry_point_group(monkeypatch) -> 
     assert "third-party" in diagnoser_names()
 
 
-def test_concurrency_does_not_change_any_result(studies: Studies, tmp_path: Path) -> None:
+def test_concurrency_does_not_change_any_result(studies: Studies) -> None:
     """Over a small run with every kind of work (a probing, a skill-calling and a
     trace-only diagnoser), shared with test_executors' reference run."""
-    run = studies.get(*EVALUATE_KINDS)
-    assert evaluate(tmp_path / "c3", *EVALUATE_KINDS, "--concurrency", "3")[0] == 0
-    assert (tmp_path / "c3" / "summary.json").read_bytes() == (run / "summary.json").read_bytes()
+    run, c3 = studies.get(*EVALUATE_KINDS), studies.get(*CONCURRENT)
+    assert (c3 / "summary.json").read_bytes() == (run / "summary.json").read_bytes()
     for name in ("agentic/records.jsonl", "agentic/diagnoses.jsonl",
                  "single_shot/traces.jsonl"):
-        assert (tmp_path / "c3" / name).read_bytes() == (run / name).read_bytes()
+        assert (c3 / name).read_bytes() == (run / name).read_bytes()
 
 
 # --- what every number means (declared readers, base rates, provenance) -------------------

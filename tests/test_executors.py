@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import EVALUATE_KINDS, QUIET, RUN, Studies, invoke
+from conftest import EVALUATE_KINDS, QUIET, RUN, Background, Studies, invoke
 from fake_servers import FakeOllamaServer, FakeOpenAIServer, FakeServer
 
 from cuer_agent import parallel
@@ -37,12 +37,6 @@ def cli(*args: str) -> tuple[int, str]:
     return result.exit_code, result.stdout + result.stderr
 
 
-def run(out: Path, *extra: str) -> Path:
-    code, text = cli(*RUN, "--out", str(out), *QUIET, *extra)
-    assert code == 0, text
-    return out
-
-
 def evaluate(out: Path, *extra: str) -> Path:
     """A small evaluate: 4 examples, 3 faults, a probing, a skill-calling and a trace-only
     diagnoser — every kind of work that has to travel to a worker."""
@@ -57,11 +51,20 @@ def assert_same_files(a: Path, b: Path, names: tuple[str, ...]) -> None:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory, studies: Studies) -> dict[str, Path]:
+def processes(background: Background) -> Path:
+    """`cuer-agent run` (RUN) and `evaluate` (EVALUATE_KINDS) with `--executor process
+    --workers 2`, each the CLI in a process of its own, run in the background lane
+    (scenarios.process_executor): out/run, out/evaluate."""
+    out, result = background.result("process_executor")
+    for name, proc in result.items():
+        assert proc["returncode"] == 0, f"{name}: {proc['stdout']}{proc['stderr']}"
+    return out
+
+
+@pytest.fixture(scope="module")
+def runs(studies: Studies, processes: Path) -> dict[str, Path]:
     """The session's threaded `run --n 8` (the digest's), and the same in 2 processes."""
-    tmp = tmp_path_factory.mktemp("runs")
-    return {"thread": studies.get(*RUN),
-            "process": run(tmp / "process", "--executor", "process", "--workers", "2")}
+    return {"thread": studies.get(*RUN), "process": processes / "run"}
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +75,7 @@ def evaluate_thread(studies: Studies) -> Path:
 
 # --- process ---------------------------------------------------------------------------------
 
+@pytest.mark.background(EVALUATE_KINDS, "process_executor")
 def test_process_run_writes_the_same_files_as_threads(runs: dict[str, Path]) -> None:
     assert_same_files(runs["thread"], runs["process"], RUN_FILES)
 
@@ -87,9 +91,8 @@ def test_process_run_counts_the_workers_skill_calls(runs: dict[str, Path]) -> No
 
 
 def test_process_evaluate_writes_the_same_files_as_threads(evaluate_thread: Path,
-                                                           tmp_path: Path) -> None:
-    out = evaluate(tmp_path / "process", "--executor", "process", "--workers", "2")
-    assert_same_files(evaluate_thread, out, EVALUATE_FILES)
+                                                           processes: Path) -> None:
+    assert_same_files(evaluate_thread, processes / "evaluate", EVALUATE_FILES)
 
 
 # --- ray -------------------------------------------------------------------------------------

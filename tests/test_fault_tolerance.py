@@ -9,17 +9,18 @@ or malformed JSON, decided from (seed, request body), so a request's outcome nev
 depends on thread scheduling or on a client restart; its model is the offline
 extractive reader, so a fault-free run against it is an ordinary run. In-process runs
 give the OpenAI backend a 1 s timeout and millisecond back-off (the CLI has no
-timeout flag; the default 60 s would make every stall cost a minute).
+timeout flag; the default 60 s would make every stall cost a minute). The longest runs —
+the chaos pairs, the 20 SIGKILLs, the key's two processes — are scenarios of
+`tests/scenarios.py` that the background lane runs while other tests do (conftest);
+the tests here judge what they left.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import sqlite3
-import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -28,62 +29,41 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import invoke
+from conftest import Background, invoke
+from fake_servers import Behaviour, FakeOpenAIServer
 
 from cuer_agent.llm import prompts
-from cuer_agent.llm._remote import RetryPolicy
 from cuer_agent.runs import RunDir, canonical_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import chaos
-from chaos_server import (
-    INJECTED_REPLY,
-    INJECTION_MARK,
-    MODEL,
-    ChaosServer,
-    fast_openai,
+from chaos_server import INJECTED_REPLY, INJECTION_MARK, MODEL, ChaosServer, fast_openai
+
+# The runs against the chaos server, the SIGKILLs and the key's processes are scenarios
+# of tests/scenarios.py, run in the background lane (conftest.Background).
+from scenarios import (
+    CLIENT_TIMEOUT,
+    EVAL_LOCAL,
+    FAST,
+    RUN_LOCAL,
+    Pair,
+    cli,
+    pair_of,
+    parse_failure_steps,
+    remote,
+    traces_by_id,
 )
-from fake_servers import Behaviour, FakeOpenAIServer
 
-FAST = RetryPolicy(initial_interval=0.01, max_interval=0.05)  # 4 attempts, as by default
-CLIENT_TIMEOUT = 1.0  # long enough that only injected stalls time out, even on a busy CI
-HANG = 1.6  # a "timeout" fault stalls this long: past the client's timeout
 EXHAUSTED = "openai request failed after 4 attempt(s): HTTP 500"
-
-
-def cli(*args: str) -> tuple[int, str, str]:
-    result = invoke(args)
-    return result.exit_code, result.stdout, result.stderr
-
-
-def remote(url: str) -> list[str]:
-    return ["--backend", "openai", "--model", MODEL, "--base-url", url]
 
 
 def rows(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def traces_by_id(run_dir: Path) -> dict[str, dict[str, Any]]:
-    """Every trace of a run directory by (file, record id or example id)."""
-    out = {}
-    for name, lines in chaos.jsonl_lines(run_dir).items():
-        for line in lines:
-            row = json.loads(line)
-            if isinstance(row.get("trace"), dict):
-                key = (row.get("record") or {}).get("record_id") or row["trace"]["example_id"]
-                assert f"{name}:{key}" not in out, f"{name}: {key} written twice"
-                out[f"{name}:{key}"] = row["trace"]
-    return out
-
-
 def without_cost(trace: dict[str, Any]) -> dict[str, Any]:
     """A repaired reply costs a second turn's tokens; everything else must be equal."""
     return {k: v for k, v in trace.items() if k != "cost"}
-
-
-def parse_failure_steps(trace: dict[str, Any]) -> int:
-    return sum(step["note"].startswith("parse_failure: ") for step in trace["steps"])
 
 
 def snapshot(run_dir: Path) -> dict[str, bytes]:
@@ -93,53 +73,14 @@ def snapshot(run_dir: Path) -> dict[str, bytes]:
 
 # --- 1. a run against a server with 30% faults -------------------------------------------------
 
-RUN = ["run", "--dataset", "synthetic", "--hops", "3", "--n", "12", "--seed", "7",
-       "--no-cache", "--no-progress"]
-
-
-@dataclass
-class Pair:
-    clean: Path
-    chaos: Path
-    faults: dict[str, int]
-    """Faults the server injected into the chaos run, by kind."""
-
-
-ALL_KINDS = ("500", "429", "timeout", "malformed", "malformed_repair", "poison")
-
-
-def recorded_both_failures(out: Path) -> bool:
-    """Some trace ended in an error and some step in a parse failure."""
-    traces = traces_by_id(out).values()
-    return (any(t["status"] == "error" for t in traces)
-            and any(parse_failure_steps(t) for t in traces))
-
-
-def chaos_pair(base: Path, args: list[str], **server: Any) -> Pair:
-    """A fault-free run and a run under chaos of the same command. The chaos seed is the
-    first from 1 under which the server injects every kind of fault and the run records
-    both an error and a parse failure, so the tests stay meaningful (and deterministic)
-    when prompts — hence request bodies, hence the draws — change."""
-    with fast_openai(CLIENT_TIMEOUT, FAST):
-        with ChaosServer(rate=0.0) as srv:
-            code, _, err = cli(*args, "--out", str(base / "clean"), *remote(srv.url))
-            assert code == 0, err
-        for seed in range(1, 11):
-            out = base / f"chaos-{seed}"
-            with ChaosServer(seed=seed, rate=0.3, hang=HANG, **server) as srv:
-                code, _, err = cli(*args, "--out", str(out), *remote(srv.url))
-                assert code == 0, err
-                faults = srv.counts()
-            if all(faults[kind] for kind in ALL_KINDS) and recorded_both_failures(out):
-                return Pair(base / "clean", out, faults)
-    raise AssertionError("no seed in 1..10 injected every kind of fault")
-
-
 @pytest.fixture(scope="module")
-def run_pair(tmp_path_factory: pytest.TempPathFactory) -> Pair:
-    return chaos_pair(tmp_path_factory.mktemp("chaos-run"), RUN, poison_rate=0.03)
+def run_pair(background: Background) -> Pair:
+    """`run --n 12` against the chaos server, and the same run fault-free (the chaos seed:
+    the first that injects every kind of fault; scenarios.chaos_pair)."""
+    return pair_of(*background.result("chaos_run"))
 
 
+@pytest.mark.background("chaos_run")
 def test_run_under_chaos_completes_with_every_example_exactly_once(run_pair: Pair) -> None:
     clean = [r["trace"]["example_id"] for r in rows(run_pair.clean / "traces.jsonl")]
     chaotic = [r["trace"]["example_id"] for r in rows(run_pair.chaos / "traces.jsonl")]
@@ -229,23 +170,14 @@ def test_rate_limits_slow_a_run_down_but_never_fail_it(tmp_path: Path) -> None:
 
 # --- 2. evaluate against the same server -------------------------------------------------------
 
-EVAL_REMOTE = ["evaluate", "--hops", "2", "--n", "4", "--seed", "7", "--no-cache",
-               "--no-progress", "--faults", "empty_retrieval,query_drift,early_termination",
-               "--diagnosers", "coverage,llm-judge,chance"]
-JUDGE_REPLIES = (
-    '{"stage": "retrieval", "hop": 1, "rationale": "valid"}',
-    '{"stage": "sabotage", "hop": 1, "rationale": "a stage outside the enum"}',
-    '{"stage": "tool", "hop": -2, "rationale": "a negative hop"}',
-    "The failure started at hop 2, I am quite sure.",
-)
-
-
 @pytest.fixture(scope="module")
-def eval_pair(tmp_path_factory: pytest.TempPathFactory) -> Pair:
-    return chaos_pair(tmp_path_factory.mktemp("chaos-eval"), EVAL_REMOTE, poison_rate=0.03,
-                      judge_replies=JUDGE_REPLIES)
+def eval_pair(background: Background) -> Pair:
+    """`evaluate --n 4` (3 faults; coverage, an llm judge whose replies break the schema,
+    chance) against the chaos server, and the same fault-free (scenarios.chaos_pair)."""
+    return pair_of(*background.result("chaos_eval"))
 
 
+@pytest.mark.background("chaos_eval")
 def test_evaluate_under_chaos_writes_every_record_exactly_once(eval_pair: Pair) -> None:
     single = rows(eval_pair.chaos / "single_shot" / "records.jsonl")
     ids = [r["record"]["record_id"] for r in single]
@@ -392,43 +324,29 @@ def test_llm_judge_hop_beyond_the_trace_is_not_trusted(failed_fork: tuple[Any, .
 
 # --- 4. SIGKILL at 20 points ----------------------------------------------------------------------
 
-KILLED = ["evaluate", "--hops", "2", "--n", "12", "--seed", "7", "--no-progress",
-          "--faults", "empty_retrieval,early_termination",
-          "--diagnosers", "coverage,llm-judge,chance"]
-
-
 def cache_rows(path: Path) -> list[tuple[Any, ...]]:
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         return conn.execute("SELECT * FROM replies ORDER BY key").fetchall()
 
 
+@pytest.mark.background("sigkill", first=True)  # the longest job: started first
 def test_sigkill_at_20_points_then_resume_gives_the_uninterrupted_run_directory(
-        tmp_path: Path) -> None:
+        background: Background) -> None:
     """The evaluating process (extractive backend, with a response cache) is SIGKILLed 20
     times — each time once its run directory has grown past a seeded random size and past
     where the previous process stopped, some at once (mid-write), some after a random
     delay (mid-computation) — and restarted with the same command; a last, fresh
     process (`python -m cuer_agent.cli`) finishes the run. The uninterrupted reference and
     the killed processes are forked from a pre-imported interpreter (`benchmarks/chaos.py`
-    Zygote: the real CLI in a child process, without ~4 s of imports per restart)."""
-    def argv(name: str) -> list[str]:
-        return [*KILLED, "--out", str(tmp_path / name), "--cache",
-                str(tmp_path / f"{name}.sqlite")]
+    Zygote: the real CLI in a child process, without ~4 s of imports per restart). The
+    processes run in the background lane (scenarios.sigkill); this test judges them."""
+    out, kills = background.result("sigkill")
+    assert kills["kills"] == 20 and len(set(kills["sizes"])) >= 10  # spread over the run
+    final = kills["final"]
+    assert final["returncode"] == 0, final["stderr"]
 
-    with chaos.Zygote() as zygote:
-        assert zygote.run(argv("reference"), tmp_path / "reference.log") == 0, \
-            (tmp_path / "reference.log").read_text()
-        kills = chaos.kill_at_random_points(
-            zygote, argv("killed"), tmp_path / "killed", kills=20,
-            total_bytes=chaos.rows_bytes(tmp_path / "reference"), seed=20,
-            log=tmp_path / "killed.log")
-    assert kills.kills == 20 and len(set(kills.sizes)) >= 10  # spread over the run
-    final = subprocess.run([sys.executable, "-m", "cuer_agent.cli", *argv("killed")],
-                           capture_output=True, timeout=300)
-    assert final.returncode == 0, final.stderr.decode()
-
-    ref, got = tmp_path / "reference", tmp_path / "killed"
+    ref, got = out / "reference", out / "killed"
     assert (got / "summary.json").read_bytes() == (ref / "summary.json").read_bytes()
     diffs = chaos.row_differences(ref, got)
     assert len(diffs) == 5  # single_shot: traces, records; agentic: + diagnoses
@@ -440,7 +358,7 @@ def test_sigkill_at_20_points_then_resume_gives_the_uninterrupted_run_directory(
     assert chaos.leftovers(got) == [] and chaos.torn_files(got) == []
     # The SQLite response cache survives every kill: intact, and holding exactly the
     # replies of the uninterrupted run.
-    assert cache_rows(tmp_path / "killed.sqlite") == cache_rows(tmp_path / "reference.sqlite")
+    assert cache_rows(out / "killed.sqlite") == cache_rows(out / "reference.sqlite")
 
 
 # --- 4b. a server that goes down mid-run --------------------------------------------------------
@@ -487,13 +405,6 @@ def test_examples_a_server_outage_failed_are_redone_when_the_command_is_rerun(
 
 
 # --- 5. damaged run-directory files ------------------------------------------------------------
-
-EVAL_LOCAL = ["evaluate", "--hops", "2", "--n", "3", "--seed", "7", "--no-cache",
-              "--no-progress", "--faults", "empty_retrieval,early_termination",
-              "--diagnosers", "coverage,llm-judge,chance"]
-RUN_LOCAL = ["run", "--dataset", "synthetic", "--hops", "3", "--n", "6", "--seed", "7",
-             "--no-cache", "--no-progress"]
-
 
 @dataclass
 class Finished:
@@ -758,31 +669,23 @@ def _strings(value: Any) -> Iterator[str]:
 
 # --- 7. the API key -----------------------------------------------------------------------------
 
-def test_api_key_never_reaches_run_files_cache_or_output(tmp_path: Path) -> None:
+@pytest.mark.background("api_key")
+def test_api_key_never_reaches_run_files_cache_or_output(background: Background) -> None:
     """`run` and `evaluate` (separate processes, key in their environment) against a
     server that echoes the Authorization header in its error bodies and malformed
-    replies: no byte of the key lands in a run directory, the cache or the output."""
-    key = "sk-test-SECRET-" + os.urandom(12).hex()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    env.update({"OPENAI_API_KEY": key, "CUER_CACHE": str(tmp_path / "default.sqlite")})
-    command = [sys.executable, "-m", "cuer_agent.cli"]
-    with ChaosServer(seed=2, rate=0.3, kinds=("500", "429", "malformed"), poison_rate=0.03,
-                     echo_auth=True) as srv:
-        procs = [subprocess.Popen(
-            [*command, *args, "--out", str(tmp_path / name), "--cache",
-             str(tmp_path / f"{name}.sqlite"), *remote(srv.url)],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            for name, args in (("run", [a for a in RUN_LOCAL if a != "--no-cache"]),
-                               ("evaluate", [a for a in EVAL_LOCAL if a != "--no-cache"]))]
-        outputs = [p.communicate(timeout=300) for p in procs]
-        faults, auth = srv.counts(), srv.auth_headers
-    for proc, (_, err) in zip(procs, outputs, strict=True):
-        assert proc.returncode == 0, err.decode()
+    replies: no byte of the key lands in a run directory, the cache or the output. (The
+    processes run in the background lane, scenarios.api_key: their files are in runs/,
+    their output in output/.)"""
+    out, result = background.result("api_key")
+    runs, output = out / "runs", out / "output"
+    key, faults, auth = result["key"], result["faults"], set(result["auth"])
+    for name, code in result["returncodes"].items():
+        assert code == 0, (output / f"{name}.err").read_text()
     assert auth == {f"Bearer {key}"}  # the key was used...
     assert faults["500"] + faults["poison"] > 0 and faults["malformed"] > 0  # ...and echoed
     secret = key.split("SECRET-")[1].encode()
-    leaks = [str(p) for p in tmp_path.rglob("*") if p.is_file() and secret in p.read_bytes()]
-    leaks += [f"output of {name}" for name, (out, err) in zip(("run", "evaluate"), outputs,
-                                                              strict=True) if secret in out + err]
+    leaks = [str(p) for p in runs.rglob("*") if p.is_file() and secret in p.read_bytes()]
+    leaks += [f"output of {p.stem}" for p in sorted(output.iterdir())
+              if secret in p.read_bytes()]
     assert leaks == []
-    assert (tmp_path / "run.sqlite").exists() and (tmp_path / "evaluate" / "summary.json").exists()
+    assert (runs / "run.sqlite").exists() and (runs / "evaluate" / "summary.json").exists()

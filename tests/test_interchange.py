@@ -22,6 +22,7 @@ from cuer_agent.runs import read_rows
 from cuer_agent.trace import Trace
 
 TRACE_ONLY_NAMES = trace_only_diagnosers()
+pytestmark = pytest.mark.background(EVALUATE)  # the shared run, made in the background lane
 
 
 def cli(*args: str) -> tuple[int, str]:

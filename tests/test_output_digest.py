@@ -21,6 +21,7 @@ from conftest import CUER, EVALUATE, RUN, Studies
 DIGESTS = Path(__file__).parent / "data" / "output_digests.json"
 COMMANDS = {"evaluate": EVALUATE, "cuer": CUER, "run": RUN}
 """Each run once per session (`studies`), shared with the modules that read it."""
+pytestmark = pytest.mark.background(EVALUATE)  # made in the background lane
 
 
 def _digest(path: Path) -> str:

@@ -10,6 +10,8 @@ from conftest import PROPAGATE, QUIET, Studies, invoke
 
 from cuer_agent.experiments.propagation import DEFAULT_FAULTS
 
+pytestmark = pytest.mark.background(PROPAGATE)  # the shared study, made in the background lane
+
 
 def propagate(out: Path, *extra: str) -> tuple[int, str]:
     result = invoke([*PROPAGATE, "--out", str(out), *QUIET, *extra])

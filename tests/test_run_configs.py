@@ -38,6 +38,9 @@ def small(command: str) -> tuple[str, ...]:
     return (command, "--hops", "2", "--n", "2")
 
 
+pytestmark = pytest.mark.background(*map(small, ("run", "cuer", "propagate", "evaluate")))
+
+
 def test_every_study_command_writes_a_config_json_of_its_commands_shape(studies: Studies
                                                                         ) -> None:
     expected = {("run", ""): RunCommandConfig, ("cuer", ""): CuerRunConfig,

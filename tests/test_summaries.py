@@ -32,6 +32,11 @@ from cuer_agent.experiments.summaries import (
 from cuer_agent.experiments.summary_cells import DatasetRoles, Part
 from cuer_agent.runs import RunDir
 
+EVALUATE_10 = ("evaluate", "--hops", "2", "--n", "10",
+               "--diagnosers", "chance,trace-rule,coverage,frozen-hop")
+"""An evaluate of 10 examples: the data-set roles verdict needs 10."""
+pytestmark = pytest.mark.background(PROPAGATE, EVALUATE_10)  # made in the background lane
+
 # Which model each summary.json of a study run directory validates through.
 SUMMARIES = {
     "run": ("run/summary.json", RunSummary),
@@ -62,19 +67,17 @@ def two_support_data(path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory, studies: Studies) -> Path:
-    """Small real runs of the four studies under one root: the session's shared `run` and
-    `propagate` runs (linked, read only), a cuer run with every ablation, and an evaluate
-    run of 10 examples (the data-set roles verdict needs 10)."""
+    """Small real runs of the four studies under one root: the session's shared `run`,
+    `propagate` and 10-example `evaluate` runs (linked, read only), and a cuer run with
+    every ablation."""
     root = tmp_path_factory.mktemp("summaries")
-    for name, args in (("run", RUN), ("propagate", PROPAGATE)):
+    for name, args in (("run", RUN), ("propagate", PROPAGATE), ("evaluate", EVALUATE_10)):
         (root / name).symlink_to(studies.get(*args), target_is_directory=True)
     data = two_support_data(root / "hotpot.json")
-    for args in (["cuer", "--dataset", "hotpotqa", "--path", str(data), "--two-support",
-                  "--duplicate-positions", "--replace-hardness", "--weight-sensitivity"],
-                 ["evaluate", "--hops", "2", "--n", "10",
-                  "--diagnosers", "chance,trace-rule,coverage,frozen-hop"]):
-        result = invoke([*args, "--out", str(root / args[0]), *QUIET])
-        assert result.exit_code == 0, result.output
+    result = invoke(["cuer", "--dataset", "hotpotqa", "--path", str(data), "--two-support",
+                     "--duplicate-positions", "--replace-hardness", "--weight-sensitivity",
+                     "--out", str(root / "cuer"), *QUIET])
+    assert result.exit_code == 0, result.output
     return root
 
 
