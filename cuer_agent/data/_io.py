@@ -179,9 +179,10 @@ def read_jsonl(path: Path) -> list[RawRecord]:
     """All records of a JSON Lines file (one object per line, blank lines skipped)."""
     text = read_text(path)
     lines = text.split("\n")
-    if next(line.strip() for line in lines if line.strip()) == "[":
+    first = next((number for number, line in enumerate(lines, start=1) if line.strip()), 0)
+    if first and lines[first - 1].strip() == "[":
         raise DataError(path, "expected JSON Lines (one object per line), found a "
-                        "multi-line JSON array")
+                        "multi-line JSON array", line=first)
     records: list[RawRecord] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
