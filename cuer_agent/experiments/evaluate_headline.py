@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from cuer_agent.experiments.summary_cells import hop_key
+
 FAMILIES = ("gold-free", "reads gold", "oracle probes", "controls")
 
 
@@ -82,7 +84,7 @@ def headline(summary: dict[str, Any]) -> Headline:
     rows = []
     faults = (summary.get("agentic") or {}).get("faults") or {}
     for fault, per_depth in faults.items():
-        for depth in sorted(per_depth, key=_hop_order):
+        for depth in sorted(per_depth, key=hop_key):
             cell = per_depth[depth] or {}
             if not cell.get("injected"):
                 continue
@@ -109,7 +111,3 @@ def _accuracy(d: dict[str, Any], fault: str, depth: str) -> Cell:
 def _pair(bounds: Any) -> tuple[float, float] | None:
     ok = isinstance(bounds, list | tuple) and len(bounds) == 2 and None not in bounds
     return (float(bounds[0]), float(bounds[1])) if ok else None
-
-
-def _hop_order(key: str) -> tuple[int, str]:
-    return (int(key), "") if str(key).isdigit() else (10**9, str(key))

@@ -17,6 +17,13 @@ Interval = tuple[float, float]
 """A confidence interval [low, high]."""
 HopKey = Annotated[str, Field(pattern=r"^[0-9]+$")]
 """A hop or depth number as a JSON object key ("1", "2", …; "0" is the answer level)."""
+
+
+def hop_key(key: str) -> tuple[int, str]:
+    """Sort key for hop / depth keys such as "1", "2", "10" (numeric first)."""
+    return (int(key), "") if str(key).isdigit() else (10**9, str(key))
+
+
 RoleLabel = Literal["corrective", "constructive", "distractive", "confidence-distorting",
                     "redundant", "neutral"]
 

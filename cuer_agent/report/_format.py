@@ -57,8 +57,3 @@ def share(count: Any, total: Any) -> str:
     if not total:
         return str(count)
     return f"{count} ({count / total:.2f})"
-
-
-def hop_key(key: str) -> tuple[int, str]:
-    """Sort key for hop / depth keys such as "1", "2", "10" (numeric first)."""
-    return (int(key), "") if str(key).isdigit() else (10**9, str(key))

@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from cuer_agent.experiments.evaluate_headline import Cell, Headline
+from cuer_agent.experiments.summary_cells import hop_key
 from cuer_agent.report import _reference as ref
-from cuer_agent.report._format import DASH, ci, hop_key, mean_ci, num, pval, share, signed
+from cuer_agent.report._format import DASH, ci, mean_ci, num, pval, share, signed
 from cuer_agent.report._render import Table
 
 _VERDICT: dict[object, str] = {True: "yes", False: "no"}
