@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from cuer_agent.errors import ConfigError, DataError
+from cuer_agent.interrupts import raise_if_interrupted
 
 CONFIG_FILE = "config.json"
 SUMMARY_FILE = "summary.json"
@@ -67,6 +68,7 @@ class RunDir:
     def append_rows(self, name: str, rows: list[dict[str, Any]]) -> None:
         """Append rows and make them durable with one fsync (one per example, not per
         row: a kill mid-batch leaves a torn tail, which resuming drops)."""
+        raise_if_interrupted()  # an interrupt swallowed by a finaliser stops here
         if not rows:
             return
         with open(self.path / name, "a", encoding="utf-8") as fh:
@@ -113,6 +115,7 @@ class RunDir:
         summary is validated through it first — a mismatch is a bug: pydantic's
         `ValidationError`, and nothing is written. The dict is written as given, so the
         bytes do not depend on the model."""
+        raise_if_interrupted()
         if model is not None:
             model.model_validate(summary)
         write_atomic(self.path / SUMMARY_FILE, canonical_json(summary, indent=2) + "\n")

@@ -5,6 +5,7 @@ one never interrupted."""
 from __future__ import annotations
 
 import filecmp
+import gc
 import json
 import os
 import shlex
@@ -12,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -125,3 +127,30 @@ def test_an_interrupt_during_a_llamacpp_generation_stops_within_5_s(tmp_path: Pa
 
     assert process.returncode == INTERRUPTED and waited <= 5.0, (waited, err)
     assert "resume with: cuer-agent evaluate" in err
+
+
+def test_an_interrupt_swallowed_by_a_finaliser_stops_the_next_row(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cuer_agent import interrupts
+    from cuer_agent.runs import RunDir
+
+    monkeypatch.setitem(interrupts._REQUESTED, "signal", 0)
+
+    def stream() -> Iterator[int]:
+        try:
+            yield 1
+        finally:  # where LangGraph's Pregel.stream was when a Ctrl-C was lost
+            interrupts.request_interrupt(signal.SIGINT, None)
+
+    generator = stream()
+    next(generator)
+    lost: list[type[BaseException] | None] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda raised: lost.append(raised.exc_type))
+    del generator  # "Exception ignored in: <generator ...>": the interrupt is lost
+    gc.collect()
+    assert lost == [KeyboardInterrupt]
+    run = RunDir(tmp_path)
+
+    with pytest.raises(KeyboardInterrupt):
+        run.append("rows.jsonl", {"example_id": "q1"})
+    assert not (tmp_path / "rows.jsonl").exists()

@@ -12,7 +12,6 @@ import functools
 import json
 import multiprocessing
 import os
-import signal
 import sys
 import traceback
 from collections.abc import Callable
@@ -22,6 +21,7 @@ from typing import Any, TypeVar
 import typer
 
 from cuer_agent.errors import CuerError
+from cuer_agent.interrupts import install_interrupt_handlers
 
 app = typer.Typer(
     name="cuer-agent",
@@ -109,7 +109,7 @@ def main() -> None:
     interrupt the process leaves at once: worker processes are stopped, and a generation
     still running in a native thread (llama.cpp) is not waited for — every finished row
     is already on disk, and a rerun of the same command resumes from there."""
-    signal.signal(signal.SIGTERM, _raise_interrupt)
+    install_interrupt_handlers()
     try:
         app()
     except SystemExit as exc:
@@ -125,7 +125,3 @@ def main() -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(INTERRUPTED)
-
-
-def _raise_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
