@@ -298,7 +298,8 @@ def test_an_agent_reference_becomes_a_directory_safe_label(ref: str | None, labe
 
 def test_evaluates_default_out_names_the_agent_so_the_built_in_runs_after_yours(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from cuer_agent.experiments import evaluate, evaluate_report
+    from cuer_agent.studies.evaluate import report as evaluate_report
+    from cuer_agent.studies.evaluate import runner as evaluate
 
     # the run directory is opened (and a different config refused) before the studies
     monkeypatch.setattr(evaluate, "run_evaluate", lambda *args, **kwargs: {})

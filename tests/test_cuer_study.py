@@ -121,7 +121,7 @@ def test_config_file_sets_the_study_and_flags_override_it(tmp_path: Path) -> Non
 def test_synthetic_single_shot_asks_the_whole_question_over_its_own_pool(
         study: Path) -> None:
     from cuer_agent.data import load_dataset
-    from cuer_agent.experiments.pools import question_pools
+    from cuer_agent.studies._common.pools import question_pools
 
     rows = [json.loads(line) for line in (study / "traces.jsonl").open()]
     originals = [r["trace"] for r in rows if r["record"]["condition"] == "original"]
@@ -135,7 +135,7 @@ def test_synthetic_single_shot_asks_the_whole_question_over_its_own_pool(
 
 def test_each_pool_holds_a_passage_per_hop_fact_and_lexical_confusers() -> None:
     from cuer_agent.data import load_dataset
-    from cuer_agent.experiments.pools import question_pools
+    from cuer_agent.studies._common.pools import question_pools
 
     data = question_pools(load_dataset("synthetic", n=8, hops=3, seed=3), size=10)
     assert data.corpus is None
@@ -205,8 +205,8 @@ def test_trace_rows_of_an_unrecorded_example_are_dropped_on_resume(
 
 
 def test_per_hop_questions_of_one_example_are_bootstrapped_as_one_cluster() -> None:
-    from cuer_agent.experiments.cuer import CuerConfig
-    from cuer_agent.experiments.cuer_summary import _ci
+    from cuer_agent.studies.cuer.runner import CuerConfig
+    from cuer_agent.studies.cuer.summary import _ci
 
     config = CuerConfig(bootstrap_resamples=2000)
     values = np.array([1.0, 1.0, 1.0, 0.0, 0.0, 0.0])  # two examples, three hops each

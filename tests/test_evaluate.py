@@ -340,7 +340,7 @@ def test_the_data_files_hash_is_recorded() -> None:
 
 
 def test_a_fork_that_ended_in_an_error_is_counted_apart() -> None:
-    from cuer_agent.experiments.propagation_summary import fault_table
+    from cuer_agent.studies.propagation.summary import fault_table
 
     def row(correct: float, status: str = "ok") -> dict:
         return {"record": {"condition": "empty_retrieval", "hop": 1}, "status": status,
@@ -360,7 +360,7 @@ def test_early_termination_is_reported_as_forced(run: Path) -> None:
 
 
 def test_no_single_shot_verdict_when_the_original_answers_almost_nothing() -> None:
-    from cuer_agent.experiments.cuer_report import pattern_findings
+    from cuer_agent.studies.cuer.report import pattern_findings
 
     floor = {"conditions": {"original": {"n": 100, "correctness": {"mean": 0.0}},
                             "remove": {"n": 100, "delta": {"correctness": {

@@ -21,10 +21,10 @@ from fake_servers import FakeOllamaServer, FakeOpenAIServer, FakeServer
 from cuer_agent import parallel
 from cuer_agent.data import load_dataset
 from cuer_agent.execution import AgentConfig, Executor
-from cuer_agent.experiments.run_agent import retriever_factory
 from cuer_agent.llm.backends import SkillClient, make_backend
 from cuer_agent.llm.cache import ResponseCache
 from cuer_agent.llm.skills import PlanRequest
+from cuer_agent.studies._common.run_agent import retriever_factory
 
 SECRET = "sk-test-SECRET-executors"
 RUN_FILES = ("config.json", "traces.jsonl", "summary.json")

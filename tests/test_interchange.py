@@ -15,10 +15,10 @@ from conftest import EVALUATE, Studies, invoke
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cuer_agent.experiments.diagnose_traces import trace_only_diagnosers
 from cuer_agent.interchange import import_spans, read_spans, to_protobuf_json
 from cuer_agent.interchange._otlp import any_value, attributes
 from cuer_agent.runs import read_rows
+from cuer_agent.studies.diagnose.traces import trace_only_diagnosers
 from cuer_agent.trace import Trace
 
 TRACE_ONLY_NAMES = trace_only_diagnosers()

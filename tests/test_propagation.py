@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import PROPAGATE, QUIET, Studies, invoke
 
-from cuer_agent.experiments.propagation import DEFAULT_FAULTS
+from cuer_agent.studies.propagation.runner import DEFAULT_FAULTS
 
 pytestmark = pytest.mark.background(PROPAGATE)  # the shared study, made in the background lane
 

@@ -37,7 +37,7 @@ def data_stats(
 ) -> None:
     """Example and passage counts, hop histogram, question types, support recall@5."""
     from cuer_agent.data import load_dataset
-    from cuer_agent.experiments.data_stats import dataset_stats
+    from cuer_agent.studies._common.data_stats import dataset_stats
 
     if n is not None and n < 1:
         raise CuerError(f"--n must be >= 1, got {n}")
@@ -152,13 +152,13 @@ def diagnose_cmd(
     from cuer_agent.config import StudyConfig
     from cuer_agent.data import load_dataset
     from cuer_agent.diagnosers import get_diagnoser
-    from cuer_agent.experiments.diagnose_traces import (
+    from cuer_agent.studies.diagnose.labels import read_labels
+    from cuer_agent.studies.diagnose.traces import (
         check_diagnosers,
         run_diagnose_traces,
         trace_only_diagnosers,
     )
-    from cuer_agent.experiments.diagnose_traces_report import scores_line
-    from cuer_agent.experiments.trace_labels import read_labels
+    from cuer_agent.studies.diagnose.traces_report import scores_line
 
     if (gold is None) != (dataset is None):
         raise CuerError("--gold and --dataset go together")

@@ -76,8 +76,8 @@ def run_cmd(
     """Run the agent (or the single-shot system) and write traces.jsonl + summary.json."""
     from cuer_agent.config import load_config
     from cuer_agent.execution import AgentConfig, Executor
-    from cuer_agent.experiments.run_agent import run_dataset
     from cuer_agent.runs import canonical_json
+    from cuer_agent.studies._common.run_agent import run_dataset
 
     modes = {"agentic": "agentic", "single-shot": "single_shot", "single_shot": "single_shot"}
     if mode not in modes:
@@ -151,10 +151,10 @@ def cuer_cmd(
     """Single-shot CUE-R: REMOVE / REPLACE / DUPLICATE one evidence item, four axes."""
     from cuer_agent.config import load_config, merged
     from cuer_agent.execution import AgentConfig, Executor
-    from cuer_agent.experiments.cuer import run_cuer
-    from cuer_agent.experiments.cuer_report import cuer_table, write_cuer_summary
-    from cuer_agent.experiments.run_agent import retriever_factory
-    from cuer_agent.experiments.run_configs import cuer_record
+    from cuer_agent.studies._common.run_agent import retriever_factory
+    from cuer_agent.studies._common.run_configs import cuer_record
+    from cuer_agent.studies.cuer.report import cuer_table, write_cuer_summary
+    from cuer_agent.studies.cuer.runner import run_cuer
 
     study = load_config(config)
     data = merged(study, "data", dataset=dataset, path=str(path) if path else None, n=n,
@@ -166,7 +166,7 @@ def cuer_cmd(
                  weight_sensitivity=weight_sensitivity)
     # [data] gold_hops is not read here: the CUE-R study runs on every example
     parallel, skills, ds = open_study(engine, data, execution, None)
-    from cuer_agent.experiments.pools import single_shot_data
+    from cuer_agent.studies._common.pools import single_shot_data
     ds = single_shot_data(ds, cfg.questions, cfg.pool_size)
     run_dir = open_run(out, cuer_record(source=ds.source, data=data.model_dump(mode="json"),
                                         backend=engine.model_dump(mode="json"), cuer=cfg))
@@ -216,8 +216,8 @@ def propagate_cmd(
     """Agentic fault propagation: inject a fault at hop h, let the agent re-execute."""
     from cuer_agent.config import load_config, merged
     from cuer_agent.execution import AgentConfig, Executor
-    from cuer_agent.experiments.propagation_report import propagation_tables, run_and_summarize
-    from cuer_agent.experiments.run_configs import propagate_record
+    from cuer_agent.studies._common.run_configs import propagate_record
+    from cuer_agent.studies.propagation.report import propagation_tables, run_and_summarize
 
     check_budget(hops, retries)
     study = load_config(config)

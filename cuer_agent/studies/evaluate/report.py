@@ -8,9 +8,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from cuer_agent.experiments.cuer_report import cuer_table
-from cuer_agent.experiments.evaluate_notes import SHOWN
-from cuer_agent.experiments.propagation_report import propagation_tables
+from cuer_agent.studies.cuer.report import cuer_table
+from cuer_agent.studies.evaluate.caveats import SHOWN
+from cuer_agent.studies.propagation.report import propagation_tables
 
 
 def diagnoser_table(summary: dict[str, Any]) -> Table:

@@ -9,7 +9,7 @@ divergence D from the original.
 
 Rows are appended per example (`traces.jsonl`: record + trace; `records.jsonl`: record
 + metrics); a rerun resumes after the last complete example. `summary.json` is computed
-from the rows alone (`cuer_agent.experiments.cuer_summary`).
+from the rows alone (`cuer_agent.studies.cuer.summary`).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ class CuerConfig(BaseModel):
     pool_size: int = Field(10, ge=2)
     """Open-corpus data (the synthetic world): passages in each question's own pool —
     one per hop stating its fact, the rest lexical confusers
-    (`cuer_agent.experiments.pools`), as in HotpotQA's distractor setting."""
+    (`cuer_agent.studies._common.pools`), as in HotpotQA's distractor setting."""
 
     def asks_per_hop(self, dataset: str = "") -> bool:
         """Is the single-shot system given the gold decomposition?"""

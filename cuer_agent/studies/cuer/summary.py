@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from cuer_agent.experiments.cuer import AXES, CuerConfig
 from cuer_agent.metrics.stats import (
     bootstrap_ci,
     cluster_bootstrap_ci,
@@ -24,6 +23,7 @@ from cuer_agent.metrics.stats import (
     sign_flip_test,
 )
 from cuer_agent.metrics.utility import DivergenceWeights, weigh
+from cuer_agent.studies.cuer.runner import AXES, CuerConfig
 
 Rows = list[dict[str, Any]]
 
