@@ -298,12 +298,17 @@ def test_an_agent_reference_becomes_a_directory_safe_label(ref: str | None, labe
 
 def test_evaluates_default_out_names_the_agent_so_the_built_in_runs_after_yours(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rich.console import Console
+
+    from cuer_agent import report
     from cuer_agent.studies.evaluate import report as evaluate_report
     from cuer_agent.studies.evaluate import runner as evaluate
 
     # the run directory is opened (and a different config refused) before the studies
     monkeypatch.setattr(evaluate, "run_evaluate", lambda *args, **kwargs: {})
-    monkeypatch.setattr(evaluate_report, "print_headline", lambda *args, **kwargs: None)
+    monkeypatch.setattr(evaluate_report, "print_headline", lambda *args, **kwargs: Console())
+    monkeypatch.setattr(report, "write_report",
+                        lambda run_dir: (run_dir / "report.md", run_dir / "report.html"))
     monkeypatch.chdir(tmp_path)
     own = str(Path(__file__).resolve().parents[1] / "examples" / "two_node_agent.py:build")
     for agent in (["--agent", own], []):

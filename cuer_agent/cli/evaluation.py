@@ -112,6 +112,7 @@ def evaluate_cmd(
     from cuer_agent.config import load_config, merged
     from cuer_agent.diagnosers import get_diagnoser
     from cuer_agent.provenance import provenance
+    from cuer_agent.report import write_report
     from cuer_agent.studies.evaluate.report import print_headline
     from cuer_agent.studies.evaluate.runner import run_evaluate
 
@@ -143,7 +144,9 @@ def evaluate_cmd(
     summary = run_evaluate(ds, skills, run_dir, study, show_progress=execution.progress,
                            parallel=parallel,
                            provenance=provenance(command_line(ctx), data.path))
-    print_headline(summary, run_dir.path, skills.ledger.to_dict())
+    console = print_headline(summary, skills.ledger.to_dict())
+    md, html = write_report(run_dir.path)
+    console.print(f"→ {run_dir.path}  ({md.name}, {html.name})")
 
 
 @app.command("report")
