@@ -65,7 +65,8 @@ def ray_map(task: Callable[[T], R], items: Iterable[T], policy: Parallelism) -> 
 def _get(ray: Any, ref: Any) -> Batch:
     """The batch, or our own error as raised in the actor (a one-line CLI error)."""
     try:
-        return ray.get(ref)
+        batch: Batch = ray.get(ref)
+        return batch
     except ray.exceptions.RayTaskError as exc:
         if isinstance(exc.cause, CuerError):
             raise exc.cause from None
