@@ -302,7 +302,8 @@ def _ray(task: Callable[[T], R], items: Iterable[T], policy: Parallelism) -> Ite
                      logging_level=logging.WARNING)
         else:
             ray.init(address=policy.ray_address, logging_level=logging.WARNING)
-    cpus = int(ray.cluster_resources().get("CPU", 0))
+    # ray 2.x leaves cluster_resources() unannotated: an untyped call under --strict
+    cpus = int(ray.cluster_resources().get("CPU", 0))  # type: ignore[no-untyped-call]
     workers = policy.workers or max(1, cpus)
     if workers > cpus:  # the extra actors would wait for a CPU forever
         raise ConfigError(f"--workers {workers} exceeds the {cpus} CPUs of the Ray cluster")
@@ -326,7 +327,8 @@ def _ray(task: Callable[[T], R], items: Iterable[T], policy: Parallelism) -> Ite
 def _ray_get(ray: Any, ref: Any) -> Batch:
     """The batch, or our own error as raised in the actor (a one-line CLI error)."""
     try:
-        return ray.get(ref)
+        batch: Batch = ray.get(ref)
+        return batch
     except ray.exceptions.RayTaskError as exc:
         if isinstance(exc.cause, CuerError):
             raise exc.cause from None

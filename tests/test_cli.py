@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Background, invoke
+from conftest import Background, cli
 
 from cuer_agent.data import shared_sample_path
 
@@ -20,11 +20,6 @@ def outputs(result: dict) -> list[str]:
     for proc in result["processes"]:
         assert proc["returncode"] == 0, proc["stderr"]
     return [proc["stdout"] for proc in result["processes"]]
-
-
-def cli(*args: str) -> tuple[int, str, str]:
-    result = invoke(args)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def test_data_stats_synthetic_reports_counts_and_recall() -> None:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Background, invoke
+from conftest import Background, cli, invoke
 from fake_servers import Behaviour, FakeOpenAIServer
 
 from cuer_agent.llm import prompts
@@ -47,7 +47,6 @@ from scenarios import (
     FAST,
     RUN_LOCAL,
     Pair,
-    cli,
     pair_of,
     parse_failure_steps,
     remote,

@@ -76,9 +76,9 @@ def paired(table: dict[str, dict[str, dict[str, float]]], condition: str,
 def delta(orig: np.ndarray, cf: np.ndarray, axis: str) -> np.ndarray:
     if axis == "divergence":
         return cf
-    if axis == "confidence_error":  # utility is −CE
-        return cf - orig
-    return orig - cf
+    # The utility of a confidence error is −CE: its delta turns sign.
+    moved: np.ndarray = cf - orig if axis == "confidence_error" else orig - cf
+    return moved
 
 
 def condition_summary(table: dict[str, dict[str, dict[str, float]]], condition: str,
