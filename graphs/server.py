@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Mapping
 from typing import Any, Literal, Protocol
 
 from langgraph.graph import END, START, StateGraph
@@ -45,7 +46,7 @@ class Node(Protocol):
 
     __name__: str
 
-    def __call__(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any]: ...
+    def __call__(self, state: Any, runtime: Runtime[Any]) -> Mapping[str, object]: ...
 
 
 class ServerContext(BaseModel):
@@ -151,7 +152,7 @@ def _build(ctx: ServerContext) -> AgentContext:
 
 def _live(node: Node) -> Node:
     """The node, run with the live context its JSON context resolves to."""
-    def run(state: AgentState, runtime: Runtime[Any]) -> dict[str, Any]:
+    def run(state: AgentState, runtime: Runtime[Any]) -> Mapping[str, object]:
         context = runtime.context
         if not isinstance(context, AgentContext):
             context = live_context(server_context(context))
@@ -180,7 +181,7 @@ def _finish(mode: Literal["agentic", "single_shot"]) -> Node:
         backend = runtime.context.skills.backend
         meta = {"mode": mode, "k": state["k"], "backend": backend.name,
                 "model": backend.model}
-        trace = build_trace(dict(state), mode, meta)
+        trace = build_trace(state, mode, meta)
         return {"final_answer": trace.answer, "confidence": trace.confidence,
                 "observable_trace": trace.model_dump(mode="json")}
     return finish
