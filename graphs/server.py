@@ -162,7 +162,7 @@ def _live(node: Node) -> Node:
     return run
 
 
-def prepare(state: ServerState, runtime: Runtime[Any]) -> dict[str, Any]:
+def prepare(state: ServerState, runtime: Runtime[Any]) -> AgentState:
     """Fill what the nodes read, from the question and the context's defaults."""
     question = str(state.get("question") or "").strip()
     if not question:
@@ -171,12 +171,12 @@ def prepare(state: ServerState, runtime: Runtime[Any]) -> dict[str, Any]:
                          else runtime.context)
     example_id = state.get("example_id") or (
         "q-" + hashlib.sha256(question.encode("utf-8")).hexdigest()[:12])
-    return dict(initial_state(example_id, question, hop_budget=ctx.hop_budget, k=ctx.k,
-                              retries_per_hop=ctx.retries_per_hop))
+    return initial_state(example_id, question, hop_budget=ctx.hop_budget, k=ctx.k,
+                         retries_per_hop=ctx.retries_per_hop)
 
 
 def _finish(mode: Literal["agentic", "single_shot"]) -> Node:
-    def finish(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    def finish(state: AgentState, runtime: Runtime[AgentContext]) -> Answer:
         """The answer, its confidence and the observable trace, as the run's output."""
         backend = runtime.context.skills.backend
         meta = {"mode": mode, "k": state["k"], "backend": backend.name,
