@@ -59,16 +59,22 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, Literal, TypeVar
 
 from cuer_agent._lru import LRU
 from cuer_agent.agents import AgentSpec, Boundary, Factory, State, hop_of_key, load_agent
 from cuer_agent.data import Example
 from cuer_agent.errors import AgentNodeError, CuerError, node_of
-from cuer_agent.graphs.state import AgentState, Condition, to_state
+from cuer_agent.graphs.state import (
+    AgentState,
+    Condition,
+    hop_from_state,
+    hop_to_state,
+    to_state,
+)
 from cuer_agent.llm.backends import BackendError, RequestLog, SkillClient
 from cuer_agent.retrieval import Retriever
-from cuer_agent.trace import Cost, Evidence, HopData, HopRecord, Trace, build_trace
+from cuer_agent.trace import Cost, Evidence, HopRecord, Trace, build_trace
 
 Mode = Literal["agentic", "single_shot"]
 _V = TypeVar("_V")
@@ -209,8 +215,7 @@ class Executor:
         observed, and let the agent answer. The spec gets them as JSON (`HopData`, a list
         of `EvidenceData`)."""
         last = len(self.spec.hops(base.final_state))
-        as_data = {hop: (cast(HopData, new.model_dump(mode="json"))
-                         if isinstance(new, HopRecord) else to_state(new))
+        as_data = {hop: hop_to_state(new) if isinstance(new, HopRecord) else to_state(new)
                    for hop, new in overrides.items()}
         state = self.spec.with_hops(self.snapshot(base, last, "read"), as_data)
         return self._execute(base.example_id, base.question, base.retriever, state,
@@ -229,7 +234,7 @@ class Executor:
                                stop=lambda key, after: spec.hop_done(key, after, j),
                                stop_key=("hop_done", j))
         hops = spec.hops(result.final_state)
-        return HopRecord.model_validate(hops[j - 1]) if len(hops) >= j else None
+        return hop_from_state(hops[j - 1]) if len(hops) >= j else None
 
     def repair_and_regenerate(self, run: RunResult, j: int) -> RunResult:
         """Keep hops < j as observed; the agent re-plans hop j with hop j repaired and

@@ -3,8 +3,10 @@
 State is JSON-native (dicts, lists, str, numbers, bools): a checkpoint round-trip and a
 fork must give back exactly what a live run has. Its values are the JSON forms of the
 trace models (`cuer_agent.trace.EvidenceData`, `HopData`, `StepData`, `AnswerData`);
-`to_state` is where a model becomes state. Nodes return new lists and dicts and never
-mutate what they were given, so a fork can never change its prefix.
+`to_state` and `hop_to_state` are where a model becomes state, `hop_from_state` where
+state becomes a model again (a whole trace: `cuer_agent.trace.build_trace`). Nodes
+return new lists and dicts and never mutate what they were given, so a fork can never
+change its prefix.
 
 The context carries what is not state: the skills, the retriever, and — only when an
 experimenter injects a fault — the `Condition` in force. A condition is how a fault
@@ -31,6 +33,7 @@ from cuer_agent.trace import (
     Evidence,
     EvidenceData,
     HopData,
+    HopRecord,
     StepData,
     attempt_failed,
 )
@@ -77,6 +80,17 @@ def to_state(evidence: Iterable[Evidence]) -> list[EvidenceData]:
     (the retrieve node's tools, a fork's edit). `model_dump(mode="json")` keeps the field
     order and every field, so the bytes are those of a live retrieval."""
     return [cast(EvidenceData, ev.model_dump(mode="json")) for ev in evidence]
+
+
+def hop_to_state(record: HopRecord) -> HopData:
+    """A hop record as the state holds it (a frozen re-answer's replaced hop): every
+    field, in the order the `read` node writes them."""
+    return cast(HopData, record.model_dump(mode="json"))
+
+
+def hop_from_state(data: HopData) -> HopRecord:
+    """A hop of the state (ours or a user's agent's, `AgentSpec.hops`) as the model."""
+    return HopRecord.model_validate(data)
 
 
 class Condition(Protocol):
