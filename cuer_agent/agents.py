@@ -19,10 +19,11 @@ What a spec says about its graph:
   finished: only answering is left): the role whose snapshot it is, and the node the
   edited state is written as (LangGraph's ``as_node``, so that the graph's own edges
   choose what runs next). ``read`` of hop 0 is the input state.
-* **readers** — `hops(state)`: the finished hops as `HopRecord` dicts; `trace(...)`: the
-  observable trace (`trace_from_hops` builds one from `hops` and `answer`).
+* **readers** — `hops(state)`: the finished hops as JSON (`cuer_agent.trace.HopData`);
+  `trace(...)`: the observable trace (`trace_from_hops` builds one from `hops` and
+  `answer`).
 * **writers** — each returns a new full state: `with_evidence` (after ``retrieve``: the
-  hop sees these evidence dicts), `with_subquery` (after ``plan``: the hop searches
+  hop sees these evidence items, `EvidenceData`), `with_subquery` (after ``plan``: the hop searches
   this), `with_hops` (before ``answer``: hops replaced by overrides) and the hop budget,
   one state key (`budget_key`) the graph must honour: a forced early stop lowers it.
 * **the retriever** — the graph reaches it through the run context. `context` builds it
@@ -50,11 +51,22 @@ from typing import Any, Literal, get_args
 from cuer_agent.errors import ConfigError
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.retrieval import Retriever
-from cuer_agent.trace import Action, Cost, HopRecord, Step, StepState, Trace
+from cuer_agent.trace import (
+    Action,
+    AnswerData,
+    Cost,
+    EvidenceData,
+    HopData,
+    HopRecord,
+    Step,
+    StepState,
+    Trace,
+)
 
 Role = Literal["plan", "retrieve", "read", "answer"]
 Boundary = Literal["plan", "retrieve", "read", "answer"]
 State = dict[str, Any]
+"""An agent's LangGraph state: its own keys, JSON-native (the edge to a user's graph)."""
 ROLES: tuple[str, ...] = get_args(Role)
 BOUNDARIES: tuple[Boundary, ...] = get_args(Boundary)
 
@@ -112,12 +124,12 @@ class AgentSpec:
         """The key of the execution of `node` that produced `state` (module doc)."""
         raise NotImplementedError
 
-    def hops(self, state: State) -> list[dict[str, Any]]:
-        """The hops finished in `state`, as `HopRecord` dicts."""
+    def hops(self, state: State) -> list[HopData]:
+        """The hops finished in `state`, as JSON `HopRecord`s."""
         raise NotImplementedError
 
-    def with_evidence(self, state: State, evidence: list[dict[str, Any]]) -> State:
-        """After ``retrieve``: the current hop sees `evidence` (Evidence dicts)."""
+    def with_evidence(self, state: State, evidence: list[EvidenceData]) -> State:
+        """After ``retrieve``: the current hop sees `evidence`."""
         raise NotImplementedError
 
     def with_subquery(self, state: State, subquery: str) -> State:
@@ -125,13 +137,13 @@ class AgentSpec:
         raise NotImplementedError
 
     def with_hops(self, state: State,
-                  overrides: Mapping[int, list[dict[str, Any]] | dict[str, Any]]) -> State:
+                  overrides: Mapping[int, list[EvidenceData] | HopData]) -> State:
         """Before ``answer``: hop h replaced by `overrides[h]` — an evidence list (all of
-        it selected, the finding kept) or a whole `HopRecord` dict — every other hop as
+        it selected, the finding kept) or a whole JSON `HopRecord` — every other hop as
         observed, and the agent set to answer next."""
         raise NotImplementedError
 
-    def answer(self, state: State) -> dict[str, Any]:
+    def answer(self, state: State) -> AnswerData:
         """The final answer: {answer, confidence, used_ids, rationale} ({} before it)."""
         raise NotImplementedError
 
@@ -165,8 +177,8 @@ def hop_of_key(key: str) -> int | None:
     return int(head) if head.isdigit() else None
 
 
-def trace_from_hops(example_id: str, question: str, hops: Sequence[Mapping[str, Any]],
-                    answer: Mapping[str, Any], *, mode: Literal["agentic", "single_shot"],
+def trace_from_hops(example_id: str, question: str, hops: Sequence[HopData],
+                    answer: AnswerData, *, mode: Literal["agentic", "single_shot"],
                     meta: dict[str, Any], cost: Cost, error: str = "") -> Trace:
     """A trace from hop records: per hop PLAN, RETRIEVE, then — once the hop is read —
     SELECT, INFER, VERIFY; then ANSWER. For agents that keep no step log of their own."""

@@ -57,20 +57,27 @@ import hashlib
 import pickle
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from cuer_agent._lru import LRU
 from cuer_agent.agents import AgentSpec, Boundary, Factory, State, hop_of_key, load_agent
 from cuer_agent.data import Example
 from cuer_agent.errors import AgentNodeError, CuerError, node_of
-from cuer_agent.graphs.state import AgentState, Condition
+from cuer_agent.graphs.state import (
+    AgentState,
+    Condition,
+    hop_from_state,
+    hop_to_state,
+    to_state,
+)
 from cuer_agent.llm.backends import BackendError, RequestLog, SkillClient
 from cuer_agent.retrieval import Retriever
-from cuer_agent.trace import Cost, Trace, build_trace
+from cuer_agent.trace import Cost, Evidence, HopRecord, Trace, build_trace
 
 Mode = Literal["agentic", "single_shot"]
+_V = TypeVar("_V")
 NO_COST = Cost()
 Edit = Callable[[AgentSpec, State], State]
 """A fork's edit: the boundary's state in, the state to resume from out."""
@@ -101,7 +108,7 @@ class RunResult:
 
     example_id: str
     trace: Trace
-    snapshots: dict[str, dict[str, Any]]
+    snapshots: dict[str, State]
     nodes_run: list[str]
     """Node executions of this invocation as step keys ("2:read"), in order (a fork
     lists only its suffix)."""
@@ -113,7 +120,7 @@ class RunResult:
     spent: dict[str, int] = field(default_factory=dict)
     """Skill calls and tokens of this invocation only (a fork's trace cost also counts
     the prefix it inherited; this does not)."""
-    final_state: dict[str, Any] = field(default_factory=dict, repr=False)
+    final_state: State = field(default_factory=dict, repr=False)
     question: str = ""
     cost_at: dict[str, Cost] = field(default_factory=dict, repr=False)
     """Skill cost of the run up to each snapshot (prefix included)."""
@@ -197,22 +204,25 @@ class Executor:
             raise KeyError(f"no state after {boundary} of hop {hop}")
         return key
 
-    def snapshot(self, base: RunResult, hop: int, boundary: Boundary) -> dict[str, Any]:
+    def snapshot(self, base: RunResult, hop: int, boundary: Boundary) -> State:
         """A deep copy of the state at a boundary of hop `hop` (hop 0: the initial state)."""
         return _copy_state(base.snapshots[self.boundary_key(base, hop, boundary)])
 
     def reanswer(self, base: RunResult,
-                 overrides: Mapping[int, list[dict[str, Any]] | dict[str, Any]]) -> RunResult:
+                 overrides: Mapping[int, Sequence[Evidence] | HopRecord]) -> RunResult:
         """Frozen re-answer: replace hop h by `overrides[h]` — an evidence list (all of it
         selected, the finding kept) or a whole hop record — keep every other hop as
-        observed, and let the agent answer."""
+        observed, and let the agent answer. The spec gets them as JSON (`HopData`, a list
+        of `EvidenceData`)."""
         last = len(self.spec.hops(base.final_state))
-        state = self.spec.with_hops(self.snapshot(base, last, "read"), overrides)
+        as_data = {hop: hop_to_state(new) if isinstance(new, HopRecord) else to_state(new)
+                   for hop, new in overrides.items()}
+        state = self.spec.with_hops(self.snapshot(base, last, "read"), as_data)
         return self._execute(base.example_id, base.question, base.retriever, state,
                              as_node=self.spec.boundaries["answer"][1],
                              condition=base.condition)
 
-    def rerun_hop(self, run: RunResult, j: int) -> dict[str, Any] | None:
+    def rerun_hop(self, run: RunResult, j: int) -> HopRecord | None:
         """Hop j re-executed with hop j repaired: from the observed state after hop j−1 the
         agent plans, retrieves and reads hop j again (retries included), and stops there.
         None if it chose to answer."""
@@ -224,7 +234,7 @@ class Executor:
                                stop=lambda key, after: spec.hop_done(key, after, j),
                                stop_key=("hop_done", j))
         hops = spec.hops(result.final_state)
-        return hops[j - 1] if len(hops) >= j else None
+        return hop_from_state(hops[j - 1]) if len(hops) >= j else None
 
     def repair_and_regenerate(self, run: RunResult, j: int) -> RunResult:
         """Keep hops < j as observed; the agent re-plans hop j with hop j repaired and
@@ -241,9 +251,9 @@ class Executor:
 
     # -- mechanics ----------------------------------------------------------------------------
     def _execute(self, example_id: str, question: str, retriever: Retriever,
-                 state: dict[str, Any], as_node: str | None,
+                 state: State, as_node: str | None,
                  condition: Condition | None = None,
-                 stop: Callable[[str, dict[str, Any]], bool] | None = None,
+                 stop: Callable[[str, State], bool] | None = None,
                  inherited: Cost = NO_COST, stop_key: object = None) -> RunResult:
         """Execute from `state` (entered as written by `as_node`; None: from the start).
 
@@ -274,7 +284,7 @@ class Executor:
 
     def _stream(self, example_id: str, question: str, retriever: Retriever, blob: bytes,
                 as_node: str | None, condition: Condition | None,
-                stop: Callable[[str, dict[str, Any]], bool] | None,
+                stop: Callable[[str, State], bool] | None,
                 inherited: Cost) -> tuple[RunResult, RequestLog]:
         """Stream the graph from the pickled state `blob`, a snapshot after every node."""
         spec, graph = self.spec, self.graph
@@ -284,10 +294,10 @@ class Executor:
         thread = {"configurable": {"thread_id": uuid.uuid4().hex}}
         per_hop = 3 * (1 + self.config.retries_per_hop) + 1
         limit = {"recursion_limit": per_hop * (self.config.hop_budget + 2) + 8}
-        snapshots: dict[str, dict[str, Any]] = {}
+        snapshots: dict[str, State] = {}
         cost_at: dict[str, Cost] = {}
         nodes_run: list[str] = []
-        current: dict[str, Any] = pickle.loads(blob)
+        current: State = pickle.loads(blob)
         if as_node is None:
             snapshots["0:start"] = pickle.loads(blob)
             cost_at["0:start"] = inherited
@@ -380,16 +390,16 @@ def _plus(cost: Cost, log: RequestLog) -> Cost:
                 completion_tokens=cost.completion_tokens + log.completion_tokens)
 
 
-def _copy_state(state: dict[str, Any]) -> dict[str, Any]:
+def _copy_state(state: State) -> State:
     """A deep copy of a state: a pickle round trip is ~6x faster than `copy.deepcopy`,
     which matters at one copy per node per execution."""
-    copied: dict[str, Any] = pickle.loads(pickle.dumps(state, pickle.HIGHEST_PROTOCOL))
+    copied: State = pickle.loads(pickle.dumps(state, pickle.HIGHEST_PROTOCOL))
     return copied
 
 
-def _prefix(items: dict[str, Any], key: str) -> dict[str, Any]:
+def _prefix(items: dict[str, _V], key: str) -> dict[str, _V]:
     """The entries taken before `key` (insertion order is execution order)."""
-    out: dict[str, Any] = {}
+    out: dict[str, _V] = {}
     for name, value in items.items():
         if name == key:
             break
@@ -403,9 +413,10 @@ def _repaired(condition: Condition | None, hop: int) -> Condition | None:
 
 # --- edits: each returns a new state through the spec's writers ------------------------------
 
-def replace_evidence(evidence: list[dict[str, Any]]) -> Edit:
-    """After-retrieve edit: the hop sees `evidence` instead of what was retrieved."""
-    return lambda spec, state: spec.with_evidence(state, evidence)
+def replace_evidence(evidence: Sequence[Evidence]) -> Edit:
+    """After-retrieve edit: the hop sees `evidence` instead of what was retrieved (the
+    spec gets it as state, `to_state`)."""
+    return lambda spec, state: spec.with_evidence(state, to_state(evidence))
 
 
 def replace_subquery(subquery: str) -> Edit:

@@ -35,9 +35,10 @@ import json
 from collections.abc import Iterable, Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing_extensions import TypedDict
 
 from cuer_agent.errors import DataError
 
@@ -216,10 +217,87 @@ class Trace(_Frozen):
         return cls.model_validate_json(line)
 
 
-def build_trace(state: dict[str, Any], mode: Literal["agentic", "single_shot"],
+# --- the JSON forms: how a LangGraph state and a user's agent hold the models ------------------
+
+class EvidenceData(TypedDict):
+    """`Evidence` as JSON (`Evidence.model_dump(mode="json")`)."""
+
+    id: str
+    title: str
+    text: str
+    rank: NotRequired[int]
+    score: NotRequired[float]
+
+
+class StepStateData(TypedDict, total=False):
+    """`StepState` as JSON."""
+
+    query: str
+    in_view: list[str]
+    selected: list[str]
+    support: Support
+    candidate: str
+    confidence: float | None
+
+
+class StepData(TypedDict):
+    """`Step` as JSON."""
+
+    action: str
+    hop: int
+    attempt: NotRequired[int]
+    state: NotRequired[StepStateData]
+    note: NotRequired[str]
+
+
+class HopData(TypedDict):
+    """`HopRecord` (or `HopAttempt`, without `attempts`) as JSON."""
+
+    hop: int
+    subquery: str
+    attempt: NotRequired[int]
+    retrieved: NotRequired[list[EvidenceData]]
+    selected: NotRequired[list[str]]
+    finding: NotRequired[str]
+    support: NotRequired[Support]
+    confidence: NotRequired[float | None]
+    reason: NotRequired[str]
+    attempts: NotRequired[list[HopData]]
+
+
+class AnswerData(TypedDict, total=False):
+    """An agent's final answer as JSON: the observable fields of an `AnswerResponse`."""
+
+    answer: str
+    confidence: float | None
+    used_ids: list[str]
+    rationale: str
+
+
+class CostData(TypedDict):
+    """`Cost` as JSON."""
+
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class TraceState(TypedDict, total=False):
+    """What `build_trace` reads of an agent's state (our graphs' `AgentState` has it)."""
+
+    example_id: str
+    question: str
+    trace: list[StepData]
+    hops: list[HopData]
+    final: AnswerData
+    cost: CostData
+    parse_failures: int
+
+
+def build_trace(state: TraceState, mode: Literal["agentic", "single_shot"],
                 meta: dict[str, Any], *, error: str = "") -> Trace:
     """The observable trace of an agent's (possibly partial) final state: the graphs'
-    state dict (`cuer_agent.graphs.state.AgentState`), read as plain data."""
+    JSON-native state (`cuer_agent.graphs.state.AgentState`), validated into the models."""
     final = state.get("final") or {}
     if error:
         status = "error"

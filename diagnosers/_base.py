@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from cuer_agent._registry import Registry
-from cuer_agent.trace import Trace
+from cuer_agent.trace import HopRecord, Trace
 
 Stage = Literal["retrieval", "tool", "answer", "none"]
 STAGES: tuple[str, ...] = ("retrieval", "tool", "answer", "none")
@@ -92,9 +92,9 @@ class Probe(Protocol):
     budget: int
     probes: int
 
-    def rerun_hop(self, j: int) -> dict[str, Any] | None: ...
+    def rerun_hop(self, j: int) -> HopRecord | None: ...
 
-    def reanswer_with_hop(self, j: int, hop_record: dict[str, Any]) -> Trace: ...
+    def reanswer_with_hop(self, j: int, hop_record: HopRecord) -> Trace: ...
 
     def regenerate_from(self, j: int) -> Trace: ...
 

@@ -8,10 +8,9 @@ run (`RunResult.condition`) holds in the probe too, except at the hop the probe 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from cuer_agent.execution import Executor, RunResult
-from cuer_agent.trace import Trace
+from cuer_agent.trace import HopRecord, Trace
 
 from ._base import ProbeBudgetExceeded
 
@@ -39,14 +38,14 @@ class ExecutionProbe:
                         + result.spent.get("completion_tokens", 0))
         return result
 
-    def rerun_hop(self, j: int) -> dict[str, Any] | None:
+    def rerun_hop(self, j: int) -> HopRecord | None:
         self._spend()
         with self._executor.skills.collect() as keys:
             record = self._executor.rerun_hop(self._run, j)
         self.calls += len(keys)
         return record
 
-    def reanswer_with_hop(self, j: int, hop_record: dict[str, Any]) -> Trace:
+    def reanswer_with_hop(self, j: int, hop_record: HopRecord) -> Trace:
         self._spend()
         return self._count(self._executor.reanswer(self._run, {j: hop_record})).trace
 

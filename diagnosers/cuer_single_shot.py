@@ -14,8 +14,6 @@ probe's.
 
 from __future__ import annotations
 
-from typing import Any
-
 from cuer_agent.metrics.utility import divergence
 from cuer_agent.trace import HopRecord, Trace
 
@@ -31,12 +29,11 @@ def _hop_of(trace: Trace, evidence_id: str) -> HopRecord | None:
                                                     for ev in hop.retrieved)), None)
 
 
-def _without(hop: HopRecord, evidence_id: str) -> dict[str, Any]:
+def _without(hop: HopRecord, evidence_id: str) -> HopRecord:
     """The hop record with one item removed from what it retrieved and selected."""
-    record = hop.model_dump(mode="json")
-    record["retrieved"] = [ev for ev in record["retrieved"] if ev["id"] != evidence_id]
-    record["selected"] = [i for i in record["selected"] if i != evidence_id]
-    return record
+    return hop.model_copy(update={
+        "retrieved": tuple(ev for ev in hop.retrieved if ev.id != evidence_id),
+        "selected": tuple(i for i in hop.selected if i != evidence_id)})
 
 
 @diagnoser("cuer-single-shot")

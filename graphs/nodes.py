@@ -1,6 +1,6 @@
 """The nodes of both graphs. Each one makes at most one skill call and appends its steps.
 
-Steps are the observable trace (`cuer_agent.trace.Step` dicts). A node that gets a
+Steps are the observable trace (`cuer_agent.trace.StepData`: `Step` as JSON). A node that gets a
 parse failure from its skill records it as an outcome (a step note and the
 `parse_failures` counter) and the run continues with a neutral result.
 
@@ -14,7 +14,7 @@ earlier attempts in `attempts`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from langgraph.runtime import Runtime
 
@@ -29,7 +29,15 @@ from cuer_agent.llm.skills import (
     ReadRequest,
     ReadResponse,
 )
-from cuer_agent.trace import Action, StepState
+from cuer_agent.trace import (
+    Action,
+    AnswerData,
+    EvidenceData,
+    HopData,
+    StepData,
+    StepState,
+    StepStateData,
+)
 
 from .state import AgentContext, AgentState, wants_retry
 
@@ -42,15 +50,15 @@ _STEP_STATE = StepState().model_dump(mode="json")
 
 
 def step(action: Action, hop: int, note: str = "", attempt: int = 1,
-         **state: Any) -> dict[str, Any]:
-    """One observable step as the JSON dict `Step(...).model_dump(mode="json")` gives.
+         **state: Any) -> StepData:
+    """One observable step as the JSON `Step(...).model_dump(mode="json")` gives.
 
     Built directly, not through the model: every step of every fork and probe comes
     here, and pydantic's validate-then-dump was 5 % of a study's CPU. Nothing is lost:
     `build_trace` validates every step (`Step.model_validate`) when the trace is made."""
     if unknown := state.keys() - _STEP_STATE.keys():
         raise TypeError(f"unknown step state field(s): {', '.join(sorted(unknown))}")
-    fields = {**_STEP_STATE, **state}
+    fields = cast(StepStateData, {**_STEP_STATE, **state})
     fields["in_view"] = list(fields["in_view"])
     fields["selected"] = list(fields["selected"])
     if fields["confidence"] is not None:
@@ -59,7 +67,7 @@ def step(action: Action, hop: int, note: str = "", attempt: int = 1,
             "note": note}
 
 
-def _spend(state: AgentState, result: SkillResult) -> dict[str, Any]:
+def _spend(state: AgentState, result: SkillResult) -> AgentState:
     cost = state["cost"]
     return {
         "cost": {"llm_calls": cost["llm_calls"] + 1,
@@ -69,22 +77,23 @@ def _spend(state: AgentState, result: SkillResult) -> dict[str, Any]:
     }
 
 
-def evidence_view(ev: dict[str, Any]) -> EvidenceView:
-    """An `Evidence` dict as a skill request shows it."""
+def evidence_view(ev: EvidenceData) -> EvidenceView:
+    """An evidence item of the state as a skill request shows it."""
     return EvidenceView(id=ev["id"], title=ev["title"], text=ev["text"])
 
 
-def hop_view(rec: dict[str, Any], with_evidence: bool) -> HopView:
-    """A `HopRecord` dict as a skill request shows it (evidence: the selected items)."""
-    chosen = set(rec["selected"])
-    evidence = tuple(evidence_view(ev) for ev in rec["retrieved"] if ev["id"] in chosen)
-    return HopView(hop=rec["hop"], subquery=rec["subquery"], finding=rec["finding"],
-                   support=rec["support"], reason=rec.get("reason", ""),
+def hop_view(rec: HopData, with_evidence: bool) -> HopView:
+    """A hop record of the state as a skill request shows it (evidence: the selected
+    items)."""
+    chosen = set(rec.get("selected", ()))
+    evidence = tuple(evidence_view(ev) for ev in rec.get("retrieved", ()) if ev["id"] in chosen)
+    return HopView(hop=rec["hop"], subquery=rec["subquery"], finding=rec.get("finding", ""),
+                   support=rec.get("support", "unknown"), reason=rec.get("reason", ""),
                    evidence=evidence if with_evidence else ())
 
 
-def hop_views(hops: list[dict[str, Any]], with_evidence: bool = False) -> tuple[HopView, ...]:
-    """`HopRecord` dicts as a skill request's history shows them (`hop_view` of each)."""
+def hop_views(hops: list[HopData], with_evidence: bool = False) -> tuple[HopView, ...]:
+    """Hop records as a skill request's history shows them (`hop_view` of each)."""
     return tuple(hop_view(rec, with_evidence) for rec in hops)
 
 
@@ -94,14 +103,14 @@ def _history(state: AgentState, *, with_evidence: bool = False,
     return hop_views(state["hops"][:-1] if skip_current else state["hops"], with_evidence)
 
 
-def _attempts(rec: dict[str, Any]) -> tuple[HopView, ...]:
+def _attempts(rec: HopData) -> tuple[HopView, ...]:
     """Every attempt of a hop so far, oldest first (what a retry request shows)."""
     return tuple(hop_view(a, False) for a in [*rec.get("attempts", []), rec])
 
 
 # --- agent nodes ------------------------------------------------------------------------------
 
-def plan(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+def plan(state: AgentState, runtime: Runtime[AgentContext]) -> AgentState:
     """PLAN: a retry of the current hop, the next sub-query, or the decision to answer."""
     if wants_retry(state):
         hop = state["hop"]
@@ -129,7 +138,7 @@ def plan(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
             "trace": [step(Action.PLAN, hop, reply.reason, attempt, query=subquery)]}
 
 
-def retrieve(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+def retrieve(state: AgentState, runtime: Runtime[AgentContext]) -> AgentState:
     """RETRIEVE: top-k evidence for the current sub-query (no skill call)."""
     evidence = runtime.context.retrieve(state["hop"], state["subquery"], state["k"])
     ids = [ev["id"] for ev in evidence]
@@ -138,7 +147,7 @@ def retrieve(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any
                            query=state["subquery"], in_view=ids)]}
 
 
-def read(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+def read(state: AgentState, runtime: Runtime[AgentContext]) -> AgentState:
     """SELECT + INFER + VERIFY in one skill call; records the attempt (a retry's record
     replaces the hop's record and keeps the earlier attempts)."""
     hop, query, evidence = state["hop"], state["subquery"], state["retrieved"]
@@ -156,13 +165,13 @@ def read(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     selected = [i for i in dict.fromkeys(reply.selected_ids) if i in set(in_view)]
     support = reply.support if result.status == "ok" else "unknown"
     confidence = reply.confidence if result.status == "ok" else None
-    record = {"hop": hop, "attempt": attempt, "subquery": query, "retrieved": evidence,
-              "selected": selected, "finding": reply.finding, "support": support,
-              "confidence": confidence, "reason": reply.reason, "attempts": []}
+    record: HopData = {"hop": hop, "attempt": attempt, "subquery": query, "retrieved": evidence,
+                       "selected": selected, "finding": reply.finding, "support": support,
+                       "confidence": confidence, "reason": reply.reason, "attempts": []}
     hops = list(state["hops"])
     if retrying:
         previous = hops.pop()
-        earlier = {k: v for k, v in previous.items() if k != "attempts"}
+        earlier = cast(HopData, {k: v for k, v in previous.items() if k != "attempts"})
         record["attempts"] = [*previous.get("attempts", []), earlier]
     common = {"query": query, "in_view": in_view, "selected": selected}
     steps = [
@@ -174,7 +183,7 @@ def read(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     return {**update, "hops": [*hops, record], "trace": steps}
 
 
-def answer(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+def answer(state: AgentState, runtime: Runtime[AgentContext]) -> AgentState:
     """ANSWER from every hop's selected evidence and findings."""
     request = AnswerRequest(question=state["question"],
                             hops=_history(state, with_evidence=True))
@@ -182,15 +191,15 @@ def answer(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
 
 
 def _answer(state: AgentState, runtime: Runtime[AgentContext],
-            request: AnswerRequest) -> dict[str, Any]:
+            request: AnswerRequest) -> AgentState:
     result = runtime.context.skills("answer", request)
     update = _spend(state, result)
     shown = [ev.id for hop in request.hops for ev in hop.evidence]
     if isinstance(result.response, AnswerResponse):
         reply = result.response
         used = [i for i in dict.fromkeys(reply.used_ids) if i in set(shown)]
-        final = {"answer": reply.answer, "confidence": reply.confidence, "used_ids": used,
-                 "rationale": reply.rationale}
+        final: AnswerData = {"answer": reply.answer, "confidence": reply.confidence,
+                             "used_ids": used, "rationale": reply.rationale}
         note = ""
     else:
         final = {"answer": "", "confidence": None, "used_ids": [], "rationale": ""}
@@ -203,13 +212,13 @@ def _answer(state: AgentState, runtime: Runtime[AgentContext],
 
 # --- single-shot ------------------------------------------------------------------------------
 
-def retrieve_question(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+def retrieve_question(state: AgentState, runtime: Runtime[AgentContext]) -> AgentState:
     """Single-shot RETRIEVE: the question itself is the query, as hop 1."""
     return retrieve({**state, "hop": 1, "attempt": 1, "subquery": state["question"]},
                     runtime) | {"hop": 1, "attempt": 1, "subquery": state["question"]}
 
 
-def answer_from_context(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+def answer_from_context(state: AgentState, runtime: Runtime[AgentContext]) -> AgentState:
     """Single-shot SELECT + ANSWER: the answer's used ids are the selection."""
     evidence = state["retrieved"]
     hop_view = HopView(hop=1, subquery=state["question"],
@@ -218,8 +227,10 @@ def answer_from_context(state: AgentState, runtime: Runtime[AgentContext]) -> di
                                                    hops=(hop_view,)))
     used = update["final"]["used_ids"]
     ids = [ev["id"] for ev in evidence]
-    record = {"hop": 1, "attempt": 1, "subquery": state["question"], "retrieved": evidence,
-              "selected": used, "finding": update["final"]["answer"], "support": "unknown",
-              "confidence": update["final"]["confidence"], "reason": "", "attempts": []}
+    record: HopData = {"hop": 1, "attempt": 1, "subquery": state["question"],
+                       "retrieved": evidence, "selected": used,
+                       "finding": update["final"]["answer"], "support": "unknown",
+                       "confidence": update["final"]["confidence"], "reason": "",
+                       "attempts": []}
     select = step(Action.SELECT, 1, query=state["question"], in_view=ids, selected=used)
     return {**update, "hops": [record], "trace": [select, *update["trace"]]}

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Mapping
 from typing import Any, Literal, Protocol
 
 from langgraph.graph import END, START, StateGraph
@@ -45,7 +46,7 @@ class Node(Protocol):
 
     __name__: str
 
-    def __call__(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any]: ...
+    def __call__(self, state: Any, runtime: Runtime[Any]) -> Mapping[str, object]: ...
 
 
 class ServerContext(BaseModel):
@@ -151,7 +152,7 @@ def _build(ctx: ServerContext) -> AgentContext:
 
 def _live(node: Node) -> Node:
     """The node, run with the live context its JSON context resolves to."""
-    def run(state: AgentState, runtime: Runtime[Any]) -> dict[str, Any]:
+    def run(state: AgentState, runtime: Runtime[Any]) -> Mapping[str, object]:
         context = runtime.context
         if not isinstance(context, AgentContext):
             context = live_context(server_context(context))
@@ -161,7 +162,7 @@ def _live(node: Node) -> Node:
     return run
 
 
-def prepare(state: ServerState, runtime: Runtime[Any]) -> dict[str, Any]:
+def prepare(state: ServerState, runtime: Runtime[Any]) -> AgentState:
     """Fill what the nodes read, from the question and the context's defaults."""
     question = str(state.get("question") or "").strip()
     if not question:
@@ -170,17 +171,17 @@ def prepare(state: ServerState, runtime: Runtime[Any]) -> dict[str, Any]:
                          else runtime.context)
     example_id = state.get("example_id") or (
         "q-" + hashlib.sha256(question.encode("utf-8")).hexdigest()[:12])
-    return dict(initial_state(example_id, question, hop_budget=ctx.hop_budget, k=ctx.k,
-                              retries_per_hop=ctx.retries_per_hop))
+    return initial_state(example_id, question, hop_budget=ctx.hop_budget, k=ctx.k,
+                         retries_per_hop=ctx.retries_per_hop)
 
 
 def _finish(mode: Literal["agentic", "single_shot"]) -> Node:
-    def finish(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    def finish(state: AgentState, runtime: Runtime[AgentContext]) -> Answer:
         """The answer, its confidence and the observable trace, as the run's output."""
         backend = runtime.context.skills.backend
         meta = {"mode": mode, "k": state["k"], "backend": backend.name,
                 "model": backend.model}
-        trace = build_trace(dict(state), mode, meta)
+        trace = build_trace(state, mode, meta)
         return {"final_answer": trace.answer, "confidence": trace.confidence,
                 "observable_trace": trace.model_dump(mode="json")}
     return finish

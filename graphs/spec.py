@@ -14,7 +14,16 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from cuer_agent.agents import AgentSpec, Boundary, Role, State, hop_of_key
-from cuer_agent.trace import Action, Cost, Trace, build_trace
+from cuer_agent.trace import (
+    Action,
+    AnswerData,
+    Cost,
+    EvidenceData,
+    HopData,
+    Trace,
+    TraceState,
+    build_trace,
+)
 
 from .state import AgentState, initial_state, wants_retry
 
@@ -54,11 +63,11 @@ class OurAgentSpec(AgentSpec):
         hop = last.get("hop", 0)
         return f"{hop}:{node}" if attempt == 1 else f"{hop}.{attempt}:{node}"
 
-    def hops(self, state: State) -> list[dict[str, Any]]:
+    def hops(self, state: State) -> list[HopData]:
         return list(state.get("hops", []))
 
-    def answer(self, state: State) -> dict[str, Any]:
-        return dict(state.get("final") or {})
+    def answer(self, state: State) -> AnswerData:
+        return cast(AnswerData, dict(state.get("final") or {}))
 
     def hop_done(self, key: str, state: State, hop: int) -> bool:
         # a read VERIFY failed is followed by a retry of the same hop
@@ -67,9 +76,9 @@ class OurAgentSpec(AgentSpec):
 
     def trace(self, state: State, *, example_id: str, question: str, meta: dict[str, Any],
               cost: Cost, error: str = "") -> Trace:
-        return build_trace(state, self.mode, meta, error=error)
+        return build_trace(cast(TraceState, state), self.mode, meta, error=error)
 
-    def with_evidence(self, state: State, evidence: list[dict[str, Any]]) -> State:
+    def with_evidence(self, state: State, evidence: list[EvidenceData]) -> State:
         """The RETRIEVE step shows the edited evidence too: the trace must not reveal
         that an intervention happened."""
         trace = list(state["trace"])
@@ -87,7 +96,7 @@ class OurAgentSpec(AgentSpec):
         return {**state, "subquery": subquery, "trace": trace}
 
     def with_hops(self, state: State,
-                  overrides: Mapping[int, list[dict[str, Any]] | dict[str, Any]]) -> State:
+                  overrides: Mapping[int, list[EvidenceData] | HopData]) -> State:
         hops = []
         for rec in state["hops"]:
             new = overrides.get(rec["hop"])

@@ -1,8 +1,12 @@
 """The state both graphs share, and the run-scoped context their nodes read.
 
 State is JSON-native (dicts, lists, str, numbers, bools): a checkpoint round-trip and a
-fork must give back exactly what a live run has. Nodes return new lists and dicts and
-never mutate what they were given, so a fork can never change its prefix.
+fork must give back exactly what a live run has. Its values are the JSON forms of the
+trace models (`cuer_agent.trace.EvidenceData`, `HopData`, `StepData`, `AnswerData`);
+`to_state` and `hop_to_state` are where a model becomes state, `hop_from_state` where
+state becomes a model again (a whole trace: `cuer_agent.trace.build_trace`). Nodes
+return new lists and dicts and never mutate what they were given, so a fork can never
+change its prefix.
 
 The context carries what is not state: the skills, the retriever, and — only when an
 experimenter injects a fault — the `Condition` in force. A condition is how a fault
@@ -15,16 +19,24 @@ retry, a regenerated suffix or a probe meets the same fault the run met
 from __future__ import annotations
 
 import operator
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Any, Protocol, cast
 
 from typing_extensions import TypedDict  # typing's TypedDict has no JSON schema on 3.11
 
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.retrieval import Retriever
-from cuer_agent.trace import attempt_failed
-
-EvidenceDict = dict[str, Any]
+from cuer_agent.trace import (
+    AnswerData,
+    CostData,
+    Evidence,
+    EvidenceData,
+    HopData,
+    HopRecord,
+    StepData,
+    attempt_failed,
+)
 
 
 class AgentState(TypedDict, total=False):
@@ -45,22 +57,40 @@ class AgentState(TypedDict, total=False):
     """Attempt of the current hop: 1, then 2, … for each retry; set by `plan`."""
     subquery: str
     """Scratch: the current attempt's sub-query, set by `plan`."""
-    retrieved: list[dict[str, Any]]
-    """Scratch: the current attempt's evidence (`Evidence` dicts), set by `retrieve`."""
-    hops: list[dict[str, Any]]
-    """Finished hops as `HopRecord` dicts (each the hop's last attempt, earlier attempts
+    retrieved: list[EvidenceData]
+    """Scratch: the current attempt's evidence, set by `retrieve`."""
+    hops: list[HopData]
+    """Finished hops as JSON `HopRecord`s (each the hop's last attempt, earlier attempts
     nested in `attempts`). A plain field: nodes rewrite it whole."""
     done: bool
     """True once the agent decided to answer (or a fork forced it to)."""
-    final: dict[str, Any]
-    """The `AnswerResponse` dict once `answer` ran; {} before."""
-    cost: dict[str, int]
+    final: AnswerData
+    """The answer's observable fields once `answer` ran; {} before."""
+    cost: CostData
     """Skill calls and tokens spent so far (cache hits included: a trace's cost does not
     depend on the cache)."""
     parse_failures: int
     """Skill replies that stayed invalid after the repair turn."""
-    trace: Annotated[list[dict[str, Any]], operator.add]
-    """Observable steps (`Step` dicts), append-only via the reducer."""
+    trace: Annotated[list[StepData], operator.add]
+    """Observable steps, append-only via the reducer."""
+
+
+def to_state(evidence: Iterable[Evidence]) -> list[EvidenceData]:
+    """Evidence as the state holds it: the one place a model becomes JSON-native state
+    (the retrieve node's tools, a fork's edit). `model_dump(mode="json")` keeps the field
+    order and every field, so the bytes are those of a live retrieval."""
+    return [cast(EvidenceData, ev.model_dump(mode="json")) for ev in evidence]
+
+
+def hop_to_state(record: HopRecord) -> HopData:
+    """A hop record as the state holds it (a frozen re-answer's replaced hop): every
+    field, in the order the `read` node writes them."""
+    return cast(HopData, record.model_dump(mode="json"))
+
+
+def hop_from_state(data: HopData) -> HopRecord:
+    """A hop of the state (ours or a user's agent's, `AgentSpec.hops`) as the model."""
+    return HopRecord.model_validate(data)
 
 
 class Condition(Protocol):
@@ -72,8 +102,8 @@ class Condition(Protocol):
         ...
 
     def retrieve(self, retriever: Retriever, hop: int, query: str,
-                 k: int) -> list[EvidenceDict]:
-        """The evidence actually returned for `query` at `hop` (Evidence dicts)."""
+                 k: int) -> list[Evidence]:
+        """The evidence actually returned for `query` at `hop`."""
         ...
 
     def hop_budget(self, budget: int) -> int:
@@ -97,10 +127,12 @@ class AgentContext:
     def issue(self, hop: int, attempt: int, planned: str) -> str:
         return planned if self.condition is None else self.condition.issue(hop, attempt, planned)
 
-    def retrieve(self, hop: int, query: str, k: int) -> list[EvidenceDict]:
+    def retrieve(self, hop: int, query: str, k: int) -> list[EvidenceData]:
+        """The evidence the tool returns for `query` at `hop`, as state (under the fault
+        in force, if any). A user's agent gets the same JSON-native items."""
         if self.condition is not None:
-            return self.condition.retrieve(self.retriever, hop, query, k)
-        return [ev.model_dump(mode="json") for ev in self.retriever.retrieve(query, k)]
+            return to_state(self.condition.retrieve(self.retriever, hop, query, k))
+        return to_state(self.retriever.retrieve(query, k))
 
 
 def wants_retry(state: AgentState) -> bool:

@@ -101,11 +101,11 @@ def test_evidence_fork_changes_only_the_suffix() -> None:
     base = base_run(executor)
     other = next(p for p in PASSAGES if p.title == "Quorin Falls")
     from cuer_agent.retrieval import chunk_passages
-    swapped = [chunk_passages([other])[0].to_evidence(rank=1, score=1.0).model_dump(mode="json")]
+    swapped = [chunk_passages([other])[0].to_evidence(rank=1, score=1.0)]
     fork = executor.fork(base, 1, "retrieve", replace_evidence(swapped))
     first = fork.trace.hops[0].first_attempt()
     assert first.retrieved[0].title == "Quorin Falls"
-    assert fork.trace.steps[1].state.in_view == (swapped[0]["id"],)  # RETRIEVE step rewritten
+    assert fork.trace.steps[1].state.in_view == (swapped[0].id,)  # RETRIEVE step rewritten
     assert fork.trace.steps[0] == base.trace.steps[0]  # PLAN of hop 1 untouched
     # The swapped passage is about another film: VERIFY finds the hop unsupported, and the
     # agent's retry (a one-shot edit holds no longer) reads the right one.
@@ -147,11 +147,11 @@ def test_forced_answer_leaves_the_note_of_a_spent_budget(hop: int) -> None:
 def test_reanswer_keeps_hops_and_runs_only_answer() -> None:
     executor, _ = make_executor()
     base = base_run(executor)
-    evidence = [ev.model_dump(mode="json") for ev in base.trace.hops[0].retrieved[:1]]
+    evidence = base.trace.hops[0].retrieved[:1]
     frozen = executor.reanswer(base, {2: evidence})
     assert frozen.nodes == ["answer"]
     assert [h.subquery for h in frozen.trace.hops] == [h.subquery for h in base.trace.hops]
-    assert frozen.trace.hops[1].selected == (evidence[0]["id"],)
+    assert frozen.trace.hops[1].selected == (evidence[0].id,)
 
 
 def test_repair_and_regenerate_replans_hop_j_and_continues() -> None:

@@ -26,6 +26,7 @@ from cuer_agent.interventions import (
 from cuer_agent.interventions.facts import PoolFacts, SyntheticFacts
 from cuer_agent.interventions.structural_faults import withheld_ids
 from cuer_agent.retrieval import BM25Retriever, chunk_passages, tokenize
+from cuer_agent.trace import Evidence
 
 STRUCTURAL = {
     "empty_retrieval": ("retrieval", "retrieve"),
@@ -62,10 +63,10 @@ def make_input(example: int = 0, hop: int = 1, seed: int = 0, **changes: Any) ->
     corpus, retriever, examples = world()
     ex = examples[example]
     sub = ex.hops[hop - 1].question
-    evidence = [e.model_dump(mode="json") for e in retriever.retrieve(sub, 5)]
+    evidence = retriever.retrieve(sub, 5)
     fact = FACTS.fact(ex, hop)
     assert fact is not None
-    selected = tuple(e["id"] for e in evidence if e["id"] in fact.passage_ids)[:1]
+    selected = tuple(e.id for e in evidence if e.id in fact.passage_ids)[:1]
     inp = FaultInput(example_id=ex.id, question=ex.question, hop=hop, subquery=sub,
                      evidence=evidence,
                      later_subqueries=tuple(h.question for h in ex.hops[hop:]),
@@ -76,22 +77,22 @@ def make_input(example: int = 0, hop: int = 1, seed: int = 0, **changes: Any) ->
     return replace(inp, **changes)
 
 
-def search(query: str, k: int) -> list[dict]:
-    return [e.model_dump(mode="json") for e in world()[1].retrieve(query, k)]
+def search(query: str, k: int) -> list[Evidence]:
+    return world()[1].retrieve(query, k)
 
 
 REAL_ID = re.compile(r"[0-9a-f]{8}-p\d+-c\d+")
 
 
-def assert_looks_retrieved(inp: FaultInput, evidence: Sequence[dict]) -> None:
+def assert_looks_retrieved(inp: FaultInput, evidence: Sequence[Evidence]) -> None:
     """As the retriever would return it: real-form ids, the retriever's own scores for
     the sub-query, ordered by (-score, id) and ranked 1..n, no longer than k."""
     assert_ranked(evidence)
-    assert all(REAL_ID.fullmatch(e["id"]) for e in evidence)
+    assert all(REAL_ID.fullmatch(e.id) for e in evidence)
     for e in evidence:
-        assert e["score"] == pytest.approx(world()[1].score_text(inp.subquery, e["title"],
-                                                                 e["text"]), rel=1e-5)
-    assert evidence == sorted(evidence, key=lambda e: (-e["score"], e["id"]))
+        assert e.score == pytest.approx(world()[1].score_text(inp.subquery, e.title,
+                                                                 e.text), rel=1e-5)
+    assert evidence == sorted(evidence, key=lambda e: (-e.score, e.id))
     assert len(evidence) <= (inp.k or len(inp.evidence))
 
 
@@ -103,20 +104,20 @@ def words(text: str) -> set[str]:
     return set(tokenize(text))
 
 
-def assert_ranked(evidence: Sequence[dict]) -> None:
-    assert [e["rank"] for e in evidence] == list(range(1, len(evidence) + 1))
-    assert len({e["id"] for e in evidence}) == len(evidence)
+def assert_ranked(evidence: Sequence[Evidence]) -> None:
+    assert [e.rank for e in evidence] == list(range(1, len(evidence) + 1))
+    assert len({e.id for e in evidence}) == len(evidence)
 
 
 def quorin(**changes: Any) -> FaultInput:
     """The paper's running example, over the synthetic corpus (no gold fact known)."""
     corpus, _, _ = world()
-    evidence = [{"id": "q1", "title": "Quorin Rising",
-                 "text": "Quorin Rising is a 1987 drama film. It was directed by Pell Varnick.",
-                 "rank": 1, "score": 9.5},
-                {"id": "q2", "title": "The Quorin Letters",
-                 "text": "The Quorin Letters is a novel by Ansa Varnick.", "rank": 2,
-                 "score": 4.0}]
+    evidence = [Evidence(id="q1", title="Quorin Rising",
+                         text="Quorin Rising is a 1987 drama film. It was directed by Pell "
+                         "Varnick.", rank=1, score=9.5),
+                Evidence(id="q2", title="The Quorin Letters",
+                         text="The Quorin Letters is a novel by Ansa Varnick.", rank=2,
+                         score=4.0)]
     inp = FaultInput(example_id="ex-q", question="Who directed Quorin Rising?", hop=1,
                      subquery="Who directed Quorin Rising?", evidence=evidence,
                      later_subqueries=(), corpus=corpus, seed=0, selected=("q1",))
@@ -158,7 +159,7 @@ def test_withheld_are_the_fact_passages_the_hop_read() -> None:
 
 def test_without_a_selected_fact_passage_every_fact_passage_in_view_is_withheld() -> None:
     inp = make_input(selected=())
-    in_view = [e["id"] for e in inp.evidence]
+    in_view = [e.id for e in inp.evidence]
     assert withheld_ids(inp) == tuple(i for i in in_view if i in inp.fact.passage_ids)
 
 
@@ -170,7 +171,7 @@ def test_without_a_gold_fact_the_selected_items_are_withheld() -> None:
 @pytest.mark.parametrize("name", ["empty_retrieval", "irrelevant_evidence"])
 def test_withholding_skips_when_no_fact_passage_is_in_view(name: str) -> None:
     inp = make_input()
-    others = [e for e in inp.evidence if e["id"] not in inp.fact.passage_ids]
+    others = [e for e in inp.evidence if e.id not in inp.fact.passage_ids]
     out = apply(name, replace(inp, evidence=others, selected=()))
     assert out.record.skipped == "fact not in view"
 
@@ -182,7 +183,7 @@ def test_empty_retrieval_withholds_the_fact_and_blanks_the_faulted_query() -> No
     assert out.corpus is not None and out.corpus.withheld == set(inp.selected)
     assert out.corpus.view(search, inp.score, inp.subquery, 5) == []
     asked_again = out.corpus.view(search, inp.score, "Who made " + inp.subquery, 5)
-    assert asked_again and not {e["id"] for e in asked_again} & set(inp.selected)
+    assert asked_again and not {e.id for e in asked_again} & set(inp.selected)
     assert out.record.target_ids == inp.selected
     assert out.record.params["redundancy"] == inp.fact.redundancy
 
@@ -192,10 +193,10 @@ def test_irrelevant_evidence_shows_what_the_retriever_finds_without_the_fact() -
     out = apply("irrelevant_evidence", inp)
     evidence = out.evidence or []
     assert_looks_retrieved(inp, evidence)
-    assert not {e["id"] for e in evidence} & set(inp.selected)
-    expected = [e for e in search(inp.subquery, 10) if e["id"] not in inp.selected][:5]
-    assert [e["id"] for e in evidence] == [e["id"] for e in expected]
-    assert set(out.record.new_ids) == {e["id"] for e in evidence} - {e["id"] for e in
+    assert not {e.id for e in evidence} & set(inp.selected)
+    expected = [e for e in search(inp.subquery, 10) if e.id not in inp.selected][:5]
+    assert [e.id for e in evidence] == [e.id for e in expected]
+    assert set(out.record.new_ids) == {e.id for e in evidence} - {e.id for e in
                                                                        inp.evidence}
 
 
@@ -257,10 +258,10 @@ def test_empty_subquery_is_skipped() -> None:
 
 # --- conflicting and stale evidence ------------------------------------------------------
 
-def injected(out: FaultOutcome) -> dict:
+def injected(out: FaultOutcome) -> Evidence:
     (new_id,) = out.record.new_ids
     assert out.corpus is not None
-    return next(e for e in out.corpus.added if e["id"] == new_id)
+    return next(e for e in out.corpus.added if e.id == new_id)
 
 
 @cache
@@ -279,15 +280,15 @@ def test_a_contradicting_passage_is_written_by_the_world(name: str, example: int
     out = apply(name, inp)
     item = injected(out)
     params = out.record.params
-    assert item["title"] == inp.fact.title
+    assert item.title == inp.fact.title
     assert params["strategy"] == "world" and params["value"] != params["original_value"]
     assert params["original_value"] == inp.fact.value
     assert set(params["contradicts"]) <= set(inp.fact.passage_ids)  # the statements in view
-    assert params["value"] in item["text"] and inp.fact.value not in item["text"]
-    assert set(tokenize(item["text"])) - world_words() <= set(tokenize(params["value"]))
-    assert REAL_ID.fullmatch(item["id"]) and item["id"] not in inp.known_ids
-    assert item["id"].startswith(hashlib.sha1(item["title"].encode()).hexdigest()[:8] + "-p")
-    assert out.record.provenance[item["id"]] == f"world:{name.split('_')[0]}"
+    assert params["value"] in item.text and inp.fact.value not in item.text
+    assert set(tokenize(item.text)) - world_words() <= set(tokenize(params["value"]))
+    assert REAL_ID.fullmatch(item.id) and item.id not in inp.known_ids
+    assert item.id.startswith(hashlib.sha1(item.title.encode()).hexdigest()[:8] + "-p")
+    assert out.record.provenance[item.id] == f"world:{name.split('_')[0]}"
 
 
 def test_conflicting_evidence_takes_a_family_siblings_value() -> None:
@@ -305,13 +306,13 @@ def test_the_added_passage_is_ranked_by_the_retriever_for_every_query() -> None:
     assert out.corpus is not None
     assert_looks_retrieved(inp, out.evidence or [])
     item = injected(out)
-    for query in (inp.subquery, item["title"]):
+    for query in (inp.subquery, item.title):
         view = out.corpus.view(search, inp.score, query, 5)
         assert_ranked(view)
-        shown = next((e for e in view if e["id"] == item["id"]), None)
+        shown = next((e for e in view if e.id == item.id), None)
         if shown is not None:
-            assert shown["score"] == pytest.approx(inp.score(query, item["title"],
-                                                             item["text"]))
+            assert shown.score == pytest.approx(inp.score(query, item.title,
+                                                             item.text))
 
 
 def test_without_a_world_the_contradicting_passage_is_a_certified_edit() -> None:
@@ -322,8 +323,8 @@ def test_without_a_world_the_contradicting_passage_is_a_certified_edit() -> None
     params = out.record.params
     assert params["strategy"] == "edit:answer_fact"
     assert params["original_value"] == "Pell Varnick" and params["value"] == "Ysolde Farrant"
-    assert item["text"] == inp.evidence[0]["text"].replace("Pell Varnick", "Ysolde Farrant")
-    assert item["title"] == "Quorin Rising" and out.record.provenance[item["id"]] == "q1"
+    assert item.text == inp.evidence[0].text.replace("Pell Varnick", "Ysolde Farrant")
+    assert item.title == "Quorin Rising" and out.record.provenance[item.id] == "q1"
 
 
 @pytest.mark.parametrize("name", EVIDENCE_FAULTS)
@@ -363,11 +364,8 @@ def test_a_config_naming_false_premise_gets_conflicting_evidence() -> None:
 def test_faults_do_not_mutate_their_input(name: str) -> None:
     inp = make_input(2, 1)
     evidence, corpus = copy.deepcopy(list(inp.evidence)), list(inp.corpus)
-    out = apply(name, inp)
+    apply(name, inp)
     assert list(inp.evidence) == evidence and list(inp.corpus) == corpus
-    if out.evidence:
-        out.evidence[0]["text"] = "edited"
-        assert list(inp.evidence) == evidence
 
 
 # --- property: random inputs -------------------------------------------------------------
@@ -384,8 +382,8 @@ ITEM = st.builds(CorpusItem, id=st.text(max_size=4), title=TEXT, text=TEXT)
 @st.composite
 def fault_inputs(draw: st.DrawFn) -> FaultInput:
     n = draw(st.integers(0, 6))
-    evidence = [{"id": f"e{i}", "title": draw(TEXT), "text": draw(TEXT), "rank": i + 1,
-                 "score": draw(st.floats(0, 50))} for i in range(n)]
+    evidence = [Evidence(id=f"e{i}", title=draw(TEXT), text=draw(TEXT), rank=i + 1,
+                         score=draw(st.floats(0, 50))) for i in range(n)]
     return FaultInput(example_id=draw(st.text(max_size=5)), question=draw(TEXT),
                       hop=draw(st.integers(1, 4)), subquery=draw(TEXT), evidence=evidence,
                       later_subqueries=draw(st.lists(TEXT, max_size=2)),

@@ -22,11 +22,12 @@ from cuer_agent.interventions import (
     select_target,
 )
 from cuer_agent.retrieval import BM25Retriever
+from cuer_agent.trace import Evidence
 
 
-def ev(i: int, title: str | None = None, text: str = "") -> dict:
-    return {"id": f"e{i}", "title": title or f"T{i}", "text": text or f"text {i}", "rank": i + 1,
-            "score": 10.0 - i}
+def ev(i: int, title: str | None = None, text: str = "") -> Evidence:
+    return Evidence(id=f"e{i}", title=title or f"T{i}", text=text or f"text {i}", rank=i + 1,
+                    score=10.0 - i)
 
 
 EVIDENCE = [ev(0), ev(1, "Gold A"), ev(2), ev(3, "Gold B")]
@@ -59,8 +60,8 @@ def test_random_target_is_seeded() -> None:
 def test_remove_drops_the_target_and_reranks() -> None:
     target = select_target(EVIDENCE, {"e1"}, set())
     out = remove(EVIDENCE, [target])
-    assert [e["id"] for e in out] == ["e0", "e2", "e3"]
-    assert [e["rank"] for e in out] == [1, 2, 3]
+    assert [e.id for e in out] == ["e0", "e2", "e3"]
+    assert [e.rank for e in out] == [1, 2, 3]
 
 
 @pytest.mark.parametrize("position, order", [("end", ["e0", "e1", "e2", "e3", "copy"]),
@@ -69,23 +70,23 @@ def test_remove_drops_the_target_and_reranks() -> None:
 def test_duplicate_positions(position: str, order: list[str]) -> None:
     target = select_target(EVIDENCE, {"e1"}, set())
     out, copy_ = duplicate(EVIDENCE, target, position)  # type: ignore[arg-type]
-    assert [e["id"] if e["id"] != copy_["id"] else "copy" for e in out] == order
-    assert copy_["text"] == EVIDENCE[1]["text"]
+    assert [e.id if e.id != copy_.id else "copy" for e in out] == order
+    assert copy_.text == EVIDENCE[1].text
 
 
 def test_duplicate_copy_has_a_real_form_id_of_its_title() -> None:
     target = select_target(EVIDENCE, {"e1"}, set())
     _, copy_ = duplicate(EVIDENCE, target)
-    assert re.fullmatch(r"[0-9a-f]{8}-p\d+-c0", copy_["id"])
-    assert copy_["id"] == duplicate(EVIDENCE, target)[1]["id"]  # deterministic
-    assert copy_["id"] not in {e["id"] for e in EVIDENCE}
+    assert re.fullmatch(r"[0-9a-f]{8}-p\d+-c0", copy_.id)
+    assert copy_.id == duplicate(EVIDENCE, target)[1].id  # deterministic
+    assert copy_.id not in {e.id for e in EVIDENCE}
 
 
 @given(st.lists(st.integers(0, 9), min_size=1, max_size=8, unique=True), st.integers(0, 7))
 def test_operators_never_mutate_their_input(ids: list[int], pick: int) -> None:
     evidence = [ev(i) for i in ids]
     before = copy.deepcopy(evidence)
-    target = select_target(evidence, {evidence[pick % len(evidence)]["id"]}, set())
+    target = select_target(evidence, {evidence[pick % len(evidence)].id}, set())
     remove(evidence, [target])
     duplicate(evidence, target, "front")
     assert evidence == before
@@ -102,9 +103,9 @@ PASSAGES = [Passage(title=t, text=x, index=i) for i, (t, x) in enumerate([
 
 def pool_input(**kw: object) -> ConditionInput:
     retriever = BM25Retriever.from_passages(PASSAGES)
-    evidence = [e.model_dump(mode="json") for e in retriever.retrieve("Ada Lovelace program", 1)]
+    evidence = retriever.retrieve("Ada Lovelace program", 1)
     base = dict(example_id="x", question="Who wrote the first program, Ada Lovelace?",
-                evidence=evidence, used_ids={evidence[0]["id"]},
+                evidence=evidence, used_ids={evidence[0].id},
                 gold_titles={"Gold A", "Gold B"},
                 pool=ReplacementPool(retriever, {"Gold A", "Gold B"}), seed=0)
     base.update(kw)
@@ -117,14 +118,14 @@ def test_replacement_is_never_in_view_or_gold(hardness: str) -> None:
     edited, record = get_condition("replace")(inp, "replace")
     assert edited is not None and not record.skipped
     new = record.new_ids[0]
-    assert new not in {e["id"] for e in inp.evidence}
-    assert next(e for e in edited if e["id"] == new)["title"] not in {"Gold A", "Gold B"}
+    assert new not in {e.id for e in inp.evidence}
+    assert next(e for e in edited if e.id == new).title not in {"Gold A", "Gold B"}
     assert len(edited) == len(inp.evidence)
 
 
 def test_medium_replacement_is_the_most_question_similar() -> None:
     edited, record = get_condition("replace")(pool_input(), "replace")
-    assert next(e for e in edited if e["id"] == record.new_ids[0])["title"] == "Near"
+    assert next(e for e in edited if e.id == record.new_ids[0]).title == "Near"
 
 
 def test_replace_is_skipped_when_nothing_non_supporting_exists() -> None:
@@ -137,7 +138,7 @@ def test_replace_is_skipped_when_nothing_non_supporting_exists() -> None:
 
 def test_two_support_removal_needs_two_gold_titles_in_view() -> None:
     inp = pool_input()  # only "Gold A" is in view
-    assert {e["title"] for e in inp.evidence} == {"Gold A"}
+    assert {e.title for e in inp.evidence} == {"Gold A"}
     edited, record = get_condition("remove_support")(inp, "remove_both_supports")
     assert edited is None
     assert record.skipped == "fewer than two gold supports in view"
@@ -149,7 +150,7 @@ def test_both_supports_removal_drops_every_gold_item() -> None:
                          gold_titles={"Gold A", "Gold B"}, pool=None, seed=0,
                          params={"which": "both"})
     edited, record = get_condition("remove_support")(inp, "remove_both_supports")
-    assert [e["id"] for e in edited] == ["e0", "e2"]
+    assert [e.id for e in edited] == ["e0", "e2"]
     assert record.target_titles == ("Gold A", "Gold B")
 
 

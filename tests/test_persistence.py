@@ -166,8 +166,8 @@ def test_regenerating_from_an_earlier_hop_meets_the_fault_again() -> None:
 
 def test_rerunning_the_faulted_hop_repairs_only_that_hop() -> None:
     agent, base, fork = fault_fork("empty_retrieval", 2, retries=0)
-    assert agent.rerun_hop(fork, 2) == base.final_state["hops"][1]
-    assert agent.rerun_hop(fork, 1) == fork.final_state["hops"][0]
+    assert agent.rerun_hop(fork, 2) == base.trace.hops[1]
+    assert agent.rerun_hop(fork, 1) == fork.trace.hops[0]
 
 
 def test_continuing_a_stopped_run_lifts_the_forced_stop() -> None:

@@ -23,15 +23,15 @@ from cuer_agent.studies.propagation.tampering_outcomes import (
     span_recall,
     tampering_outcome,
 )
+from cuer_agent.trace import Evidence
 
 QUESTION = "Who is the spouse of the director of Inception?"
 NOLAN = "Inception is a 2010 film directed by Christopher Nolan."
 THOMAS = "Emma Thomas married Christopher Nolan in 1997."
 
 
-def ev(i: int, text: str, title: str | None = None) -> dict[str, Any]:
-    return {"id": f"e{i}", "title": title or f"T{i}", "text": text, "rank": i + 1,
-            "score": 10.0 - i}
+def ev(i: int, text: str, title: str | None = None) -> Evidence:
+    return Evidence(id=f"e{i}", title=title or f"T{i}", text=text, rank=i + 1, score=10.0 - i)
 
 
 def make(texts: list[str], *, question: str = QUESTION, gold: tuple[str, ...] = (),
@@ -53,7 +53,7 @@ def cert(inp: FaultInput) -> dict[str, Any]:
 def texts_after(inp: FaultInput) -> list[str]:
     out = content_tampering(inp)
     assert out.evidence is not None
-    return [e["text"] for e in out.evidence]
+    return [e.text for e in out.evidence]
 
 
 # ------------------------------------------------------------------ span priority
@@ -213,9 +213,8 @@ def test_only_hop_evidence_changes_and_input_is_not_mutated() -> None:
     assert (list(inp.evidence), inp.corpus) == before
     assert out.evidence is not None
     for old, new in zip(inp.evidence, out.evidence, strict=True):
-        assert {k: v for k, v in new.items() if k != "text"} == {
-            k: v for k, v in old.items() if k != "text"}
-    assert out.evidence[2] == inp.evidence[2] and out.evidence[2] is not inp.evidence[2]
+        assert new.model_dump(exclude={"text"}) == old.model_dump(exclude={"text"})
+    assert out.evidence[2] == inp.evidence[2]
 
 
 def test_title_is_not_edited() -> None:
@@ -224,7 +223,7 @@ def test_title_is_not_edited() -> None:
                      later_subqueries=(), corpus=(), seed=0, gold_answers=("Paris",),
                      distractor_answers=("Lima",))
     out = content_tampering(inp)
-    assert out.evidence is not None and out.evidence[0]["title"] == "Paris"
+    assert out.evidence is not None and out.evidence[0].title == "Paris"
 
 
 def test_certificate_fields() -> None:
@@ -243,7 +242,8 @@ def test_certificate_fields() -> None:
 
 def _dump(inp: FaultInput) -> bytes:
     out = content_tampering(inp)
-    return json.dumps([out.record.model_dump(), out.evidence], sort_keys=True).encode()
+    evidence = None if out.evidence is None else [ev.model_dump() for ev in out.evidence]
+    return json.dumps([out.record.model_dump(), evidence], sort_keys=True).encode()
 
 
 def test_same_input_gives_same_output_bytes() -> None:
@@ -336,7 +336,7 @@ def test_never_raises_and_keeps_ids(texts: list[str], gold: list[str], later: li
         assert out.record.skipped in SKIP_REASONS and out.evidence is None
         return
     assert out.evidence is not None
-    assert [e["id"] for e in out.evidence] == [e["id"] for e in inp.evidence]
+    assert [e.id for e in out.evidence] == [e.id for e in inp.evidence]
     c = out.record.certificate
     assert c["replacements"] >= 1 and c["original_span"] != c["new_span"]
-    assert set(c["documents_touched"]) <= {e["id"] for e in inp.evidence}
+    assert set(c["documents_touched"]) <= {e.id for e in inp.evidence}

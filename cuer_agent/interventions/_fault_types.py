@@ -31,8 +31,8 @@ from cuer_agent.interventions._placement import by_score, place, scored
 from cuer_agent.interventions._record import InterventionRecord
 from cuer_agent.interventions.corpus import CorpusEdit
 from cuer_agent.interventions.facts import Fact, FactSource
+from cuer_agent.trace import Evidence
 
-Evidence = dict[str, Any]
 Stage = Literal["retrieval", "tool", "answer"]
 Boundary = Literal["plan", "retrieve", "read"]
 
@@ -57,7 +57,7 @@ class FaultInput:
     subquery: str
     """Hop h's sub-query in the clean run."""
     evidence: Sequence[Evidence]
-    """Hop h's retrieved evidence in the clean run (Evidence dicts, in view order)."""
+    """Hop h's retrieved evidence in the clean run (in view order)."""
     later_subqueries: Sequence[str]
     """Sub-queries of hops > h in the clean run (observable), for bridge detection."""
     corpus: Sequence[CorpusItem]
@@ -71,7 +71,7 @@ class FaultInput:
     """The retriever's score for (query, title, text): injected and edited items are
     scored as the retriever scores what it returns (`_placement`)."""
     search: Callable[[str, int], list[Evidence]] | None = None
-    """The retriever itself, (query, k) -> Evidence dicts: for faults that draw passages."""
+    """The retriever itself, (query, k) -> its evidence: for faults that draw passages."""
     known_ids: Collection[str] = ()
     """Every indexed chunk id: a new item's real-form id collides with none of them."""
     max_paragraph: int = 0
@@ -144,13 +144,14 @@ def view_of(inp: FaultInput, corpus: CorpusEdit) -> list[Evidence]:
         return corpus.view(inp.search, inp.score, inp.subquery, k)
     items = []
     for ev in inp.evidence:
-        if str(ev["id"]) in corpus.withheld:
+        if ev.id in corpus.withheld:
             continue
-        edited = corpus.edited.get(str(ev["id"]))
-        items.append(scored(inp.subquery, {**ev, "text": edited["text"]}, inp.score)
-                     if edited is not None else dict(ev))
+        edited = corpus.edited.get(ev.id)
+        items.append(scored(inp.subquery, ev.model_copy(update={"text": edited.text}), inp.score)
+                     if edited is not None else ev)
     for item in corpus.added:
-        items = place(items, {**item, "rank": 0, "score": 0.0}, inp.subquery, inp.score, k)
+        items = place(items, item.model_copy(update={"rank": 0, "score": 0.0}), inp.subquery,
+                      inp.score, k)
     return by_score(items) if inp.score is not None else items
 
 

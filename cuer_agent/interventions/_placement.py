@@ -15,13 +15,11 @@ nothing observable tells it apart from the items the retriever returned itself.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Container, Sequence
-from typing import Any
 
 import numpy as np
 
-from cuer_agent.trace import evidence_id
+from cuer_agent.trace import Evidence, evidence_id
 
-Evidence = dict[str, Any]
 Scorer = Callable[[str, str, str], float]
 """(query, title, text) -> the retriever's score for that passage."""
 
@@ -55,15 +53,14 @@ def mint_id(title: str, taken: Container[str], max_paragraph: int,
 def scored(query: str, item: Evidence, score: Scorer | None) -> Evidence:
     """The item with the retriever's score for `query` (unchanged without a scorer)."""
     if score is None:
-        return dict(item)
-    return {**item, "score": float(score(query, str(item.get("title", "")),
-                                         str(item.get("text", ""))))}
+        return item
+    return item.model_copy(update={"score": float(score(query, item.title, item.text))})
 
 
 def by_score(items: Sequence[Evidence]) -> list[Evidence]:
     """Ordered as the retriever orders its results, (−score, id), and ranked 1..n."""
-    ordered = sorted(items, key=lambda ev: (-float(ev.get("score", 0.0)), str(ev["id"])))
-    return [{**ev, "rank": rank} for rank, ev in enumerate(ordered, start=1)]
+    ordered = sorted(items, key=lambda ev: (-ev.score, ev.id))
+    return [ev.model_copy(update={"rank": rank}) for rank, ev in enumerate(ordered, start=1)]
 
 
 def place(evidence: Sequence[Evidence], injected: Evidence, query: str,
@@ -72,9 +69,9 @@ def place(evidence: Sequence[Evidence], injected: Evidence, query: str,
     the list is full (`k` items, or as many as `evidence` held when `k` is unknown), the
     lowest-scored original item makes room."""
     new = scored(query, injected, score)
-    items = by_score([*(dict(ev) for ev in evidence), new])
+    items = by_score([*evidence, new])
     limit = len(evidence) if k is None else k
     if len(items) > max(limit, 1):
-        drop = max(i for i, ev in enumerate(items) if ev["id"] != new["id"])
+        drop = max(i for i, ev in enumerate(items) if ev.id != new.id)
         del items[drop]
     return by_score(items)

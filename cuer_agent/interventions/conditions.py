@@ -25,8 +25,7 @@ from cuer_agent.interventions import operators as ops
 from cuer_agent.interventions._placement import Taken, by_score, mint_id, scored
 from cuer_agent.interventions._record import InterventionRecord, seeded_rng
 from cuer_agent.interventions.targets import Target, random_target, select_target
-
-Evidence = dict[str, Any]
+from cuer_agent.trace import Evidence
 
 
 @dataclass(frozen=True)
@@ -126,8 +125,8 @@ def replace(inp: ConditionInput, name: str, target: Target) -> Outcome:
     else:
         edited = ops.replace(inp.evidence, target, new)
     return edited, _record(
-        inp, name, "REPLACE", [target], new_ids=(new["id"],),
-        provenance={new["id"]: new["id"]},
+        inp, name, "REPLACE", [target], new_ids=(new.id,),
+        provenance={new.id: new.id},
         params={"hardness": hardness, "placed": "by score" if inp.score else "in place"})
 
 
@@ -136,15 +135,15 @@ def replace(inp: ConditionInput, name: str, target: Target) -> Outcome:
 def duplicate(inp: ConditionInput, name: str, target: Target) -> Outcome:
     position = inp.params.get("position", "end")
     rng = seeded_rng(inp.seed, inp.example_id, inp.hop, name)
-    taken = {ev["id"] for ev in inp.evidence}
+    taken = {ev.id for ev in inp.evidence}
     if inp.pool is not None:
         index = inp.pool.retriever
         new_id = mint_id(target.title, Taken(taken, index.ids), index.max_paragraph, rng)
     else:
         new_id = mint_id(target.title, taken, 0, rng)
     edited, copy = ops.duplicate(inp.evidence, target, position, new_id=new_id)
-    return edited, _record(inp, name, "DUPLICATE", [target], new_ids=(copy["id"],),
-                           provenance={copy["id"]: target.id}, params={"position": position})
+    return edited, _record(inp, name, "DUPLICATE", [target], new_ids=(copy.id,),
+                           provenance={copy.id: target.id}, params={"position": position})
 
 
 @condition("zero_retrieval")
@@ -164,8 +163,8 @@ def remove_support(inp: ConditionInput, name: str) -> Outcome:
     is 0, 1 or "both"); applies only when two distinct gold titles are in view."""
     firsts: dict[str, Target] = {}
     for index, ev in enumerate(inp.evidence):
-        if ev["title"] in inp.gold_titles and ev["title"] not in firsts:
-            firsts[ev["title"]] = Target(index, ev["id"], ev["title"], "gold")
+        if ev.title in inp.gold_titles and ev.title not in firsts:
+            firsts[ev.title] = Target(index, ev.id, ev.title, "gold")
     supports = list(firsts.values())
     if len(supports) < 2:
         return _skip(inp, name, "REMOVE", "fewer than two gold supports in view")
@@ -173,7 +172,7 @@ def remove_support(inp: ConditionInput, name: str) -> Outcome:
     chosen = supports[:2] if which == "both" else [supports[int(which)]]
     drop_titles = {t.title for t in chosen}
     # Every chunk of a removed support goes, so no part of it stays in view.
-    targets = [Target(i, ev["id"], ev["title"], "gold") for i, ev in enumerate(inp.evidence)
-               if ev["title"] in drop_titles]
+    targets = [Target(i, ev.id, ev.title, "gold") for i, ev in enumerate(inp.evidence)
+               if ev.title in drop_titles]
     return ops.remove(inp.evidence, targets), _record(inp, name, "REMOVE", targets,
                                                       params={"which": which})

@@ -34,12 +34,11 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from cuer_agent.interventions._placement import by_score
 from cuer_agent.retrieval import Retriever, tokenize
+from cuer_agent.trace import Evidence
 
-Evidence = dict[str, Any]
 Search = Callable[[str, int], list[Evidence]]
 Scorer = Callable[[str, str, str], float]
 
@@ -61,12 +60,12 @@ class CorpusEdit:
     @property
     def touched(self) -> frozenset[str]:
         """Ids whose presence or text the edit changes."""
-        return self.withheld | {str(ev["id"]) for ev in self.added} | set(self.edited)
+        return self.withheld | {ev.id for ev in self.added} | set(self.edited)
 
     @property
     def shown(self) -> frozenset[str]:
         """Ids of the passages the edit puts in view (added or edited): the injected items."""
-        return frozenset({str(ev["id"]) for ev in self.added} | set(self.edited))
+        return frozenset({ev.id for ev in self.added} | set(self.edited))
 
     def view(self, search: Search, score: Scorer | None, query: str, k: int) -> list[Evidence]:
         """What the retriever returns for `query` from the edited corpus: the top `k` by
@@ -75,31 +74,31 @@ class CorpusEdit:
             return []
         extra = len(self.withheld) + len(self.edited)
         skip = self.withheld | set(self.edited)
-        items = [dict(ev) for ev in search(query, k + extra) if str(ev["id"]) not in skip]
+        items = [ev for ev in search(query, k + extra) if ev.id not in skip]
         if score is not None:
             for ev in (*self.edited.values(), *self.added):
-                value = float(score(query, str(ev["title"]), str(ev["text"])))
+                value = float(score(query, ev.title, ev.text))
                 if value > 0:
-                    items.append({**ev, "score": value})
+                    items.append(ev.model_copy(update={"score": value}))
         return by_score(items)[:k] if len(items) > k else by_score(items)
 
     def digest(self) -> str:
         """A short fingerprint of the edit (it names the edit in execution keys)."""
-        body = json.dumps([sorted(self.withheld), list(self.added),
-                           sorted(self.edited.items()), sorted(self.blank)],
+        body = json.dumps([sorted(self.withheld), [ev.model_dump(mode="json") for ev in self.added],
+                           sorted((i, ev.model_dump(mode="json")) for i, ev in self.edited.items()),
+                           sorted(self.blank)],
                           sort_keys=True, default=list)
         return hashlib.sha256(body.encode("utf-8")).hexdigest()[:16]
 
     def missed(self, clean: Sequence[Evidence], shown: Sequence[Evidence]) -> bool:
         """Did the edit change what a search showed: a withheld item the clean search
         had, or an added or edited item now in view?"""
-        clean_ids = {str(ev["id"]) for ev in clean}
-        return bool(clean_ids & self.withheld) or any(
-            str(ev["id"]) in self.shown for ev in shown)
+        clean_ids = {ev.id for ev in clean}
+        return bool(clean_ids & self.withheld) or any(ev.id in self.shown for ev in shown)
 
 
 def _clean(retriever: Retriever, query: str, k: int) -> list[Evidence]:
-    return [ev.model_dump(mode="json") for ev in retriever.retrieve(query, k)]
+    return list(retriever.retrieve(query, k))
 
 
 @dataclass(frozen=True, repr=False)

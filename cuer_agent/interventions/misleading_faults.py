@@ -49,7 +49,6 @@ from typing import Any
 import numpy as np
 
 from cuer_agent.interventions._fault_types import (
-    Evidence,
     FaultInput,
     FaultOutcome,
     fact_params,
@@ -64,7 +63,7 @@ from cuer_agent.interventions.structural_faults import (
     skip,
 )
 from cuer_agent.interventions.tampering import Swap, certified_swap
-from cuer_agent.trace import evidence_id
+from cuer_agent.trace import Evidence, evidence_id
 
 __all__ = ["conflicting_evidence", "next_paragraph", "stale_evidence"]
 
@@ -84,10 +83,10 @@ def _fact_passage(inp: FaultInput) -> Evidence | None:
     fact — the item hop h selected."""
     selected = {str(i) for i in inp.selected}
     if inp.fact is None:
-        return next((ev for ev in inp.evidence if str(ev["id"]) in selected), None)
+        return next((ev for ev in inp.evidence if ev.id in selected), None)
     states = set(inp.fact.passage_ids)
-    stating = [ev for ev in inp.evidence if str(ev["id"]) in states]
-    stating.sort(key=lambda ev: str(ev["id"]) not in selected)
+    stating = [ev for ev in inp.evidence if ev.id in states]
+    stating.sort(key=lambda ev: ev.id not in selected)
     return stating[0] if stating else None
 
 
@@ -98,14 +97,14 @@ def _counterfactual(inp: FaultInput, name: str, kind: Kind,
         return skip(inp, name, SKIP_FACT_NOT_IN_VIEW, params=fact_params(inp))
     written = (inp.facts.counterfactual(inp.fact, kind, rng, inp.seed, inp.example_id, inp.hop)
                if inp.facts is not None and inp.fact is not None else None)
-    title = str(source["title"])
-    taken = {*inp.known_ids, *(str(ev["id"]) for ev in inp.evidence)}
+    title = source.title
+    taken = {*inp.known_ids, *(ev.id for ev in inp.evidence)}
     if written is not None:
         paragraph = written.paragraph
         while evidence_id(title, paragraph, 0) in taken:
             paragraph += 1
-        item = {"id": evidence_id(written.title, paragraph, 0), "title": written.title,
-                "text": written.text}
+        item = Evidence(id=evidence_id(written.title, paragraph, 0), title=written.title,
+                        text=written.text)
         origin, params = f"world:{kind}", {"strategy": "world", "value": written.value,
                                            "original_value": written.original}
     else:
@@ -114,16 +113,16 @@ def _counterfactual(inp: FaultInput, name: str, kind: Kind,
             reason, found = swap
             return skip(inp, name, reason, params={**found, **fact_params(inp)})
         paragraph = next_paragraph(title, taken, inp.max_paragraph + 1)
-        item = {"id": evidence_id(title, paragraph, 0), "title": title,
-                "text": swap.edited[str(source["id"])]["text"]}
-        origin, params = str(source["id"]), {"strategy": f"edit:{swap.strategy}",
+        item = Evidence(id=evidence_id(title, paragraph, 0), title=title,
+                        text=swap.edited[source.id].text)
+        origin, params = source.id, {"strategy": f"edit:{swap.strategy}",
                                              "value": swap.new, "original_value": swap.original}
     corpus = CorpusEdit(added=(item,))
-    stating = [str(ev["id"]) for ev in inp.evidence
-               if inp.fact is not None and str(ev["id"]) in inp.fact.passage_ids]
-    record = fault_record(inp, name, target_ids=(str(source["id"]),), target_titles=(title,),
-                          new_ids=(item["id"],), provenance={item["id"]: origin},
-                          params={**params, "text": item["text"], "contradicts": stating,
+    stating = [ev.id for ev in inp.evidence
+               if inp.fact is not None and ev.id in inp.fact.passage_ids]
+    record = fault_record(inp, name, target_ids=(source.id,), target_titles=(title,),
+                          new_ids=(item.id,), provenance={item.id: origin},
+                          params={**params, "text": item.text, "contradicts": stating,
                                   **fact_params(inp)})
     return FaultOutcome(record=record, evidence=view_of(inp, corpus), corpus=corpus)
 

@@ -1,4 +1,4 @@
-"""CUE-R evidence operators: pure functions on an evidence list (Evidence dicts, in view order).
+"""CUE-R evidence operators: pure functions on an evidence list (`Evidence`, in view order).
 
 * REMOVE drops the target.
 * REPLACE puts a related non-supporting item in the target's place: hardness `easy`
@@ -17,17 +17,17 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from cuer_agent.interventions._placement import mint_id
 from cuer_agent.interventions.targets import Target
+from cuer_agent.trace import Evidence
 
 if TYPE_CHECKING:  # typing only: interventions do not depend on retrieval at run time
     from cuer_agent.retrieval import BM25Retriever, Chunk
 
-Evidence = dict[str, Any]
 Hardness = Literal["easy", "medium", "hard"]
 Position = Literal["end", "front", "after"]
 HARDNESS: tuple[str, ...] = ("easy", "medium", "hard")
@@ -35,18 +35,18 @@ POSITIONS: tuple[str, ...] = ("end", "front", "after")
 
 
 def rerank(evidence: Sequence[Evidence]) -> list[Evidence]:
-    return [{**ev, "rank": rank} for rank, ev in enumerate(evidence, start=1)]
+    return [ev.model_copy(update={"rank": rank}) for rank, ev in enumerate(evidence, start=1)]
 
 
 def remove(evidence: Sequence[Evidence], targets: Sequence[Target]) -> list[Evidence]:
     drop = {t.id for t in targets}
-    return rerank([ev for ev in evidence if ev["id"] not in drop])
+    return rerank([ev for ev in evidence if ev.id not in drop])
 
 
 def replace(evidence: Sequence[Evidence], target: Target,
             replacement: Evidence) -> list[Evidence]:
-    edited = [dict(ev) for ev in evidence]
-    edited[target.index] = {**replacement, "score": evidence[target.index]["score"]}
+    edited = list(evidence)
+    edited[target.index] = replacement.model_copy(update={"score": evidence[target.index].score})
     return rerank(edited)
 
 
@@ -56,10 +56,10 @@ def duplicate(evidence: Sequence[Evidence], target: Target, position: Position =
     that no item in view uses)."""
     original = evidence[target.index]
     if new_id is None:
-        rng = np.random.default_rng(int(hashlib.sha256(original["id"].encode()).hexdigest()[:16],
+        rng = np.random.default_rng(int(hashlib.sha256(original.id.encode()).hexdigest()[:16],
                                         16))
-        new_id = mint_id(original["title"], {ev["id"] for ev in evidence}, 0, rng)
-    copy = {**original, "id": new_id}
+        new_id = mint_id(original.title, {ev.id for ev in evidence}, 0, rng)
+    copy = original.model_copy(update={"id": new_id})
     items = list(evidence)
     if position == "end":
         items.append(copy)
@@ -86,10 +86,10 @@ class ReplacementPool:
 
     def pick(self, hardness: Hardness, evidence: Sequence[Evidence], target: Target,
              question: str, rng: np.random.Generator) -> Evidence | None:
-        in_view = {ev["id"] for ev in evidence}
+        in_view = {ev.id for ev in evidence}
         if hardness == "easy":
             return self._random(in_view, rng)
-        query = question if hardness == "medium" else evidence[target.index]["text"]
+        query = question if hardness == "medium" else evidence[target.index].text
         return self._most_similar(query, in_view)
 
     def _random(self, in_view: set[str], rng: np.random.Generator) -> Evidence | None:
@@ -109,7 +109,7 @@ class ReplacementPool:
             hits = self.retriever.retrieve(query, k)
             for ev in hits:
                 if self._eligible(ev.id, ev.title, in_view):
-                    return ev.model_dump(mode="json")
+                    return ev
             if len(hits) < k:  # every item with a positive score was seen
                 break
             k *= 4
@@ -117,4 +117,4 @@ class ReplacementPool:
 
 
 def _as_evidence(chunk: Chunk) -> Evidence:
-    return chunk.to_evidence(0, 0.0).model_dump(mode="json")
+    return chunk.to_evidence(0, 0.0)

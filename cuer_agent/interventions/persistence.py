@@ -35,15 +35,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from cuer_agent.interventions._fault_types import FaultInput, FaultOutcome, FaultSpec
 from cuer_agent.interventions.corpus import CorpusCondition, query_key
 from cuer_agent.retrieval import Retriever
+from cuer_agent.trace import Evidence
 
 Persistence = Literal["corpus", "query", "hop", "once"]
 PERSISTENCES: tuple[str, ...] = ("corpus", "query", "hop", "once")
-Evidence = dict[str, Any]
 EvidenceFault = Callable[[str, list[Evidence]], list[Evidence] | None]
 """(query asked, clean evidence for it) -> the faulty evidence (None: the fault cannot
 apply to this query, so the clean evidence stands)."""
@@ -74,7 +74,7 @@ class FaultCondition:
 
     def retrieve(self, retriever: Retriever, hop: int, query: str, k: int) -> list[Evidence]:
         def clean() -> list[Evidence]:
-            return [ev.model_dump(mode="json") for ev in retriever.retrieve(query, k)]
+            return list(retriever.retrieve(query, k))
 
         if self.evidence_fault is None or hop in self.repaired_hops or not self._hits(hop, query):
             return clean()
@@ -85,7 +85,7 @@ class FaultCondition:
             self._memo[key] = self.evidence_fault(query, evidence)
         faulty = self._memo[key]
         if faulty is not None:  # a remembered faulty answer: no clean retrieval needed
-            return [dict(ev) for ev in faulty]
+            return list(faulty)
         return evidence if evidence is not None else clean()
 
     def hop_budget(self, budget: int) -> int:

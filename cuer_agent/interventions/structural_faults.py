@@ -33,8 +33,7 @@ has too few off-topic passages; ``"empty sub-query"`` (query drift) when the sub
 has no word to work on.
 
 All randomness comes from ``seeded_rng(seed, example_id, hop, fault name)``: the same
-input gives the same outcome in any process. Inputs (evidence dicts, corpus) are never
-mutated.
+input gives the same outcome in any process. Inputs (evidence, corpus) are never mutated.
 """
 
 from __future__ import annotations
@@ -159,7 +158,7 @@ def _off_topic(inp: FaultInput, rng: np.random.Generator, n: int,
 
 def withheld_ids(inp: FaultInput) -> tuple[str, ...]:
     """The passages hop h read its fact from (module docstring), in view order."""
-    in_view = [str(ev["id"]) for ev in inp.evidence]
+    in_view = [ev.id for ev in inp.evidence]
     selected = {str(i) for i in inp.selected}
     if inp.fact is None:
         return tuple(i for i in in_view if i in selected)
@@ -175,9 +174,8 @@ def _withholding(inp: FaultInput, name: str, *, blank: bool) -> FaultOutcome:
     corpus = CorpusEdit(withheld=frozenset(withheld),
                         blank=frozenset({query_key(inp.subquery)}) if blank else frozenset())
     evidence = [] if blank else view_of(inp, corpus)
-    new_ids = tuple(str(ev["id"]) for ev in evidence
-                    if str(ev["id"]) not in {str(e["id"]) for e in inp.evidence})
-    titles = {str(ev["id"]): str(ev.get("title", "")) for ev in inp.evidence}
+    new_ids = tuple(ev.id for ev in evidence if ev.id not in {e.id for e in inp.evidence})
+    titles = {ev.id: ev.title for ev in inp.evidence}
     record = fault_record(
         inp, name, target_ids=withheld, target_titles=tuple(titles[i] for i in withheld),
         new_ids=new_ids, provenance={i: i for i in new_ids},
@@ -207,7 +205,7 @@ def query_drift(inp: FaultInput) -> FaultOutcome:
     if not has_words(inp.subquery):
         return skip(inp, name, SKIP_EMPTY_SUBQUERY)
     rng = seeded_rng(inp.seed, inp.example_id, inp.hop, name)
-    exclude = {ev["id"] for ev in inp.evidence}
+    exclude = {ev.id for ev in inp.evidence}
     picked, how = _off_topic(inp, rng, 1, exclude)
     if not picked:
         return skip(inp, name, SKIP_NO_OFF_TOPIC, params=how)

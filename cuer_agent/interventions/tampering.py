@@ -2,7 +2,7 @@
 
 `content_tampering` (registered as the `content_tampering` fault, stage `retrieval`,
 boundary `retrieve`) replaces one span in hop h's evidence texts and certifies exactly
-what it changed. It is pure: the input evidence dicts and the corpus are never touched.
+what it changed. It is pure: the input evidence and the corpus are never touched.
 
 **Span, in priority order** (the first strategy with a span wins; all matching is on the
 hop's evidence *texts*, never titles):
@@ -99,6 +99,7 @@ from cuer_agent.interventions._text import (
 )
 from cuer_agent.interventions.corpus import CorpusEdit
 from cuer_agent.metrics.answer import normalize_answer
+from cuer_agent.trace import Evidence
 
 NAME = "content_tampering"
 
@@ -167,7 +168,7 @@ class _Span:
 
 
 def _texts(inp: FaultInput) -> list[str]:
-    return [str(ev.get("text") or "") for ev in inp.evidence]
+    return [ev.text for ev in inp.evidence]
 
 
 def _answer_fact(inp: FaultInput, texts: Sequence[str], rules: _Rules) -> str | None:
@@ -313,7 +314,7 @@ def _number_replacement(span: str, texts: Sequence[str], rules: _Rules,
 def _entity_replacement(span: str, inp: FaultInput, texts: Sequence[str], rules: _Rules,
                         rng: np.random.Generator) -> tuple[str, str] | None:
     banned = content_tokens(span).union(*(content_tokens(str(g)) for g in inp.gold_answers))
-    titles = [str(ev.get("title") or "") for ev in inp.evidence]
+    titles = [ev.title for ev in inp.evidence]
 
     def usable(candidate: str) -> bool:
         tokens = content_tokens(candidate)
@@ -368,8 +369,8 @@ class Swap:
     """number | entity"""
     source: str
     """perturbation | world | distractor | fallback"""
-    edited: dict[str, dict[str, Any]]
-    """Touched id → the item with its edited text (in view order)."""
+    edited: dict[str, Evidence]
+    """Touched id → the item with its edited text, unranked and unscored (in view order)."""
     replacements: int
 
 
@@ -394,13 +395,12 @@ def certified_swap(inp: FaultInput, rng: np.random.Generator) -> Swap | Skipped:
         if picked is None:
             return SKIP_NO_DISTRACTOR, {"strategy": chosen.strategy, "original_span": original}
         (new, source), kind = picked, "entity"
-    edited: dict[str, dict[str, Any]] = {}
+    edited: dict[str, Evidence] = {}
     replacements = 0
     for ev, text in zip(inp.evidence, texts, strict=True):
         changed, count = _substitute(text, original, new)
         if count:
-            edited[str(ev.get("id"))] = {"id": str(ev.get("id")), "title": ev.get("title", ""),
-                                         "text": changed}
+            edited[ev.id] = Evidence(id=ev.id, title=ev.title, text=changed)
             replacements += count
     if not replacements:
         # The span was detected but no occurrence survives whole-word replacement (e.g. a
@@ -424,7 +424,7 @@ def content_tampering(inp: FaultInput) -> FaultOutcome:
                    "new_span": swap.new, "documents_touched": touched,
                    "replacements": swap.replacements}
     record = fault_record(inp, NAME, target_ids=tuple(touched),
-                          target_titles=tuple(str(e["title"]) for e in swap.edited.values()),
+                          target_titles=tuple(e.title for e in swap.edited.values()),
                           target_rule=swap.strategy, certificate=certificate,
                           params={"kind": swap.kind, "source": swap.source,
                                   **fact_params(inp)})

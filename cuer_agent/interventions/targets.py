@@ -16,11 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-Evidence = dict[str, Any]
+from cuer_agent.trace import Evidence
 
 
 @dataclass(frozen=True)
@@ -37,14 +36,14 @@ def select_target(evidence: Sequence[Evidence], used_ids: Collection[str],
     """The CUE-R target, or None when nothing is in view."""
     used, gold = set(used_ids), set(gold_titles)
     rules: tuple[tuple[str, Callable[[Evidence], bool]], ...] = (
-             ("used+gold", lambda ev: ev["id"] in used and ev["title"] in gold),
-             ("used", lambda ev: ev["id"] in used),
-             ("gold", lambda ev: ev["title"] in gold),
+             ("used+gold", lambda ev: ev.id in used and ev.title in gold),
+             ("used", lambda ev: ev.id in used),
+             ("gold", lambda ev: ev.title in gold),
              ("top", lambda ev: True))
     for rule, matches in rules:
         for index, ev in enumerate(evidence):
             if matches(ev):
-                return Target(index, ev["id"], ev["title"], rule)
+                return Target(index, ev.id, ev.title, rule)
     return None
 
 
@@ -53,4 +52,4 @@ def random_target(evidence: Sequence[Evidence], rng: np.random.Generator) -> Tar
     if not evidence:
         return None
     index = int(rng.integers(len(evidence)))
-    return Target(index, evidence[index]["id"], evidence[index]["title"], "random")
+    return Target(index, evidence[index].id, evidence[index].title, "random")

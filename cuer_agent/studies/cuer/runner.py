@@ -188,8 +188,7 @@ def _example_rows(example: Example, executor: Executor, config: CuerConfig,
     rows = [_rows(InterventionRecord(record_id=f"{example.id}/original", example_id=example.id,
                                      condition="original", operator="NONE"),
                   base, example, None, config)]
-    evidence = [ev.model_dump(mode="json") for ev in original.hops[0].retrieved] \
-        if original.hops else []
+    evidence = original.hops[0].retrieved if original.hops else ()
     pool = ReplacementPool(retriever, example.supporting_titles)
 
     def condition_rows(condition: tuple[str, str, dict[str, Any]]) -> tuple[Row | None, Row]:

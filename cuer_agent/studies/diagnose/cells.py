@@ -87,7 +87,7 @@ class FaultDepthCell(Part):
 
 class DiagnoserSummary(Part):
     """One diagnoser over the injected runs that still failed
-    (`cuer_agent.metrics.attribution`, `cuer_agent.experiments.diagnose_summary`)."""
+    (`cuer_agent.metrics.attribution`, `cuer_agent.studies.diagnose.summary`)."""
 
     n: int
     """Failed traces diagnosed."""

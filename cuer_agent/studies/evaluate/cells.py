@@ -24,7 +24,7 @@ class Accuracy(Part):
 
 
 class ReaderCheck(Accuracy):
-    """The reader the agent ran with (`cuer_agent.experiments.reader_check`): its clean
+    """The reader the agent ran with (`cuer_agent.studies.evaluate.reader_check`): its clean
     accuracy (the agentic clean runs), and without its relation table."""
 
     backend: str

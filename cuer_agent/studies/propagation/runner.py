@@ -187,16 +187,14 @@ class _Injector:
         record = first_attempt(clean, hop)
         retriever = self.retriever
 
-        def search(query: str, n: int) -> list[dict[str, Any]]:
-            return [ev.model_dump(mode="json") for ev in retriever.retrieve(query, n)]
-
         return FaultInput(
             example_id=self.example.id, question=self.example.question, hop=hop,
             subquery=record.subquery if record else "",
-            evidence=[ev.model_dump(mode="json") for ev in record.retrieved] if record else [],
+            evidence=record.retrieved if record else (),
             later_subqueries=[h.subquery for h in clean.hops[hop:]], corpus=self.corpus,
             seed=self.config.seed, gold_answers=self.example.gold_answers,
-            distractor_answers=self.distractors, score=retriever.score_text, search=search,
+            distractor_answers=self.distractors, score=retriever.score_text,
+            search=retriever.retrieve,
             known_ids=retriever.ids, max_paragraph=retriever.max_paragraph, k=k,
             finding=record.finding if record else "",
             selected=record.selected if record else (),
@@ -383,7 +381,7 @@ def _operator_rows(example: Example, executor: Executor, base: RunResult,
             gold = example.hops[hop - 1].support_title if hop <= len(example.hops) else None
             inp = ConditionInput(
                 example_id=example.id, question=record.subquery,
-                evidence=[ev.model_dump(mode="json") for ev in record.retrieved],
+                evidence=record.retrieved,
                 used_ids=record.selected, gold_titles={gold} if gold else set(), pool=pool,
                 seed=config.seed, hop=hop, score=retriever.score_text)
             edited, rec = get_condition(name)(inp, condition)
