@@ -12,18 +12,21 @@ import typer
 
 from cuer_agent.cli._app import app, user_errors
 from cuer_agent.cli._options import (
+    AGENT_FLAGS,
+    DATA_FLAGS,
     EXECUTION_FLAGS,
     MODEL_FLAGS,
-    AgentRef,
+    AgentFlags,
     CachePath,
     ConfigPath,
-    DataPath,
+    DataFlags,
     ExecutionFlags,
     FaultPersistence,
+    Faults,
     ModelFlags,
     NoCache,
     Redundancy,
-    Retries,
+    Strict,
     Timeout,
     names,
     option_groups,
@@ -79,28 +82,16 @@ def replay_cmd(
 @option_groups
 def evaluate_cmd(
     ctx: typer.Context,
-    hops: Annotated[int | None, typer.Option(help="Agent hop budget (synthetic: H-hop "
-                                             "questions). Default 3.")] = None,
+    agent_flags: AgentFlags = AGENT_FLAGS,
     config: ConfigPath = None,
-    dataset: Annotated[str | None, typer.Option(help="synthetic (default), hotpotqa, 2wiki, "
-                                                "musique.")] = None,
-    path: DataPath = None,
-    n: Annotated[int | None, typer.Option(help="Examples (default 100).")] = None,
-    backend: Annotated[str | None, typer.Option(help="extractive (default), llamacpp, ollama, "
-                                                "openai.")] = None,
+    data_flags: DataFlags = DATA_FLAGS,
     llm: ModelFlags = MODEL_FLAGS,
-    strict: Annotated[bool | None, typer.Option(
-        help="Inject faults only where the clean answer was correct (default: strict). "
-             "--no-strict for a weak model that is rarely right.")] = None,
-    faults: Annotated[str | None, typer.Option(help="Comma-separated faults (default all).")] = (
-        None),
+    strict: Strict = None,
+    faults: Faults = None,
     diagnosers: Annotated[str | None, typer.Option(help="Comma-separated diagnosers "
                                                    "(default all).")] = None,
-    seed: Annotated[int | None, typer.Option(help="Seed (synthetic world, faults).")] = None,
-    retries: Retries = None,
     fault_persistence: FaultPersistence = None,
     redundancy: Redundancy = None,
-    agent_ref: AgentRef = None,
     out: Annotated[Path | None, typer.Option(help=(
         "Run directory (default runs/evaluate-<agent>-<dataset>-h<hops>; <agent>: "
         "cuer-agent, or --agent's file or module and factory, e.g. react_agent.build)."))] = (
@@ -116,9 +107,7 @@ def evaluate_cmd(
     from cuer_agent.provenance import provenance
 
     study = load_config(config)
-    data, agent = study_sections(study, dataset=dataset, path=path, n=n, seed=seed,
-                                 hops=hops, retries=retries, factory=agent_ref,
-                                 redundancy=redundancy)
+    data, agent = study_sections(study, data_flags, agent_flags, redundancy=redundancy)
     if data.n is None:
         data = data.model_copy(update={"n": 100})
     check_agent(agent.factory)
@@ -126,7 +115,7 @@ def evaluate_cmd(
     diagnoser_names = names(diagnosers) if diagnosers else None
     study = study.model_copy(update={
         "data": data, "agent": agent,
-        "backend": llm.engine(study, backend),
+        "backend": llm.engine(study),
         "propagation": merged(study, "propagation", faults=fault_names, seed=data.seed,
                               strict=strict,
                               fault_persistence=(persistence(fault_persistence)
