@@ -33,9 +33,11 @@ class DataSection(_Section):
     """The dataset file in its original format (the user supplies it)."""
     n: int | None = Field(None, ge=1)
     hops: int | None = Field(None, ge=1, le=4)
-    """Synthetic world: only H-hop questions."""
+    """Synthetic world: only H-hop questions. None: the one `gold_hops` count, else
+    (several) the world's mix, else the agent's hop budget (a command that runs no agent:
+    the mix), as the study commands resolve it."""
     gold_hops: tuple[int, ...] | None = None
-    """Real data: keep only examples with these gold hop counts (e.g. [3] for 3-hop)."""
+    """Keep only examples with these gold hop counts (e.g. [3] for 3-hop; `--gold-hops`)."""
     seed: int = 0
     redundancy: int | tuple[float, ...] | Literal["mix"] = "mix"
     """Synthetic world: in how many passages each fact is stated — 1, 2 or 3, weights of
@@ -110,7 +112,8 @@ class AgentSection(_Section):
     """The agent under test: ``module:factory`` or ``path/file.py:factory`` returning
     ``(graph, AgentSpec)`` (`cuer_agent.agents`); None: cuer-agent's own agent."""
     hops: int = Field(3, ge=1, le=8)
-    """Hop budget of the agent (synthetic world: also the questions' hop count)."""
+    """Hop budget of the agent (`--hops`); the synthetic world's questions have as many
+    hops unless [data] says otherwise."""
     k: int = Field(5, ge=1)
     retries_per_hop: int = Field(1, ge=0, le=5)
     """Retries of a hop that VERIFY found unsupported (or that selected nothing), each

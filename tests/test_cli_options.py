@@ -19,6 +19,7 @@ from test_loaders import musique_record
 
 from cuer_agent.cli import app
 from cuer_agent.cli._options import DataFlags
+from cuer_agent.cli._study import run_path
 from cuer_agent.config import validate_config
 
 STUDIES = ("run", "cuer", "propagate", "evaluate")
@@ -29,7 +30,7 @@ SHARED = {
     "--dataset": DATA_COMMANDS, "--path": DATA_COMMANDS, "--n": DATA_COMMANDS,
     "--gold-hops": DATA_COMMANDS, "--seed": (*DATA_COMMANDS, "diagnose"),
     "--hops": AGENT_COMMANDS, "--retries": AGENT_COMMANDS, "--agent": AGENT_COMMANDS,
-    "--config": STUDIES, "--backend": (*STUDIES, "diagnose"),
+    "--config": STUDIES, "--out": STUDIES, "--backend": (*STUDIES, "diagnose"),
     "--model": (*STUDIES, "diagnose"), "--executor": STUDIES, "--concurrency": STUDIES,
 }
 """Each shared option and the commands that take it."""
@@ -151,3 +152,20 @@ def test_gold_hops_filters_real_data_by_its_gold_hop_count(tmp_path: Path) -> No
                      "--gold-hops", "2", "--json"])
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["hops"] == {"2": 1}
+
+
+def test_a_study_without_out_writes_under_runs_named_by_agent_data_and_budget() -> None:
+    assert run_path(None, "propagate", "musique", agent=None, hops=4) == Path(
+        "runs/propagate-cuer-agent-musique-h4")
+    assert run_path(None, "run", "synthetic", agent="examples/react_agent.py:build",
+                    hops=3) == Path("runs/run-react_agent.build-synthetic-h3")
+    assert run_path(None, "cuer", "2wiki") == Path("runs/cuer-2wiki")
+    assert run_path(Path("mine"), "cuer", "2wiki") == Path("mine")
+
+
+def test_run_without_out_writes_its_default_run_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = invoke(["run", "--hops", "1", "--n", "1", "--no-cache", "--no-progress"])
+    assert result.exit_code == 0, result.stderr
+    assert (tmp_path / "runs/run-cuer-agent-synthetic-h1/summary.json").exists()

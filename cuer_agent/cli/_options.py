@@ -101,7 +101,10 @@ GoldHops = Annotated[str | None, typer.Option(
 Seed = Annotated[int | None, typer.Option(
     help="Seed of everything drawn at random: the synthetic world, decoding, faults, "
          "interventions, seeded diagnosers (default 0).")]
-RunOut = Annotated[Path, typer.Option(help="Run directory (resumed if it exists).")]
+RunOut = Annotated[Path | None, typer.Option(
+    "--out", help="Run directory, resumed if it exists (default runs/<command>-<agent>-"
+                  "<dataset>-h<hops>, cuer: runs/cuer-<dataset>; <agent>: cuer-agent, or "
+                  "--agent's file or module and factory, e.g. react_agent.build).")]
 
 
 def gold_hop_counts(value: str | None) -> tuple[int, ...] | None:

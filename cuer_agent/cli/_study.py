@@ -77,6 +77,20 @@ RUNNING: dict[str, Path | None] = {"run_dir": None}
 """The run directory the current command writes (set by `open_run`)."""
 
 
+def run_path(out: Path | None, command: str, dataset: str, *, agent: str | None = None,
+             hops: int | None = None) -> Path:
+    """--out, else the command's run directory under runs/: `<command>-<agent>-<dataset>-
+    h<hops>` for a command that runs an agent with a hop budget of `hops` (so the runs of
+    different agents and budgets do not collide), else `<command>-<dataset>`."""
+    if out is not None:
+        return out
+    if hops is None:
+        return Path("runs") / f"{command}-{dataset}"
+    from cuer_agent.agents import agent_label
+
+    return Path("runs") / f"{command}-{agent_label(agent)}-{dataset}-h{hops}"
+
+
 def open_run(out: Path, config: dict[str, Any]) -> Any:
     """The run directory, made with `config` (checked against its command's schema) or
     resumed if it holds the same one. It is noted as this command's run, so an interrupt

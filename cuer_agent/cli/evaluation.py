@@ -26,6 +26,7 @@ from cuer_agent.cli._options import (
     ModelFlags,
     NoCache,
     Redundancy,
+    RunOut,
     Strict,
     Timeout,
     names,
@@ -39,6 +40,7 @@ from cuer_agent.cli._study import (
     open_study,
     persistence,
     replayed_engine,
+    run_path,
     skill_client,
     study_sections,
 )
@@ -92,14 +94,10 @@ def evaluate_cmd(
                                                    "(default all).")] = None,
     fault_persistence: FaultPersistence = None,
     redundancy: Redundancy = None,
-    out: Annotated[Path | None, typer.Option(help=(
-        "Run directory (default runs/evaluate-<agent>-<dataset>-h<hops>; <agent>: "
-        "cuer-agent, or --agent's file or module and factory, e.g. react_agent.build)."))] = (
-        None),
+    out: RunOut = None,
     execution: ExecutionFlags = EXECUTION_FLAGS,
 ) -> None:
     """CUE-R baseline + agentic fault propagation + diagnoser comparison, with a report."""
-    from cuer_agent.agents import agent_label
     from cuer_agent.config import load_config, merged
     from cuer_agent.diagnosers import get_diagnoser
     from cuer_agent.experiments.evaluate import run_evaluate
@@ -125,8 +123,8 @@ def evaluate_cmd(
     for name in study.diagnose.names:
         get_diagnoser(name)
     parallel, skills, ds = open_study(study.backend, data, execution, joined(data.gold_hops))
-    run_dir = open_run(out or Path("runs") / f"evaluate-{agent_label(agent.factory)}-"
-                                             f"{data.dataset}-h{agent.hops}",
+    run_dir = open_run(run_path(out, "evaluate", data.dataset, agent=agent.factory,
+                                hops=agent.hops),
                        {"command": "evaluate", "source": ds.source,
                         "study": study.model_dump(mode="json")})
     summary = run_evaluate(ds, skills, run_dir, study, show_progress=execution.progress,

@@ -39,6 +39,7 @@ from cuer_agent.cli._study import (
     open_study,
     persistence,
     recorded,
+    run_path,
     study_sections,
     warn_request_errors,
 )
@@ -50,7 +51,7 @@ from cuer_agent.errors import CuerError
 @option_groups
 def run_cmd(
     ctx: typer.Context,
-    out: RunOut,
+    out: RunOut = None,
     config: ConfigPath = None,
     data_flags: DataFlags = DATA_FLAGS,
     agent_flags: AgentFlags = AGENT_FLAGS,
@@ -78,6 +79,8 @@ def run_cmd(
                                k=section.k, retries_per_hop=section.retries_per_hop)
     engine = llm.engine(study)
     parallel, skills, ds = open_study(engine, data, execution, joined(data.gold_hops))
+    out = (run_path(out, "run", data.dataset, agent=section.factory, hops=section.hops)
+           if agent_config.mode == "agentic" else run_path(out, "run-single-shot", data.dataset))
     run_dir = open_run(out, {
         "command": "run", "dataset": ds.name, "source": ds.source, "n": data.n,
         "mode": agent_config.mode, "hop_budget": section.hops, "k": section.k,
@@ -110,7 +113,7 @@ def run_cmd(
 @option_groups
 def cuer_cmd(
     ctx: typer.Context,
-    out: RunOut,
+    out: RunOut = None,
     config: ConfigPath = None,
     data_flags: DataFlags = DATA_FLAGS,
     llm: ModelFlags = MODEL_FLAGS,
@@ -143,6 +146,7 @@ def cuer_cmd(
     parallel, skills, ds = open_study(engine, data, execution, joined(data.gold_hops))
     from cuer_agent.experiments.pools import single_shot_data
     ds = single_shot_data(ds, cfg.questions, cfg.pool_size)
+    out = run_path(out, "cuer", data.dataset)
     run_dir = open_run(out, cuer_record(source=ds.source, data=data.model_dump(mode="json"),
                                         backend=engine.model_dump(mode="json"), cuer=cfg))
     executor = Executor(skills, AgentConfig(mode="single_shot", k=cfg.k),
@@ -164,7 +168,7 @@ def cuer_cmd(
 @option_groups
 def propagate_cmd(
     ctx: typer.Context,
-    out: RunOut,
+    out: RunOut = None,
     config: ConfigPath = None,
     data_flags: DataFlags = DATA_FLAGS,
     agent_flags: AgentFlags = AGENT_FLAGS,
@@ -193,6 +197,7 @@ def propagate_cmd(
     engine = llm.engine(study)
     gold = joined(data.gold_hops)
     parallel, skills, ds = open_study(engine, data, execution, gold)
+    out = run_path(out, "propagate", data.dataset, agent=agent.factory, hops=agent.hops)
     run_dir = open_run(out, propagate_record(
         source=ds.source, hops=agent.hops, retries_per_hop=agent.retries_per_hop,
         agent=agent.factory, k=agent.k,
