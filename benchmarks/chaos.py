@@ -61,15 +61,14 @@ sys.path.insert(0, str(BENCH))
 # -- the zygote: import once, fork a child per CLI invocation -----------------------------------
 
 def _preload(options: dict[str, Any]) -> None:
-    """Import every cuer_agent module a command may need (not the optional Ray executor)."""
+    """Import every cuer_agent module a command may need (`ray`, an optional extra, is
+    imported only when asked for)."""
     import importlib
     import pkgutil
 
     import cuer_agent
 
     for info in pkgutil.walk_packages(cuer_agent.__path__, "cuer_agent."):
-        if info.name.startswith("cuer_agent._ray"):
-            continue
         with contextlib.suppress(ImportError):
             importlib.import_module(info.name)
     import matplotlib.figure  # noqa: F401  (the report's figures)

@@ -98,10 +98,10 @@ def run_once(url: str, n: int, parallel: Any, cache_path: Path,
     import cuer_agent.graphs.agent  # noqa: F401  start-up (LangGraph's import), not per call
     from cuer_agent.config import StudyConfig
     from cuer_agent.data._select import load_study_data
-    from cuer_agent.experiments.evaluate import run_evaluate
     from cuer_agent.llm.backends import SkillClient, make_backend
     from cuer_agent.llm.cache import ResponseCache
     from cuer_agent.runs import RunDir
+    from cuer_agent.studies.evaluate.runner import run_evaluate
 
     study = StudyConfig.model_validate({
         "data": {"dataset": "synthetic", "n": n, "hops": 3},

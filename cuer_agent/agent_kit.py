@@ -46,9 +46,9 @@ from cuer_agent.execution import (
     replace_subquery,
     without_retries,
 )
-from cuer_agent.experiments.propagation import prefix_skill_calls
 from cuer_agent.llm.backends import SkillClient, make_backend
 from cuer_agent.retrieval import BM25Retriever
+from cuer_agent.studies.propagation.runner import prefix_skill_calls
 from cuer_agent.trace import Trace
 
 PROBE_QUERY = "kit probe sub-query"

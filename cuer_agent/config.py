@@ -1,7 +1,7 @@
 """Study configs: one TOML file re-creates a run (`configs/*.toml`).
 
 Sections: `[data]` (which examples), `[backend]` (which model), `[agent]` (hop budget,
-k), `[cuer]` (the single-shot study — `cuer_agent.experiments.cuer.CuerConfig`),
+k), `[cuer]` (the single-shot study — `cuer_agent.studies.cuer.runner.CuerConfig`),
 `[propagation]` (faults, strict mode — `PropagationConfig`), `[diagnose]` (which
 diagnosers, probe budget).
 Unknown keys and wrong types are errors that name the file and the key. Command-line
@@ -18,9 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from cuer_agent._validation import message
 from cuer_agent.errors import ConfigError
-from cuer_agent.experiments.cuer import CuerConfig
-from cuer_agent.experiments.propagation import PropagationConfig
 from cuer_agent.llm._remote import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT, omitted
+from cuer_agent.studies.cuer.runner import CuerConfig
+from cuer_agent.studies.propagation.runner import PropagationConfig
 
 
 class _Section(BaseModel):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class CuerError(Exception):
     """Base class: bad input or configuration, reported without a traceback."""
@@ -46,7 +48,8 @@ class AgentNodeError(CuerError):
 def node_of(exc: BaseException) -> str:
     """The LangGraph node an exception was raised in (LangGraph notes it on the
     exception: "During task with name 'llm' …"), or "" when it does not say."""
-    for note in getattr(exc, "__notes__", ()):
+    notes: Sequence[str] = getattr(exc, "__notes__", ())
+    for note in notes:
         if note.startswith("During task with name '"):
             return note.split("'", 2)[1]
     return ""

@@ -12,7 +12,8 @@ same bytes whatever `parallel` says. `Parallelism` says where the work runs:
   example's forks fill the server while others finish.
 * ``process``: `workers` local processes — for CPU-bound work (the extractive reader,
   BM25), which threads cannot speed up.
-* ``ray``: `workers` Ray actors on a cluster (`cuer_agent._ray`, imported only then).
+* ``ray``: `workers` Ray actors on a cluster (`ray` is imported only then: an optional
+  extra).
 
 With processes and Ray the task is pickled once and sent once per worker (its state
 travels as a recipe — backend settings, cache path, corpus — and is rebuilt there);
@@ -24,6 +25,7 @@ calls a worker makes are counted in the worker's ledger: a task that exposes `le
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import pickle
@@ -36,12 +38,9 @@ from contextlib import contextmanager
 from contextvars import ContextVar, copy_context
 from dataclasses import dataclass
 from importlib.util import find_spec
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from cuer_agent.errors import ConfigError
-
-if TYPE_CHECKING:
-    from cuer_agent.llm.cache import Ledger, SkillCounts
+from cuer_agent.errors import ConfigError, CuerError
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -97,6 +96,15 @@ class Parallelism:
         return max(1, self.concurrency // workers)
 
 
+class Tally(Protocol):
+    """What a worker's ledger must do (`cuer_agent.llm.cache.Ledger` does): hand over
+    what it counted since last asked, and take in another's counts."""
+
+    def take(self) -> Any: ...
+
+    def merge(self, counts: Any) -> None: ...
+
+
 @runtime_checkable
 class Counted(Protocol):
     """A task whose skill calls are counted in `ledger`. When it runs in other processes,
@@ -104,7 +112,7 @@ class Counted(Protocol):
     caller's ledger tells what the whole invocation spent."""
 
     @property
-    def ledger(self) -> Ledger: ...
+    def ledger(self) -> Tally: ...
 
 
 def ordered_map(task: Callable[[T], R], items: Iterable[T],
@@ -117,8 +125,7 @@ def ordered_map(task: Callable[[T], R], items: Iterable[T],
         return _threads(task, items, policy.concurrency)
     if policy.executor == "process":
         return _processes(task, items, policy)
-    from cuer_agent._ray import ray_map
-    return ray_map(task, items, policy)
+    return _ray(task, items, policy)
 
 
 _SLOTS: ContextVar[threading.BoundedSemaphore | None] = ContextVar("cuer_slots", default=None)
@@ -177,7 +184,8 @@ def _threads(task: Callable[[T], R], items: Iterable[T], concurrency: int) -> It
 
 # --- the worker side (a process of the pool, or a Ray actor) ---------------------------------
 
-Batch = tuple[list[Any], "dict[str, SkillCounts] | None"]
+Batch = tuple[list[Any], Any]
+"""A worker's results, in order, and what its ledger counted meanwhile (None: nothing)."""
 
 
 class TaskHost:
@@ -265,3 +273,63 @@ def _batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
             batch = []
     if batch:
         yield batch
+
+
+# --- Ray -------------------------------------------------------------------------------------
+
+def _ray(task: Callable[[T], R], items: Iterable[T], policy: Parallelism) -> Iterator[R]:
+    """Spread the items over Ray actors, results back in input order. `ray` is imported
+    only here, so it stays an optional extra. The task is put in Ray's object store
+    once; each actor (one CPU each) unpickles it once — rebuilding its
+    skill client, cache and retriever there — and runs `threads` items at a time (a
+    threaded actor), so a model server sees `concurrency` requests in flight overall. Items
+    are dealt round-robin with a bounded look-ahead; the driver collects the results in
+    order and writes the run directory itself, so the files are those of a local run.
+
+    If Ray is not initialised yet, a local instance is started with `workers` CPUs (or the
+    cluster at `ray_address` is attached to); it is left running for the next study of the
+    same command, and Ray stops it when the process exits."""
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError(RAY_MISSING) from None
+    todo = list(items)
+    if not todo:
+        return
+    if not ray.is_initialized():
+        if policy.ray_address is None:
+            ray.init(num_cpus=policy.workers, include_dashboard=False,
+                     logging_level=logging.WARNING)
+        else:
+            ray.init(address=policy.ray_address, logging_level=logging.WARNING)
+    # ray 2.x leaves cluster_resources() unannotated: an untyped call under --strict
+    cpus = int(ray.cluster_resources().get("CPU", 0))  # type: ignore[no-untyped-call]
+    workers = policy.workers or max(1, cpus)
+    if workers > cpus:  # the extra actors would wait for a CPU forever
+        raise ConfigError(f"--workers {workers} exceeds the {cpus} CPUs of the Ray cluster")
+    threads = policy.threads_per_worker(workers)
+    host = ray.remote(num_cpus=1, max_concurrency=threads)(TaskHost)  # type: ignore[call-overload]
+    blob = ray.put(pickle.dumps(task))
+    actors = [host.remote(blob) for _ in range(workers)]
+    try:
+        pending: deque[Any] = deque()
+        for i, item in enumerate(todo):
+            pending.append(actors[i % workers].run.remote([item], 1))
+            if len(pending) >= 2 * workers * threads:
+                yield from settle(task, _ray_get(ray, pending.popleft()))
+        while pending:
+            yield from settle(task, _ray_get(ray, pending.popleft()))
+    finally:
+        for actor in actors:
+            ray.kill(actor)
+
+
+def _ray_get(ray: Any, ref: Any) -> Batch:
+    """The batch, or our own error as raised in the actor (a one-line CLI error)."""
+    try:
+        batch: Batch = ray.get(ref)
+        return batch
+    except ray.exceptions.RayTaskError as exc:
+        if isinstance(exc.cause, CuerError):
+            raise exc.cause from None
+        raise

@@ -196,7 +196,8 @@ class _Bm25sEngine:
         ids = [i for t in query if (i := self._vocab.get(t)) is not None and self._useful[i]]
         if not ids:
             return np.zeros(self._n, dtype=np.float32)
-        return self._model.get_scores_from_ids(ids) * np.float32(self._scale)
+        scores: np.ndarray = self._model.get_scores_from_ids(ids) * np.float32(self._scale)
+        return scores
 
 
 class _RankBm25Engine:
@@ -218,7 +219,8 @@ class _RankBm25Engine:
         terms = [t for t in query if model is not None and model.idf.get(t, 0) > 0]
         if model is None or not terms:
             return np.zeros(self._n)
-        return model.get_scores(terms)
+        scores: np.ndarray = model.get_scores(terms)
+        return scores
 
 
 def lucene_idf(n: int, df: int) -> float:
@@ -347,7 +349,7 @@ class BM25Retriever:
 
 
 @functools.cache
-def _langchain_class() -> type:
+def _langchain_class() -> type[BaseRetriever]:
     from langchain_core.callbacks import CallbackManagerForRetrieverRun
     from langchain_core.documents import Document
     from langchain_core.retrievers import BaseRetriever

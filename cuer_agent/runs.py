@@ -111,7 +111,7 @@ class RunDir:
 
     def write_summary(self, summary: dict[str, Any],
                       model: type[BaseModel] | None = None) -> None:
-        """Write `summary.json`. With `model` (`cuer_agent.experiments.summaries`), the
+        """Write `summary.json`. With `model` (`cuer_agent.studies.schemas`), the
         summary is validated through it first — a mismatch is a bug: pydantic's
         `ValidationError`, and nothing is written. The dict is written as given, so the
         bytes do not depend on the model."""

@@ -1,4 +1,7 @@
-"""The search every counterfactual probe shares: the first hop whose repair fixes the run.
+"""The skeleton every counterfactual probe shares: the first hop whose repair fixes the run.
+
+`ProbingDiagnoser` is that skeleton; a probe names only how it repairs hop j (`repair`)
+and how its causes say so (`repairing`). `first_fixing_hop` is the search itself.
 
 "Fixes" has two readings, and each probing diagnoser declares which it uses:
 
@@ -12,13 +15,15 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
+from functools import partial
 from typing import Any, ClassVar
 
 from cuer_agent.metrics.answer import normalize_answer
 from cuer_agent.trace import Trace
 
-from ._base import Diagnosis, DiagnosisView, Probe
+from ._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe
 
 Fixed = Callable[[Trace], bool]
 """Does a repaired run count as fixed?"""
@@ -77,3 +82,33 @@ def first_fixing_hop(trace: Trace, probe: Probe, budget: int,
     if fixed(probe.continue_retrieving()):
         return Diagnosis(hop=n + 1, stage="answer", cause="one more hop fixes it")
     return Diagnosis(hop=0, stage="answer", severity=0.5, cause=f"no {what} fixes it")
+
+
+class ProbingDiagnoser(ABC, BaseDiagnoser):
+    """A counterfactual probe: for j = 1..min(n, budget) repair hop j (`repair`) and blame
+    the first j whose repaired run is fixed (`first_fixing_hop`); option `budget`
+    (default 3) caps the hops probed. "Fixed" is decided with the probe's gold oracle
+    (`by_oracle`); mix `GoldFree` in first for the gold-free reading.
+
+    A subclass gives `repair` and `repairing` (the verb its causes use: "<repairing> hop j
+    fixes it", "no <repairing> fixes it")."""
+
+    probing = True
+    uses_gold_oracle = True
+    uses_environment_oracle = True
+    """Its repaired hop runs against a clean tool: it knows where the fault is."""
+    repairing: ClassVar[str]
+
+    @abstractmethod
+    def repair(self, probe: Probe, j: int) -> Trace | None:
+        """The run with hop j repaired, re-executed through `probe` (None: hop j cannot
+        be repaired)."""
+
+    def fixed(self, view: DiagnosisView, probe: Probe) -> Fixed:
+        return by_oracle(probe)
+
+    def diagnose(self, view: DiagnosisView, probe: Probe | None) -> Diagnosis:
+        assert probe is not None, f"{self.name} needs a probe"
+        return first_fixing_hop(view.trace, probe, int(self.options.get("budget", 3)),
+                                partial(self.repair, probe), self.repairing,
+                                self.fixed(view, probe))

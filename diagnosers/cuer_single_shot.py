@@ -14,6 +14,8 @@ probe's.
 
 from __future__ import annotations
 
+from typing import Any
+
 from cuer_agent.metrics.utility import divergence
 from cuer_agent.trace import HopRecord, Trace
 
@@ -29,7 +31,7 @@ def _hop_of(trace: Trace, evidence_id: str) -> HopRecord | None:
                                                     for ev in hop.retrieved)), None)
 
 
-def _without(hop: HopRecord, evidence_id: str) -> dict:
+def _without(hop: HopRecord, evidence_id: str) -> dict[str, Any]:
     """The hop record with one item removed from what it retrieved and selected."""
     record = hop.model_dump(mode="json")
     record["retrieved"] = [ev for ev in record["retrieved"] if ev["id"] != evidence_id]

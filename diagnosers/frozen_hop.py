@@ -18,29 +18,18 @@ from __future__ import annotations
 
 from cuer_agent.trace import Trace
 
-from ._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
-from ._probing import Fixed, GoldFree, by_oracle, first_fixing_hop
+from ._base import Probe, diagnoser
+from ._probing import GoldFree, ProbingDiagnoser
 
 
 @diagnoser("frozen-hop")
-class FrozenHop(BaseDiagnoser):
-    probing = True
-    uses_gold_oracle = True
-    uses_environment_oracle = True
-    """Its repaired hop runs against a clean tool: it knows where the fault is."""
+class FrozenHop(ProbingDiagnoser):
+    repairing = "repairing"
 
-    def fixed(self, view: DiagnosisView, probe: Probe) -> Fixed:
-        return by_oracle(probe)
-
-    def diagnose(self, view: DiagnosisView, probe: Probe | None) -> Diagnosis:
-        assert probe is not None, f"{self.name} needs a probe"
-
-        def repair(j: int) -> Trace | None:
-            record = probe.rerun_hop(j)
-            return None if record is None else probe.reanswer_with_hop(j, record)
-
-        return first_fixing_hop(view.trace, probe, int(self.options.get("budget", 3)), repair,
-                                "repairing", self.fixed(view, probe))
+    def repair(self, probe: Probe, j: int) -> Trace | None:
+        """Hop j re-run against a clean tool, every other hop as observed, re-answered."""
+        record = probe.rerun_hop(j)
+        return None if record is None else probe.reanswer_with_hop(j, record)
 
 
 @diagnoser("frozen-hop-free")

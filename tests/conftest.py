@@ -1,7 +1,9 @@
 """Shared pytest fixtures, and the suite's one way to call the command line.
 
 `invoke` runs `cuer-agent` in this process; every test calls the CLI through it, so an
-interrupted command stops the whole test run (see `invoke`). `studies` makes each
+interrupted command stops the whole test run (see `invoke`) — directly, or through `cli`
+(exit code, stdout, stderr), `cli_text` (exit code, one text) or `run_study` (a study
+run offline, the way the shared ones are made). `studies` makes each
 finished study run directory once per test session: a test that only reads a run takes
 the shared directory (`studies.get`), a test that damages, resumes or re-reports one
 takes its own copy (`studies.copy`). `background` runs process-level work — the scenarios
@@ -39,22 +41,39 @@ _RUNNER = CliRunner()
 
 
 def invoke(args: Sequence[str | Path], *, app: typer.Typer | None = None,
-           **kwargs: object) -> Result:
+           interrupt_stops_the_run: bool = True, **kwargs: object) -> Result:
     """`cuer-agent ARGS` (or `app ARGS`) in this process, through typer's CliRunner.
 
     Ctrl-C stops the whole test run: the CLI turns an interrupt into exit 130 (and typer
     turns any KeyboardInterrupt a command lets through into the same), which a bare
     CliRunner reports as an ordinary result, so the run would go on with the next test.
-    Here an interrupted command raises KeyboardInterrupt in the test process instead."""
+    Here an interrupted command raises KeyboardInterrupt in the test process instead —
+    unless `interrupt_stops_the_run=False`: a test of what an interrupt prints gets the
+    interrupted command's result back (its app raises the interrupt itself)."""
     if app is None:
         from cuer_agent.cli import app as cli_app
 
         app = cli_app
     argv = [str(a) for a in args]
     result = _RUNNER.invoke(app, argv, **kwargs)  # type: ignore[arg-type]
-    if result.exit_code == INTERRUPTED or isinstance(result.exception, KeyboardInterrupt):
+    interrupted = (result.exit_code == INTERRUPTED
+                   or isinstance(result.exception, KeyboardInterrupt))
+    if interrupted and interrupt_stops_the_run:
         raise KeyboardInterrupt(f"interrupted (exit {result.exit_code}): {' '.join(argv)}")
     return result
+
+
+def cli(*args: str | Path) -> tuple[int, str, str]:
+    """`cuer-agent ARGS` (through `invoke`): its exit code, stdout and stderr."""
+    result = invoke(args)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def cli_text(*args: str | Path) -> tuple[int, str]:
+    """`cuer-agent ARGS` (through `invoke`): its exit code, and stdout then stderr as one
+    text (for a test that asks only whether a message was shown)."""
+    code, out, err = cli(*args)
+    return code, out + err
 
 
 # --- finished study runs, made once per session ----------------------------------------
@@ -74,6 +93,12 @@ EVALUATE_KINDS = ("evaluate", "--hops", "3", "--n", "4", "--seed", "7",
 probing, a skill-calling and a trace-only diagnoser."""
 PROPAGATE = ("propagate", "--hops", "3", "--n", "6", "--seed", "7")
 SMALL_PROPAGATE = ("propagate", "--hops", "2", "--n", "2")
+
+
+def run_study(command: Sequence[str], out: Path, *extra: str) -> tuple[int, str]:
+    """`cuer-agent COMMAND --out OUT --no-cache --no-progress EXTRA`, the way the shared
+    studies are made: its exit code, and stdout then stderr as one text."""
+    return cli_text(*command, "--out", out, *QUIET, *extra)
 
 
 def _files(run: Path) -> dict[str, str]:
@@ -104,8 +129,8 @@ class Studies:
                 out = self.background.study(args)
             else:
                 out = self.root / f"{len(self._runs)}-{args[0]}"
-                result = invoke([*args, "--out", str(out), *QUIET])
-                assert result.exit_code == 0, result.output
+                code, text = run_study(args, out)
+                assert code == 0, text
             self._runs[args] = out
             self._files[args] = _files(out)
         return self._runs[args]

@@ -221,6 +221,13 @@ class FakeServer:
     # -- protocol ------------------------------------------------------------------------
     def chat_reply(self, body: dict[str, Any], content: str, *,
                    truncated: bool = False) -> dict[str, Any]:
+        """The reply to chat request `body` saying `content`: finish reason "length" when
+        `truncated` (the generation hit max_tokens), else "stop"; token counts `usage`."""
+        return self.chat_body(body, content, "length" if truncated else "stop", *self.usage)
+
+    def chat_body(self, body: dict[str, Any], content: str, finish: str,
+                  prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
+        """The protocol's chat reply, all of it given."""
         raise NotImplementedError
 
     def list_reply(self) -> dict[str, Any]:
@@ -291,16 +298,15 @@ class FakeOpenAIServer(FakeServer):
     chat_path = "/v1/chat/completions"
     list_path = "/v1/models"
 
-    def chat_reply(self, body: dict[str, Any], content: str, *,
-                   truncated: bool = False) -> dict[str, Any]:
-        prompt, completion = self.usage
+    def chat_body(self, body: dict[str, Any], content: str, finish: str,
+                  prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
         return {
             "id": f"chatcmpl-{request_digest(body)}", "object": "chat.completion",
             "created": int(time.time()), "model": body.get("model", ""),
-            "choices": [{"index": 0, "finish_reason": "length" if truncated else "stop",
+            "choices": [{"index": 0, "finish_reason": finish,
                          "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                      "total_tokens": prompt + completion},
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
         }
 
     def list_reply(self) -> dict[str, Any]:
@@ -319,13 +325,12 @@ class FakeOllamaServer(FakeServer):
     chat_path = "/api/chat"
     list_path = "/api/tags"
 
-    def chat_reply(self, body: dict[str, Any], content: str, *,
-                   truncated: bool = False) -> dict[str, Any]:
-        prompt, completion = self.usage
+    def chat_body(self, body: dict[str, Any], content: str, finish: str,
+                  prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
         return {"model": body.get("model", ""), "created_at": "2025-01-01T00:00:00Z",
                 "message": {"role": "assistant", "content": content},
-                "done": True, "done_reason": "length" if truncated else "stop",
-                "prompt_eval_count": prompt, "eval_count": completion}
+                "done": True, "done_reason": finish,
+                "prompt_eval_count": prompt_tokens, "eval_count": completion_tokens}
 
     def list_reply(self) -> dict[str, Any]:
         return {"models": [{"name": name, "model": name,

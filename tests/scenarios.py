@@ -26,7 +26,7 @@ sys.path[:0] = [str(TESTS), str(BENCH)]
 
 import chaos  # noqa: E402
 from chaos_server import MODEL, ChaosServer, fast_openai  # noqa: E402
-from conftest import EVALUATE_KINDS, QUIET, RUN, invoke  # noqa: E402
+from conftest import EVALUATE_KINDS, QUIET, RUN, cli, run_study  # noqa: E402
 
 from cuer_agent.llm._remote import RetryPolicy  # noqa: E402
 
@@ -58,11 +58,11 @@ def studies(out: Path) -> dict[str, Any]:
     --no-cache --no-progress`, and out/i/done says it finished (`Background.study`)."""
     failed = []
     for i, args in enumerate(json.loads((out / "studies.json").read_text())):
-        result = invoke([*args, "--out", str(out / str(i) / "run"), *QUIET])
-        if result.exit_code == 0:
+        code, text = run_study(args, out / str(i) / "run")
+        if code == 0:
             (out / str(i) / "done").touch()
         else:
-            print(f"{' '.join(args)}: exit {result.exit_code}\n{result.output}", flush=True)
+            print(f"{' '.join(args)}: exit {code}\n{text}", flush=True)
             failed.append(i)
     return {"failed": failed}
 
@@ -115,11 +115,6 @@ JUDGE_REPLIES = (
     '{"stage": "tool", "hop": -2, "rationale": "a negative hop"}',
     "The failure started at hop 2, I am quite sure.",
 )
-
-
-def cli(*args: str) -> tuple[int, str, str]:
-    result = invoke(args)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def remote(url: str) -> list[str]:

@@ -19,7 +19,11 @@ from cuer_agent.agents import load_agent
 from cuer_agent.data import Dataset, load_dataset
 from cuer_agent.errors import ConfigError
 from cuer_agent.execution import AgentConfig, Executor, RunResult, identity
-from cuer_agent.experiments.propagation import (
+from cuer_agent.interventions import get_fault
+from cuer_agent.interventions.facts import fact_source
+from cuer_agent.llm.backends import SkillClient
+from cuer_agent.retrieval import BM25Retriever
+from cuer_agent.studies.propagation.runner import (
     DEFAULT_FAULTS,
     PropagationConfig,
     _Injector,
@@ -27,10 +31,6 @@ from cuer_agent.experiments.propagation import (
     inject,
     prefix_skill_calls,
 )
-from cuer_agent.interventions import get_fault
-from cuer_agent.interventions.facts import fact_source
-from cuer_agent.llm.backends import SkillClient
-from cuer_agent.retrieval import BM25Retriever
 
 ROOT = Path(__file__).resolve().parents[1]
 REACT = f"{ROOT / 'examples' / 'react_agent.py'}:build"

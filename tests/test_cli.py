@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Background, invoke
+from conftest import Background, cli
 
 from cuer_agent.data import shared_sample_path
 
@@ -20,11 +20,6 @@ def outputs(result: dict) -> list[str]:
     for proc in result["processes"]:
         assert proc["returncode"] == 0, proc["stderr"]
     return [proc["stdout"] for proc in result["processes"]]
-
-
-def cli(*args: str) -> tuple[int, str, str]:
-    result = invoke(args)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def test_data_stats_synthetic_reports_counts_and_recall() -> None:
@@ -298,11 +293,17 @@ def test_an_agent_reference_becomes_a_directory_safe_label(ref: str | None, labe
 
 def test_evaluates_default_out_names_the_agent_so_the_built_in_runs_after_yours(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from cuer_agent.experiments import evaluate, evaluate_report
+    from rich.console import Console
+
+    from cuer_agent import report
+    from cuer_agent.studies.evaluate import report as evaluate_report
+    from cuer_agent.studies.evaluate import runner as evaluate
 
     # the run directory is opened (and a different config refused) before the studies
     monkeypatch.setattr(evaluate, "run_evaluate", lambda *args, **kwargs: {})
-    monkeypatch.setattr(evaluate_report, "print_headline", lambda *args, **kwargs: None)
+    monkeypatch.setattr(evaluate_report, "print_headline", lambda *args, **kwargs: Console())
+    monkeypatch.setattr(report, "write_report",
+                        lambda run_dir: (run_dir / "report.md", run_dir / "report.html"))
     monkeypatch.chdir(tmp_path)
     own = str(Path(__file__).resolve().parents[1] / "examples" / "two_node_agent.py:build")
     for agent in (["--agent", own], []):

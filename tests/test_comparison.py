@@ -1,10 +1,10 @@
-"""Single-shot CUE-R next to the agentic per-hop analysis (`experiments.comparison`)."""
+"""Single-shot CUE-R next to the agentic per-hop analysis (`studies.evaluate.comparison`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from cuer_agent.experiments.comparison import compare_analyses
+from cuer_agent.studies.evaluate.comparison import compare_analyses
 
 
 def single(example: str, condition: str, correctness: float, target: str = "") -> dict:

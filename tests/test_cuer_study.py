@@ -9,18 +9,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import QUIET, Studies, invoke
+from conftest import Studies, invoke, run_study
+from typer.testing import Result
 
 CONDITIONS = ("original", "remove", "replace", "duplicate", "zero_retrieval", "random_target")
 AXES = ("correctness", "em", "f1", "grounding", "confidence_error", "divergence")
 
 
 CUER = ("cuer", "--dataset", "synthetic", "--gold-hops", "2", "--n", "8", "--seed", "3")
-
-
-def cuer(out: Path, *extra: str) -> tuple[int, str]:
-    result = invoke([*CUER, "--out", str(out), *QUIET, *extra])
-    return result.exit_code, result.stdout + result.stderr
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +26,7 @@ def study(studies: Studies) -> Path:
 
 
 def test_summary_has_every_condition_axis_and_delta(tmp_path: Path) -> None:
-    code, out = cuer(tmp_path / "run")
+    code, out = run_study(CUER, tmp_path / "run")
     assert code == 0, out
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["n"] == 8  # the whole question, over its own pool
@@ -62,7 +58,7 @@ def test_records_and_traces_are_stored_with_intervention_records(study: Path) ->
 
 
 def test_same_command_gives_the_same_summary_bytes(study: Path, tmp_path: Path) -> None:
-    assert cuer(tmp_path / "b")[0] == 0
+    assert run_study(CUER, tmp_path / "b")[0] == 0
     assert (study / "summary.json").read_bytes() == \
         (tmp_path / "b" / "summary.json").read_bytes()
 
@@ -73,14 +69,14 @@ def test_interrupted_study_resumes_without_duplicate_rows(studies: Studies, stud
     lines = (part / "records.jsonl").read_text().splitlines(keepends=True)
     (part / "records.jsonl").write_text("".join(lines[:-4]))  # died mid-example
     (part / "summary.json").unlink()
-    assert cuer(part)[0] == 0
+    assert run_study(CUER, part)[0] == 0
     assert (part / "records.jsonl").read_bytes() == (study / "records.jsonl").read_bytes()
     assert (part / "summary.json").read_bytes() == (study / "summary.json").read_bytes()
 
 
 def test_ablations_are_reported_behind_flags(tmp_path: Path) -> None:
-    code, out = cuer(tmp_path / "run", "--two-support", "--duplicate-positions",
-                     "--replace-hardness", "--weight-sensitivity")
+    code, out = run_study(CUER, tmp_path / "run", "--two-support", "--duplicate-positions",
+                          "--replace-hardness", "--weight-sensitivity")
     assert code == 0, out
     ablations = json.loads((tmp_path / "run" / "summary.json").read_text())["ablations"]
     assert set(ablations["duplicate_position"]) == {"end", "front", "after"}
@@ -121,7 +117,7 @@ def test_config_file_sets_the_study_and_flags_override_it(tmp_path: Path) -> Non
 def test_synthetic_single_shot_asks_the_whole_question_over_its_own_pool(
         study: Path) -> None:
     from cuer_agent.data import load_dataset
-    from cuer_agent.experiments.pools import question_pools
+    from cuer_agent.studies._common.pools import question_pools
 
     rows = [json.loads(line) for line in (study / "traces.jsonl").open()]
     originals = [r["trace"] for r in rows if r["record"]["condition"] == "original"]
@@ -135,7 +131,7 @@ def test_synthetic_single_shot_asks_the_whole_question_over_its_own_pool(
 
 def test_each_pool_holds_a_passage_per_hop_fact_and_lexical_confusers() -> None:
     from cuer_agent.data import load_dataset
-    from cuer_agent.experiments.pools import question_pools
+    from cuer_agent.studies._common.pools import question_pools
 
     data = question_pools(load_dataset("synthetic", n=8, hops=3, seed=3), size=10)
     assert data.corpus is None
@@ -164,26 +160,27 @@ def test_shipped_study_configs_are_valid() -> None:
         load_config(path)
 
 
-def test_config_with_an_unknown_key_names_the_key(tmp_path: Path) -> None:
+def cuer_with_bad_config(tmp_path: Path, toml: str) -> Result:
+    """`cuer-agent cuer --config bad.toml` with `toml` as that file's text."""
     config = tmp_path / "bad.toml"
-    config.write_text("[cuer]\nreplace_hardnes = 'easy'\n")
-    result = invoke(["cuer", "--config", str(config), "--out", str(tmp_path / "r")])
+    config.write_text(toml)
+    return invoke(["cuer", "--config", str(config), "--out", str(tmp_path / "r")])
+
+
+def test_config_with_an_unknown_key_names_the_key(tmp_path: Path) -> None:
+    result = cuer_with_bad_config(tmp_path, "[cuer]\nreplace_hardnes = 'easy'\n")
     assert result.exit_code == 2
     assert "bad.toml: cuer.replace_hardnes: unknown key" in result.stderr
 
 
 def test_config_with_a_wrong_type_names_the_key(tmp_path: Path) -> None:
-    config = tmp_path / "bad.toml"
-    config.write_text("[cuer]\nk = 'five'\n")
-    result = invoke(["cuer", "--config", str(config), "--out", str(tmp_path / "r")])
+    result = cuer_with_bad_config(tmp_path, "[cuer]\nk = 'five'\n")
     assert result.exit_code == 2
     assert "cuer.k" in result.stderr
 
 
 def test_role_thresholds_in_a_config_are_checked(tmp_path: Path) -> None:
-    config = tmp_path / "bad.toml"
-    config.write_text("[cuer.roles]\nhurt_f2 = 0.3\n")
-    result = invoke(["cuer", "--config", str(config), "--out", str(tmp_path / "r")])
+    result = cuer_with_bad_config(tmp_path, "[cuer.roles]\nhurt_f2 = 0.3\n")
     assert result.exit_code == 2
     assert "bad.toml: cuer.roles" in result.stderr and "hurt_f2" in result.stderr
 
@@ -200,13 +197,13 @@ def test_trace_rows_of_an_unrecorded_example_are_dropped_on_resume(
     first_of_last = next(i for i, t in enumerate(traces)
                          if json.loads(t)["record"]["example_id"] == last_example)
     (part / "traces.jsonl").write_text("".join(traces[:first_of_last + 1]))
-    assert cuer(part)[0] == 0
+    assert run_study(CUER, part)[0] == 0
     assert (part / "traces.jsonl").read_bytes() == (study / "traces.jsonl").read_bytes()
 
 
 def test_per_hop_questions_of_one_example_are_bootstrapped_as_one_cluster() -> None:
-    from cuer_agent.experiments.cuer import CuerConfig
-    from cuer_agent.experiments.cuer_summary import _ci
+    from cuer_agent.studies.cuer.runner import CuerConfig
+    from cuer_agent.studies.cuer.summary import _ci
 
     config = CuerConfig(bootstrap_resamples=2000)
     values = np.array([1.0, 1.0, 1.0, 0.0, 0.0, 0.0])  # two examples, three hops each

@@ -7,7 +7,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from conftest import EVALUATE, EVALUATE_KINDS, QUIET, Studies, invoke
+from conftest import EVALUATE, EVALUATE_KINDS, Studies, invoke, run_study
 
 from cuer_agent.data import load_dataset
 from cuer_agent.diagnosers import diagnoser_names, get_diagnoser
@@ -22,12 +22,6 @@ CONCURRENT = (*EVALUATE_KINDS, "--concurrency", "3")
 pytestmark = pytest.mark.background(EVALUATE, EVALUATE_KINDS, CONCURRENT)  # in the background
 SMALL = ("evaluate", "--hops", "3", "--n", "3", "--seed", "7")
 """For a test whose point holds on any run with a failed injection."""
-
-
-def evaluate(out: Path, *args: str) -> tuple[int, str]:
-    """`cuer-agent evaluate ARGS` (default: the shared run's) into `out`, offline."""
-    result = invoke([*(args or EVALUATE), "--out", str(out), *QUIET])
-    return result.exit_code, result.stdout + result.stderr
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +127,7 @@ def test_killed_and_resumed_evaluate_gives_the_same_summary(run: Path, studies: 
     single = (part / "single_shot" / "records.jsonl").read_text().splitlines(keepends=True)
     (part / "single_shot" / "records.jsonl").write_text("".join(single[:-3]))
     (part / "summary.json").unlink()
-    assert evaluate(part)[0] == 0
+    assert run_study(EVALUATE, part)[0] == 0
     assert (part / "summary.json").read_bytes() == (run / "summary.json").read_bytes()
     for name in ("records.jsonl", "traces.jsonl", "diagnoses.jsonl"):
         assert (agentic / name).read_bytes() == (run / "agentic" / name).read_bytes()
@@ -145,7 +139,7 @@ def test_killed_and_resumed_evaluate_gives_the_same_summary(run: Path, studies: 
 ])
 def test_unknown_names_are_one_line_and_exit_2(tmp_path: Path, args: list[str],
                                                needle: str) -> None:
-    code, text = evaluate(tmp_path / "r", *EVALUATE, *args)
+    code, text = run_study(EVALUATE, tmp_path / "r", *args)
     assert code == 2 and needle in text
     assert not (tmp_path / "r").exists()
 
@@ -153,7 +147,7 @@ def test_unknown_names_are_one_line_and_exit_2(tmp_path: Path, args: list[str],
 def test_config_with_a_wrong_key_names_it(tmp_path: Path) -> None:
     config = tmp_path / "bad.toml"
     config.write_text("[diagnose]\nprobe_budjet = 2\n")
-    code, text = evaluate(tmp_path / "r", *EVALUATE, "--config", str(config))
+    code, text = run_study(EVALUATE, tmp_path / "r", "--config", str(config))
     assert code == 2 and "diagnose.probe_budjet: unknown key" in text
 
 
@@ -242,7 +236,7 @@ def test_a_diagnoser_that_raises_is_recorded_and_the_run_goes_on(tmp_path: Path,
 
     _base.DIAGNOSERS.names()  # built-ins loaded first
     monkeypatch.setitem(_base.DIAGNOSERS._items, "broken", Broken)
-    code, text = evaluate(tmp_path / "r", *SMALL, "--diagnosers", "broken,first-hop")
+    code, text = run_study(SMALL, tmp_path / "r", "--diagnosers", "broken,first-hop")
     assert code == 0, text
     rows = [json.loads(line) for line in (tmp_path / "r" / "agentic" / "diagnoses.jsonl").open()]
     broken = [r for r in rows if r["diagnoser"] == "broken"]
@@ -340,7 +334,7 @@ def test_the_data_files_hash_is_recorded() -> None:
 
 
 def test_a_fork_that_ended_in_an_error_is_counted_apart() -> None:
-    from cuer_agent.experiments.propagation_summary import fault_table
+    from cuer_agent.studies.propagation.summary import fault_table
 
     def row(correct: float, status: str = "ok") -> dict:
         return {"record": {"condition": "empty_retrieval", "hop": 1}, "status": status,
@@ -360,7 +354,7 @@ def test_early_termination_is_reported_as_forced(run: Path) -> None:
 
 
 def test_no_single_shot_verdict_when_the_original_answers_almost_nothing() -> None:
-    from cuer_agent.experiments.cuer_report import pattern_findings
+    from cuer_agent.studies.cuer.report import pattern_findings
 
     floor = {"conditions": {"original": {"n": 100, "correctness": {"mean": 0.0}},
                             "remove": {"n": 100, "delta": {"correctness": {

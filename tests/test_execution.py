@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import pytest
 from recording import Recorder
+from varenia import CITY, DIRECTOR, example_over
 
-from cuer_agent.data import Example, Passage
+from cuer_agent.data import Passage
 from cuer_agent.execution import (
     AgentConfig,
     Executor,
@@ -31,18 +32,15 @@ PASSAGES = (
     Passage(title="Quorin Rising", index=0,
             text="Quorin Rising is a 1987 drama film directed by Orlan Vessimer. "
                  "The film was produced by Halvek Studios."),
-    Passage(title="Orlan Vessimer", index=1,
-            text="Orlan Vessimer is a film director. Vessimer was born in Kettel Harbor."),
-    Passage(title="Kettel Harbor", index=2,
-            text="Kettel Harbor is a city located in the country of Varenia."),
+    DIRECTOR,
+    CITY,
     Passage(title="Quorin Falls", index=3,
             text="Quorin Falls is a 1990 film directed by Tadeo Vessimer."),
     Passage(title="Tadeo Vessimer", index=4,
             text="Tadeo Vessimer was born in Kettel Crossing, a town in Ostravia."),
 )
-EXAMPLE = Example(id="ex1", dataset="test", answer="Varenia", passages=PASSAGES,
-                  question="In which country was the director of Quorin Rising born?",
-                  supporting_titles=("Quorin Rising", "Orlan Vessimer", "Kettel Harbor"))
+EXAMPLE = example_over(PASSAGES,
+                       supporting_titles=("Quorin Rising", "Orlan Vessimer", "Kettel Harbor"))
 
 
 def make_executor(**config: object) -> tuple[Executor, Recorder]:

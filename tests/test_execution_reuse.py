@@ -14,13 +14,13 @@ from test_execution import EXAMPLE, PASSAGES
 
 from cuer_agent.data import load_dataset
 from cuer_agent.execution import AgentConfig, Executor, RunResult, identity
-from cuer_agent.experiments.propagation import PropagationConfig, example_rows
-from cuer_agent.experiments.run_agent import retriever_factory
 from cuer_agent.graphs.spec import OurAgentSpec
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.llm.cache import ResponseCache
 from cuer_agent.llm.extractive import ExtractiveBackend
 from cuer_agent.retrieval import BM25Retriever
+from cuer_agent.studies._common.run_agent import retriever_factory
+from cuer_agent.studies.propagation.runner import PropagationConfig, example_rows
 
 
 def _streams(monkeypatch: pytest.MonkeyPatch) -> list[RunResult]:

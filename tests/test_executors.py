@@ -15,16 +15,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import EVALUATE_KINDS, QUIET, RUN, Background, Studies, invoke
+from conftest import EVALUATE_KINDS, RUN, Background, Studies, cli_text, run_study
 from fake_servers import FakeOllamaServer, FakeOpenAIServer, FakeServer
 
 from cuer_agent import parallel
 from cuer_agent.data import load_dataset
 from cuer_agent.execution import AgentConfig, Executor
-from cuer_agent.experiments.run_agent import retriever_factory
 from cuer_agent.llm.backends import SkillClient, make_backend
 from cuer_agent.llm.cache import ResponseCache
 from cuer_agent.llm.skills import PlanRequest
+from cuer_agent.studies._common.run_agent import retriever_factory
 
 SECRET = "sk-test-SECRET-executors"
 RUN_FILES = ("config.json", "traces.jsonl", "summary.json")
@@ -32,15 +32,10 @@ EVALUATE_FILES = ("summary.json", "single_shot/traces.jsonl", "single_shot/recor
                   "agentic/traces.jsonl", "agentic/records.jsonl", "agentic/diagnoses.jsonl")
 
 
-def cli(*args: str) -> tuple[int, str]:
-    result = invoke(args)
-    return result.exit_code, result.stdout + result.stderr
-
-
 def evaluate(out: Path, *extra: str) -> Path:
     """A small evaluate: 4 examples, 3 faults, a probing, a skill-calling and a trace-only
     diagnoser — every kind of work that has to travel to a worker."""
-    code, text = cli(*EVALUATE_KINDS, "--out", str(out), *QUIET, *extra)
+    code, text = run_study(EVALUATE_KINDS, out, *extra)
     assert code == 0, text
     return out
 
@@ -131,7 +126,7 @@ def test_ray_evaluate_writes_the_same_files_as_a_local_run(evaluate_thread: Path
 ])
 def test_bad_executor_option_is_one_line_and_exit_2(tmp_path: Path, extra: list[str],
                                                     needle: str) -> None:
-    code, text = cli("run", "--dataset", "synthetic", "--n", "2", "--out", str(tmp_path / "r"),
+    code, text = cli_text("run", "--dataset", "synthetic", "--n", "2", "--out", str(tmp_path / "r"),
                      "--no-cache", "--no-progress", *extra)
     assert code == 2
     assert needle in text
@@ -142,7 +137,7 @@ def test_bad_executor_option_is_one_line_and_exit_2(tmp_path: Path, extra: list[
 def test_ray_executor_without_ray_names_the_extra(monkeypatch: pytest.MonkeyPatch,
                                                   tmp_path: Path) -> None:
     monkeypatch.setattr(parallel, "find_spec", lambda name: None)
-    code, text = cli("evaluate", "--n", "2", "--out", str(tmp_path / "r"), "--no-cache",
+    code, text = cli_text("evaluate", "--n", "2", "--out", str(tmp_path / "r"), "--no-cache",
                      "--executor", "ray")
     assert code == 2
     assert "pip install 'cuer-agent[ray]'" in text

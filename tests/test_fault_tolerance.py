@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Background, invoke
+from conftest import Background, cli, invoke
 from fake_servers import Behaviour, FakeOpenAIServer
 
 from cuer_agent.llm import prompts
@@ -47,7 +47,6 @@ from scenarios import (
     FAST,
     RUN_LOCAL,
     Pair,
-    cli,
     pair_of,
     parse_failure_steps,
     remote,
@@ -290,8 +289,8 @@ def judge_row(failed_fork: tuple[Any, ...], reply: str) -> tuple[dict[str, Any],
     """The evaluate command's diagnosis row for a judge that answers `reply`."""
     from cuer_agent.config import StudyConfig
     from cuer_agent.diagnosers import get_diagnoser
-    from cuer_agent.experiments.evaluate import DiagnoseFailed
     from cuer_agent.llm.backends import SkillClient, make_backend
+    from cuer_agent.studies.evaluate.runner import DiagnoseFailed
 
     example, spec, executor, fork = failed_fork
     with ChaosServer(rate=0.0, judge_replies=(reply,)) as srv:

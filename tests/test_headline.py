@@ -8,11 +8,11 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cuer_agent.experiments.evaluate_headline import best_of, family, headline
-from cuer_agent.experiments.evaluate_notes import caveat, honest_caveats, ranked
 from cuer_agent.metrics.stats import bound_digits
 from cuer_agent.report._format import ci
 from cuer_agent.report._plots import MEMBER_STYLES, exact_hop_families
+from cuer_agent.studies.evaluate.caveats import caveat, honest_caveats, ranked
+from cuer_agent.studies.evaluate.headline import best_of, family, headline
 
 
 def diag(acc: float | None, **declared: Any) -> dict[str, Any]:

@@ -11,23 +11,18 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from conftest import EVALUATE, Studies, invoke
+from conftest import EVALUATE, Studies, cli_text
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cuer_agent.experiments.diagnose_traces import trace_only_diagnosers
 from cuer_agent.interchange import import_spans, read_spans, to_protobuf_json
 from cuer_agent.interchange._otlp import any_value, attributes
 from cuer_agent.runs import read_rows
+from cuer_agent.studies.diagnose.traces import trace_only_diagnosers
 from cuer_agent.trace import Trace
 
 TRACE_ONLY_NAMES = trace_only_diagnosers()
 pytestmark = pytest.mark.background(EVALUATE)  # the shared run, made in the background lane
-
-
-def cli(*args: str) -> tuple[int, str]:
-    result = invoke(args)
-    return result.exit_code, result.stdout + result.stderr
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +34,7 @@ def run(studies: Studies) -> Path:
 @pytest.fixture(scope="module")
 def exported(run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("spans") / "run.jsonl"
-    code, text = cli("export", str(run), "--out", str(path))
+    code, text = cli_text("export", str(run), "--out", str(path))
     assert code == 0, text
     return path
 
@@ -118,7 +113,7 @@ def test_every_reader_call_and_every_retrieval_is_a_span(run: Path, exported: Pa
 
 def test_a_reexport_gives_the_same_bytes(run: Path, exported: Path, tmp_path: Path) -> None:
     again = tmp_path / "again.jsonl"
-    assert cli("export", str(run), "--out", str(again))[0] == 0
+    assert cli_text("export", str(run), "--out", str(again))[0] == 0
     assert again.read_bytes() == exported.read_bytes()
 
 
@@ -144,7 +139,7 @@ def test_import_rebuilds_every_exported_trace_exactly(run: Path, exported: Path)
 
 def test_round_trip_gives_the_runs_trace_only_diagnoses(run: Path, exported: Path,
                                                        tmp_path: Path) -> None:
-    code, text = cli("diagnose", "--traces", str(exported), "--out", str(tmp_path / "d"),
+    code, text = cli_text("diagnose", "--traces", str(exported), "--out", str(tmp_path / "d"),
                      "--no-cache", "--hop-budget", "3")
     assert code == 0, text
     mine = {(r["record_id"], r["diagnoser"]): r for r in read_rows(tmp_path / "d" /
@@ -161,7 +156,7 @@ def test_round_trip_gives_the_runs_trace_only_diagnoses(run: Path, exported: Pat
 
 def test_round_trip_scores_diagnosers_as_the_study_did(run: Path, exported: Path,
                                                        tmp_path: Path) -> None:
-    assert cli("diagnose", "--traces", str(exported), "--out", str(tmp_path / "d"),
+    assert cli_text("diagnose", "--traces", str(exported), "--out", str(tmp_path / "d"),
                "--no-cache", "--hop-budget", "3")[0] == 0
     study = json.loads((run / "summary.json").read_text())["diagnosers"]
     mine = json.loads((tmp_path / "d" / "summary.json").read_text())["diagnosers"]
@@ -186,11 +181,11 @@ def labels_from(rows: list[dict[str, Any]], hop: Callable[[dict[str, Any]], int]
 
 def test_a_labels_file_scores_the_diagnosers_as_the_records_do(exported: Path,
                                                               tmp_path: Path) -> None:
-    assert cli("diagnose", "--traces", str(exported), "--out", str(tmp_path / "d"),
+    assert cli_text("diagnose", "--traces", str(exported), "--out", str(tmp_path / "d"),
                "--no-cache")[0] == 0
     rows = list(read_rows(tmp_path / "d" / "diagnoses.jsonl"))
     (tmp_path / "labels.jsonl").write_text(labels_from(rows, lambda r: r["true_hop"]))
-    code, text = cli("diagnose", "--traces", str(exported), "--out", str(tmp_path / "l"),
+    code, text = cli_text("diagnose", "--traces", str(exported), "--out", str(tmp_path / "l"),
                      "--labels", str(tmp_path / "labels.jsonl"), "--no-cache")
     assert code == 0, text
     assert "consistency" in text and "clean blame" in text
@@ -206,11 +201,11 @@ def test_a_labels_file_scores_the_diagnosers_as_the_records_do(exported: Path,
 
 
 def test_the_labels_file_wins_over_the_records(exported: Path, tmp_path: Path) -> None:
-    assert cli("diagnose", "--traces", str(exported), "--out", str(tmp_path / "d"),
+    assert cli_text("diagnose", "--traces", str(exported), "--out", str(tmp_path / "d"),
                "--no-cache", "--diagnosers", "first-hop")[0] == 0
     rows = list(read_rows(tmp_path / "d" / "diagnoses.jsonl"))
     (tmp_path / "labels.jsonl").write_text(labels_from(rows, lambda r: 1))
-    assert cli("diagnose", "--traces", str(exported), "--out", str(tmp_path / "l"),
+    assert cli_text("diagnose", "--traces", str(exported), "--out", str(tmp_path / "l"),
                "--labels", str(tmp_path / "labels.jsonl"), "--diagnosers", "first-hop",
                "--no-cache")[0] == 0
     summary = json.loads((tmp_path / "l" / "summary.json").read_text())
@@ -228,7 +223,7 @@ def test_a_bad_label_names_the_file_and_record(exported: Path, tmp_path: Path, l
                                                problem: str) -> None:
     labels = tmp_path / "labels.jsonl"
     labels.write_text('{"trace_id": "b", "outcome": "correct"}\n' + line + "\n")
-    code, text = cli("diagnose", "--traces", str(exported), "--out", str(tmp_path / "d"),
+    code, text = cli_text("diagnose", "--traces", str(exported), "--out", str(tmp_path / "d"),
                      "--labels", str(labels))
     assert code == 2 and f"{labels}, record 2" in text and problem in text
     assert len(text.strip().splitlines()) == 1
@@ -238,13 +233,13 @@ def test_a_bad_label_names_the_file_and_record(exported: Path, tmp_path: Path, l
 def test_a_trace_labelled_twice_is_refused(exported: Path, tmp_path: Path) -> None:
     labels = tmp_path / "labels.jsonl"
     labels.write_text('{"trace_id": "a", "outcome": "correct"}\n' * 2)
-    code, text = cli("diagnose", "--traces", str(exported), "--out", str(tmp_path / "d"),
+    code, text = cli_text("diagnose", "--traces", str(exported), "--out", str(tmp_path / "d"),
                      "--labels", str(labels))
     assert code == 2 and "labelled twice" in text
 
 
 def test_cuer_format_reads_a_run_directorys_traces(run: Path, tmp_path: Path) -> None:
-    code, text = cli("diagnose", "--traces", str(run / "agentic" / "traces.jsonl"),
+    code, text = cli_text("diagnose", "--traces", str(run / "agentic" / "traces.jsonl"),
                      "--format", "cuer", "--out", str(tmp_path / "d"), "--no-cache")
     assert code == 0, text
     summary = json.loads((tmp_path / "d" / "summary.json").read_text())
@@ -367,7 +362,7 @@ def _react_spans(tmp_path: Path) -> Path:
 def test_foreign_langgraph_spans_map_and_every_trace_only_diagnoser_gives_a_row(
         tmp_path: Path) -> None:
     spans = _foreign_spans(tmp_path)
-    code, text = cli("diagnose", "--traces", str(spans), "--out", str(tmp_path / "d"),
+    code, text = cli_text("diagnose", "--traces", str(spans), "--out", str(tmp_path / "d"),
                      "--no-cache")
     assert code == 0, text
     summary = json.loads((tmp_path / "d" / "summary.json").read_text())
@@ -390,7 +385,7 @@ def test_foreign_langgraph_spans_map_and_every_trace_only_diagnoser_gives_a_row(
 
 def test_a_react_agents_search_tool_is_a_hop_when_named(tmp_path: Path) -> None:
     spans = _react_spans(tmp_path)
-    code, text = cli("diagnose", "--traces", str(spans), "--out", str(tmp_path / "d"),
+    code, text = cli_text("diagnose", "--traces", str(spans), "--out", str(tmp_path / "d"),
                      "--retrieval-tools", "search", "--no-cache")
     assert code == 0, text
     trace = Trace.from_json((tmp_path / "d" / "traces.jsonl").read_text().splitlines()[0])
@@ -461,7 +456,7 @@ def test_spans_that_give_no_field_are_listed_with_their_reason(tmp_path: Path) -
 
 def test_a_trace_without_a_question_is_listed_not_dropped(tmp_path: Path) -> None:
     path = _write(tmp_path, [_span("agent", "CHAIN", "01" * 8, **{"output.value": "x"})])
-    code, text = cli("diagnose", "--traces", str(path), "--out", str(tmp_path / "d"),
+    code, text = cli_text("diagnose", "--traces", str(path), "--out", str(tmp_path / "d"),
                      "--no-cache")
     assert code == 0, text
     summary = json.loads((tmp_path / "d" / "summary.json").read_text())
@@ -497,7 +492,7 @@ def test_gold_diagnosers_run_on_traces_a_gold_example_matches(tmp_path: Path) ->
             span["traceId"] = f"{i}c" * 16
         spans += trace_span
     path = _write(tmp_path, spans)
-    code, text = cli("diagnose", "--traces", str(path), "--out", str(tmp_path / "d"),
+    code, text = cli_text("diagnose", "--traces", str(path), "--out", str(tmp_path / "d"),
                      "--diagnosers", "coverage-gold,llm-judge-gold", "--gold", str(gold),
                      "--dataset", "hotpotqa", "--no-cache")
     assert code == 0, text
@@ -541,7 +536,7 @@ def receiver() -> Iterator[tuple[str, type[_Receiver]]]:
 def test_endpoint_receives_every_trace_as_otlp_json(run: Path, exported: Path, tmp_path: Path,
                                                     receiver: tuple[str, Any]) -> None:
     url, handler = receiver
-    code, text = cli("export", str(run), "--out", str(tmp_path / "s.jsonl"), "--endpoint", url)
+    code, text = cli_text("export", str(run), "--out", str(tmp_path / "s.jsonl"), "--endpoint", url)
     assert code == 0, text
     assert {(p, t) for p, t, _ in handler.bodies} == {("/v1/traces", "application/json")}
     sent = [rs for _, _, b in handler.bodies for rs in json.loads(b)["resourceSpans"]]
@@ -555,7 +550,7 @@ def test_endpoint_protobuf_bodies_decode(run: Path, tmp_path: Path,
     pb = pytest.importorskip("opentelemetry.proto.collector.trace.v1.trace_service_pb2",
                              reason="opentelemetry-proto is in the test extra")
     url, handler = receiver
-    assert cli("export", str(run), "--out", str(tmp_path / "s.jsonl"), "--endpoint",
+    assert cli_text("export", str(run), "--out", str(tmp_path / "s.jsonl"), "--endpoint",
                url + "/v1/traces", "--protobuf")[0] == 0
     traces = 0
     for path, content_type, body in handler.bodies:
@@ -569,7 +564,7 @@ def test_a_refusing_collector_is_one_line_and_exit_2(run: Path, tmp_path: Path,
                                                      receiver: tuple[str, Any]) -> None:
     url, handler = receiver
     handler.status = 503
-    code, text = cli("export", str(run), "--out", str(tmp_path / "s.jsonl"), "--endpoint", url)
+    code, text = cli_text("export", str(run), "--out", str(tmp_path / "s.jsonl"), "--endpoint", url)
     assert code == 2 and "HTTP 503" in text and len(text.strip().splitlines()) == 2
     assert (tmp_path / "s.jsonl").exists()  # the file export is already written, and kept
 
@@ -582,14 +577,14 @@ def test_the_default_diagnosers_are_the_trace_only_ones() -> None:
 
 
 def test_a_probing_diagnoser_is_refused_before_any_work(exported: Path, tmp_path: Path) -> None:
-    code, text = cli("diagnose", "--traces", str(exported), "--out", str(tmp_path / "d"),
+    code, text = cli_text("diagnose", "--traces", str(exported), "--out", str(tmp_path / "d"),
                      "--diagnosers", "coverage,suffix-regen")
     assert code == 2 and "needs an executable agent" in text
     assert not (tmp_path / "d").exists()
 
 
 def test_a_gold_diagnoser_without_gold_is_refused(exported: Path, tmp_path: Path) -> None:
-    code, text = cli("diagnose", "--traces", str(exported), "--out", str(tmp_path / "d"),
+    code, text = cli_text("diagnose", "--traces", str(exported), "--out", str(tmp_path / "d"),
                      "--diagnosers", "llm-judge-gold")
     assert code == 2 and "--gold" in text
 
@@ -597,14 +592,14 @@ def test_a_gold_diagnoser_without_gold_is_refused(exported: Path, tmp_path: Path
 def test_a_malformed_line_names_the_file_and_line(exported: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text(exported.read_text().splitlines()[0] + "\n{not json\n")
-    code, text = cli("diagnose", "--traces", str(bad), "--out", str(tmp_path / "d"))
+    code, text = cli_text("diagnose", "--traces", str(bad), "--out", str(tmp_path / "d"))
     assert code == 2 and f"{bad}, line 2" in text and "Traceback" not in text
 
 
 def test_a_bad_id_names_the_file_and_line(tmp_path: Path) -> None:
     span = _span("agent", "CHAIN", "zz", **{"input.value": "q"})
     path = _write(tmp_path, [span])
-    code, text = cli("diagnose", "--traces", str(path), "--out", str(tmp_path / "d"))
+    code, text = cli_text("diagnose", "--traces", str(path), "--out", str(tmp_path / "d"))
     assert code == 2 and f"{path}, line 1" in text
 
 
@@ -617,15 +612,15 @@ def test_a_file_that_holds_no_spans_is_one_line(tmp_path: Path, content: bytes,
                                                 says: str) -> None:
     path = tmp_path / "spans.jsonl"
     path.write_bytes(content)
-    code, text = cli("diagnose", "--traces", str(path), "--out", str(tmp_path / "d"))
+    code, text = cli_text("diagnose", "--traces", str(path), "--out", str(tmp_path / "d"))
     assert code == 2 and says in text and len(text.strip().splitlines()) == 1
 
 
 def test_a_directory_as_traces_is_named_as_such(tmp_path: Path) -> None:
-    code, text = cli("diagnose", "--traces", str(tmp_path), "--out", str(tmp_path / "d"))
+    code, text = cli_text("diagnose", "--traces", str(tmp_path), "--out", str(tmp_path / "d"))
     assert code == 2 and "a directory, not a spans file" in text
 
 
 def test_export_of_a_directory_without_traces_is_one_line(tmp_path: Path) -> None:
-    code, text = cli("export", str(tmp_path))
+    code, text = cli_text("export", str(tmp_path))
     assert code == 2 and "no traces.jsonl" in text

@@ -19,7 +19,7 @@ from typing import Annotated
 
 import pytest
 import typer
-from typer.testing import CliRunner
+from conftest import invoke
 
 from cuer_agent.cli._app import INTERRUPTED, user_errors
 from cuer_agent.cli._study import RUNNING
@@ -50,8 +50,8 @@ def interrupting_app(tmp_path: Path) -> typer.Typer:
 
 def test_an_interrupt_says_what_was_saved_and_the_command_that_resumes(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    result = CliRunner().invoke(interrupting_app(tmp_path),
-                                ["study", "--out", str(out), "--n", "5"])
+    result = invoke(["study", "--out", out, "--n", "5"], app=interrupting_app(tmp_path),
+                    interrupt_stops_the_run=False)
 
     assert result.exit_code == INTERRUPTED
     [line] = [x for x in result.output.splitlines() if x.strip()]
@@ -60,7 +60,7 @@ def test_an_interrupt_says_what_was_saved_and_the_command_that_resumes(tmp_path:
 
 
 def test_an_interrupt_before_any_run_says_nothing_was_saved(tmp_path: Path) -> None:
-    result = CliRunner().invoke(interrupting_app(tmp_path), ["early"])
+    result = invoke(["early"], app=interrupting_app(tmp_path), interrupt_stops_the_run=False)
 
     assert result.exit_code == INTERRUPTED
     assert result.output.strip() == "interrupted: nothing was saved (no run had started)"

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from cuer_agent.experiments.invisibility import DETECTABLE, invisibility, items_by_fault
+from cuer_agent.studies.propagation.invisibility import DETECTABLE, invisibility, items_by_fault
 
 WORDS = ("film", "city", "river", "born", "directed", "released", "critics", "harbour",
          "market", "festival", "novel", "band", "album", "studied", "founded")

@@ -134,11 +134,16 @@ def test_reply_cut_at_the_limit_is_a_parse_failure(
     assert result.status == "parse_failure" and result.error == "hit max_tokens (256 for plan)"
 
 
+def answering_400(served: tuple[LlamaCppBackend, list[Any]], message: str) -> LlamaCppBackend:
+    """The served backend, its server answering with an HTTP 400 error saying `message`."""
+    backend, servers = served
+    servers.append(StandInServer({"error": {"code": 400, "message": message}}))
+    return backend
+
+
 def test_server_error_naming_a_parameter_is_config_error(
         served: tuple[LlamaCppBackend, list[Any]]) -> None:
-    backend, servers = served
-    servers.append(StandInServer({"error": {"code": 400,
-                                            "message": "Unsupported param: seed"}}))
+    backend = answering_400(served, "Unsupported param: seed")
     with pytest.raises(ConfigError, match=r"rejects `seed`.*--omit seed"):
         SkillClient(backend)("plan", PLAN)
 
@@ -147,9 +152,7 @@ def test_other_server_error_is_a_backend_error(
         served: tuple[LlamaCppBackend, list[Any]]) -> None:
     from cuer_agent.llm.backends import BackendError
 
-    backend, servers = served
-    servers.append(StandInServer({"error": {"code": 400,
-                                            "message": "the request exceeds the context"}}))
+    backend = answering_400(served, "the request exceeds the context")
     with pytest.raises(BackendError, match=r"llama\.cpp: the request exceeds the context"):
         SkillClient(backend)("plan", PLAN)
 

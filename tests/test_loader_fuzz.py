@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cuer_agent.data import Dataset, load_hotpotqa, load_musique, load_twowiki
+from cuer_agent.data import Dataset, Example, load_hotpotqa, load_musique, load_twowiki
 from cuer_agent.data._io import json_type
 from cuer_agent.errors import DataError
 
@@ -149,15 +149,25 @@ def record_lists(make: Callable[[str], st.SearchStrategy[tuple[Record, list[str]
 
 # ---------------------------------------------------------------- (a) round trips
 
+Generated = list[tuple[Record, list[str]]]
+"""Records, each with what the loader must make of it (passage texts, or hop questions)."""
+
+
+def round_trip(workdir: Path, loader: Loader, generated: Generated,
+               jsonl: bool) -> list[tuple[Example, Record, list[str]]]:
+    """Write the records, load them back: one example per record, in order, each beside
+    its record and what the loader must make of it."""
+    records = [record for record, _ in generated]
+    examples = loader(write(workdir, dump(records, jsonl), jsonl)).examples
+    assert len(examples) == len(records)
+    return [(example, record, made)
+            for example, (record, made) in zip(examples, generated, strict=True)]
+
 
 @FUZZ
 @given(generated=record_lists(hotpot_records))
-def test_valid_hotpotqa_records_round_trip(workdir: Path,
-                                           generated: list[tuple[Record, list[str]]]) -> None:
-    records = [record for record, _ in generated]
-    examples = load_hotpotqa(write(workdir, dump(records, False), False)).examples
-    assert len(examples) == len(records)
-    for example, (record, texts) in zip(examples, generated, strict=True):
+def test_valid_hotpotqa_records_round_trip(workdir: Path, generated: Generated) -> None:
+    for example, record, texts in round_trip(workdir, load_hotpotqa, generated, False):
         assert (example.id, example.question, example.answer) == (
             record["_id"], record["question"], record["answer"])
         assert [p.text for p in example.passages] == texts
@@ -171,12 +181,8 @@ def test_valid_hotpotqa_records_round_trip(workdir: Path,
 
 @FUZZ
 @given(generated=record_lists(twowiki_records))
-def test_valid_twowiki_records_round_trip(workdir: Path,
-                                          generated: list[tuple[Record, list[str]]]) -> None:
-    records = [record for record, _ in generated]
-    examples = load_twowiki(write(workdir, dump(records, False), False)).examples
-    assert len(examples) == len(records)
-    for example, (record, texts) in zip(examples, generated, strict=True):
+def test_valid_twowiki_records_round_trip(workdir: Path, generated: Generated) -> None:
+    for example, record, texts in round_trip(workdir, load_twowiki, generated, False):
         assert [p.text for p in example.passages] == texts
         assert [(h.relation, h.answer) for h in example.hops] == [
             (r, o) for _, r, o in record["evidences"]]
@@ -187,12 +193,8 @@ def test_valid_twowiki_records_round_trip(workdir: Path,
 
 @FUZZ
 @given(generated=record_lists(musique_records))
-def test_valid_musique_records_round_trip(workdir: Path,
-                                          generated: list[tuple[Record, list[str]]]) -> None:
-    records = [record for record, _ in generated]
-    examples = load_musique(write(workdir, dump(records, True), True)).examples
-    assert len(examples) == len(records)
-    for example, (record, resolved) in zip(examples, generated, strict=True):
+def test_valid_musique_records_round_trip(workdir: Path, generated: Generated) -> None:
+    for example, record, resolved in round_trip(workdir, load_musique, generated, True):
         by_idx = {p["idx"]: p["title"] for p in record["paragraphs"]}
         steps = record["question_decomposition"]
         assert [h.question for h in example.hops] == resolved
@@ -252,6 +254,14 @@ def parent_of(root: Any, path: tuple[Any, ...]) -> Any:
     return root
 
 
+def in_every_format(test: Callable[..., None]) -> Callable[..., None]:
+    """A corruption test, fuzzed, once per format of FORMATS: it takes `loader`,
+    `records_strategy`, `jsonl`, `required` and hypothesis's `data`."""
+    fuzzed = FUZZ(given(data=st.data())(test))
+    return pytest.mark.parametrize(("loader", "records_strategy", "jsonl", "required"),
+                                   FORMATS, ids=FORMAT_IDS)(fuzzed)
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner,
@@ -260,10 +270,7 @@ json_values = st.recursive(
 )
 
 
-@pytest.mark.parametrize(("loader", "records_strategy", "jsonl", "required"), FORMATS,
-                         ids=FORMAT_IDS)
-@FUZZ
-@given(data=st.data())
+@in_every_format
 def test_truncated_file_loads_a_complete_prefix_or_raises_data_error(
         workdir: Path, loader: Loader, records_strategy: RecordLists,
         jsonl: bool, required: tuple[str, ...], data: st.DataObject) -> None:
@@ -279,10 +286,7 @@ def test_truncated_file_loads_a_complete_prefix_or_raises_data_error(
             assert outcome.examples == full
 
 
-@pytest.mark.parametrize(("loader", "records_strategy", "jsonl", "required"), FORMATS,
-                         ids=FORMAT_IDS)
-@FUZZ
-@given(data=st.data())
+@in_every_format
 def test_deleted_key_loads_fully_or_raises_data_error_naming_required_key(
         workdir: Path, loader: Loader, records_strategy: RecordLists,
         jsonl: bool, required: tuple[str, ...], data: st.DataObject) -> None:
@@ -299,10 +303,7 @@ def test_deleted_key_loads_fully_or_raises_data_error_naming_required_key(
         assert len(outcome.examples) == len(records)
 
 
-@pytest.mark.parametrize(("loader", "records_strategy", "jsonl", "required"), FORMATS,
-                         ids=FORMAT_IDS)
-@FUZZ
-@given(data=st.data())
+@in_every_format
 def test_swapped_type_loads_fully_or_raises_data_error(
         workdir: Path, loader: Loader, records_strategy: RecordLists,
         jsonl: bool, required: tuple[str, ...], data: st.DataObject) -> None:

@@ -36,74 +36,85 @@ Loader = Callable[..., Dataset]
 # ---------------------------------------------------------------- record builders
 
 
-def hotpot_record(**changes: Any) -> dict[str, Any]:
-    record: dict[str, Any] = {
-        "_id": "h1",
-        "question": "Which city is the capital of the country where Alpha was born?",
-        "answer": "Zed",
-        "type": "bridge",
-        "level": "hard",
-        "context": [
-            ["Alpha", ["Alpha was born in Beta.", " Alpha wrote books."]],
-            ["Beta", ["Beta is a country.", " Its capital is Zed."]],
-            ["Gamma", ["Gamma is unrelated."]],
-        ],
-        "supporting_facts": [["Alpha", 0], ["Beta", 1], ["Alpha", 1]],
-    }
-    record.update(changes)
-    return record
+Record = dict[str, Any]
 
 
-def twowiki_record(**changes: Any) -> dict[str, Any]:
-    record: dict[str, Any] = {
-        "_id": "w1",
-        "type": "compositional",
-        "question": "Who is the father of the director of film The Ride (1994 Film)?",
-        "answer": "Zdeněk Svěrák",
-        "context": [
-            ["Other Film", ["Other Film is a film.", "It is unrelated."]],
-            ["The Ride (1994 film)", ["The Ride is a 1994 film.", "It was directed by Jan."]],
-            ["Jan Svěrák", ["Jan Svěrák is a director.", "His father is Zdeněk Svěrák."]],
-        ],
-        "entity_ids": "Q1_Q2",
-        "supporting_facts": [["The Ride (1994 film)", 1], ["Jan Svěrák", 1]],
-        "evidences": [["The Ride", "director", "Jan Svěrák"],
-                      ["Jan Svěrák", "father", "Zdeněk Svěrák"]],
-        "evidences_id": [["Q1", "director", "Q2"], ["Q2", "father", "Q3"]],
-        "answer_id": "Q3",
-    }
-    record.update(changes)
-    return record
+def changed(record: Record, **changes: Any) -> Record:
+    """A fresh deep copy of `record` with `changes` set (a test may edit what it gets)."""
+    return {**copy.deepcopy(record), **changes}
 
 
-def musique_record(**changes: Any) -> dict[str, Any]:
-    record: dict[str, Any] = {
-        "id": "3hop1__1_2_3",
-        "question": "Where was the founder of the maker of the Oriole born?",
-        "answer": "Springfield",
-        "answer_aliases": ["Springfield, Ohio"],
-        "answerable": True,
-        "paragraphs": [
-            {"idx": 0, "title": "Noise", "paragraph_text": "Noise text.",
-             "is_supporting": False},
-            {"idx": 1, "title": "Oriole", "paragraph_text": "Made by Acme.",
-             "is_supporting": True},
-            {"idx": 2, "title": "Acme", "paragraph_text": "Founded by Bob.",
-             "is_supporting": True},
-            {"idx": 3, "title": "Bob", "paragraph_text": "Born in Springfield.",
-             "is_supporting": True},
-        ],
-        "question_decomposition": [
-            {"id": 1, "question": "Who made the Oriole?", "answer": "Acme",
-             "paragraph_support_idx": 1},
-            {"id": 2, "question": "#1 >> founded by", "answer": "Bob",
-             "paragraph_support_idx": 2},
-            {"id": 3, "question": "Where was #2 born?", "answer": "Springfield",
-             "paragraph_support_idx": 3},
-        ],
-    }
-    record.update(changes)
-    return record
+HOTPOT: Record = {
+    "_id": "h1",
+    "question": "Which city is the capital of the country where Alpha was born?",
+    "answer": "Zed",
+    "type": "bridge",
+    "level": "hard",
+    "context": [
+        ["Alpha", ["Alpha was born in Beta.", " Alpha wrote books."]],
+        ["Beta", ["Beta is a country.", " Its capital is Zed."]],
+        ["Gamma", ["Gamma is unrelated."]],
+    ],
+    "supporting_facts": [["Alpha", 0], ["Beta", 1], ["Alpha", 1]],
+}
+
+
+TWOWIKI: Record = {
+    "_id": "w1",
+    "type": "compositional",
+    "question": "Who is the father of the director of film The Ride (1994 Film)?",
+    "answer": "Zdeněk Svěrák",
+    "context": [
+        ["Other Film", ["Other Film is a film.", "It is unrelated."]],
+        ["The Ride (1994 film)", ["The Ride is a 1994 film.", "It was directed by Jan."]],
+        ["Jan Svěrák", ["Jan Svěrák is a director.", "His father is Zdeněk Svěrák."]],
+    ],
+    "entity_ids": "Q1_Q2",
+    "supporting_facts": [["The Ride (1994 film)", 1], ["Jan Svěrák", 1]],
+    "evidences": [["The Ride", "director", "Jan Svěrák"],
+                  ["Jan Svěrák", "father", "Zdeněk Svěrák"]],
+    "evidences_id": [["Q1", "director", "Q2"], ["Q2", "father", "Q3"]],
+    "answer_id": "Q3",
+}
+
+
+MUSIQUE: Record = {
+    "id": "3hop1__1_2_3",
+    "question": "Where was the founder of the maker of the Oriole born?",
+    "answer": "Springfield",
+    "answer_aliases": ["Springfield, Ohio"],
+    "answerable": True,
+    "paragraphs": [
+        {"idx": 0, "title": "Noise", "paragraph_text": "Noise text.",
+         "is_supporting": False},
+        {"idx": 1, "title": "Oriole", "paragraph_text": "Made by Acme.",
+         "is_supporting": True},
+        {"idx": 2, "title": "Acme", "paragraph_text": "Founded by Bob.",
+         "is_supporting": True},
+        {"idx": 3, "title": "Bob", "paragraph_text": "Born in Springfield.",
+         "is_supporting": True},
+    ],
+    "question_decomposition": [
+        {"id": 1, "question": "Who made the Oriole?", "answer": "Acme",
+         "paragraph_support_idx": 1},
+        {"id": 2, "question": "#1 >> founded by", "answer": "Bob",
+         "paragraph_support_idx": 2},
+        {"id": 3, "question": "Where was #2 born?", "answer": "Springfield",
+         "paragraph_support_idx": 3},
+    ],
+}
+
+
+def hotpot_record(**changes: Any) -> Record:
+    return changed(HOTPOT, **changes)
+
+
+def twowiki_record(**changes: Any) -> Record:
+    return changed(TWOWIKI, **changes)
+
+
+def musique_record(**changes: Any) -> Record:
+    return changed(MUSIQUE, **changes)
 
 
 def write_json(path: Path, records: Any) -> Path:

@@ -13,19 +13,19 @@ from conftest import invoke
 
 from cuer_agent.data import load_dataset
 from cuer_agent.execution import AgentConfig, Executor, RunResult, identity
-from cuer_agent.experiments.propagation import (
-    PropagationConfig,
-    _Injector,
-    distractor_answers,
-    example_rows,
-    inject,
-)
 from cuer_agent.interventions import get_fault
 from cuer_agent.interventions.facts import fact_source
 from cuer_agent.interventions.persistence import FaultCondition, fault_condition, query_key
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.llm.extractive import ExtractiveBackend
 from cuer_agent.retrieval import BM25Retriever
+from cuer_agent.studies.propagation.runner import (
+    PropagationConfig,
+    _Injector,
+    distractor_answers,
+    example_rows,
+    inject,
+)
 
 REAL_ID = re.compile(r"[0-9a-f]{8}-p\d+-c\d+")
 

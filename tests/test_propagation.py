@@ -6,16 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import PROPAGATE, QUIET, Studies, invoke
+from conftest import PROPAGATE, QUIET, Studies, invoke, run_study
 
-from cuer_agent.experiments.propagation import DEFAULT_FAULTS
+from cuer_agent.studies.propagation.runner import DEFAULT_FAULTS
 
 pytestmark = pytest.mark.background(PROPAGATE)  # the shared study, made in the background lane
-
-
-def propagate(out: Path, *extra: str) -> tuple[int, str]:
-    result = invoke([*PROPAGATE, "--out", str(out), *QUIET, *extra])
-    return result.exit_code, result.stdout + result.stderr
 
 
 @pytest.fixture(scope="module")
@@ -149,7 +144,7 @@ def test_stage_transitions_are_weighted_edges(study: Path) -> None:
 
 
 def test_same_seed_gives_the_same_records_bytes(study: Path, tmp_path: Path) -> None:
-    assert propagate(tmp_path / "again")[0] == 0
+    assert run_study(PROPAGATE, tmp_path / "again")[0] == 0
     assert (tmp_path / "again" / "records.jsonl").read_bytes() == \
         (study / "records.jsonl").read_bytes()
     assert (tmp_path / "again" / "summary.json").read_bytes() == \
@@ -177,7 +172,7 @@ def test_replaying_a_skipped_record_is_exit_2_giving_its_skip_reason(study: Path
 
 
 def test_unknown_fault_is_exit_2_before_work(tmp_path: Path) -> None:
-    code, text = propagate(tmp_path / "r", "--faults", "gremlins")
+    code, text = run_study(PROPAGATE, tmp_path / "r", "--faults", "gremlins")
     assert code == 2 and "unknown fault" in text
     assert not (tmp_path / "r").exists()
 
@@ -216,6 +211,6 @@ def test_a_config_file_is_read_and_flags_override_it(tmp_path: Path) -> None:
 def test_an_unknown_fault_in_the_config_is_exit_2_before_work(tmp_path: Path) -> None:
     config = tmp_path / "study.toml"
     config.write_text('[propagation]\nfaults = ["gremlins"]\n')
-    code, text = propagate(tmp_path / "r", "--config", str(config))
+    code, text = run_study(PROPAGATE, tmp_path / "r", "--config", str(config))
     assert code == 2 and "unknown fault" in text
     assert not (tmp_path / "r").exists()

@@ -20,8 +20,6 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "cuer_agent"
 """With its symlinked subpackages (`cuer_agent/graphs` → `graphs/`, `cuer_agent/diagnosers`
 → `diagnosers/`), walked as the package finder walks them."""
-ALLOWED_CYCLES = [{"cuer_agent.parallel", "cuer_agent._ray"}]
-"""`parallel` imports `_ray` only when `--executor ray` is asked for (the `ray` extra)."""
 
 
 def _modules() -> dict[str, Path]:
@@ -62,11 +60,11 @@ def _import_graph() -> nx.DiGraph:
     return graph
 
 
-def test_the_import_graph_has_no_cycle_but_the_ray_extras_lazy_import() -> None:
+def test_the_import_graph_has_no_cycle() -> None:
     graph = _import_graph()
     assert graph.number_of_nodes() > 100 and graph.number_of_edges() > 300
     cycles = [set(c) for c in nx.strongly_connected_components(graph) if len(c) > 1]
-    assert cycles == ALLOWED_CYCLES
+    assert cycles == []
 
 
 def test_importing_the_backend_protocol_imports_no_http_client() -> None:

@@ -11,8 +11,8 @@ import pytest
 
 from cuer_agent.config import StudyConfig
 from cuer_agent.errors import DataError
-from cuer_agent.experiments.summaries import EvaluateSummary
 from cuer_agent.report import build_report, write_report
+from cuer_agent.studies.schemas import EvaluateSummary
 
 SECTIONS = ("Read this before quoting a number", "Single-shot CUE-R study",
             "Evidence-role distribution", "Agentic fault propagation",

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from recording import Recorder
+from varenia import CITY, DIRECTOR, QUESTION, example_over
 
-from cuer_agent.data import Example, Passage
+from cuer_agent.data import Passage
 from cuer_agent.execution import AgentConfig, Executor, RunResult
 from cuer_agent.interventions.persistence import FaultCondition
 from cuer_agent.llm.backends import SkillClient
@@ -15,14 +16,10 @@ from cuer_agent.trace import Trace
 PASSAGES = (
     Passage(title="Quorin Rising", index=0,
             text="Quorin Rising is a 1987 drama film. It was directed by Orlan Vessimer."),
-    Passage(title="Orlan Vessimer", index=1,
-            text="Orlan Vessimer is a film director. Vessimer was born in Kettel Harbor."),
-    Passage(title="Kettel Harbor", index=2,
-            text="Kettel Harbor is a city located in the country of Varenia."),
+    DIRECTOR,
+    CITY,
 )
-QUESTION = "In which country was the director of Quorin Rising born?"
-EXAMPLE = Example(id="ex1", dataset="test", answer="Varenia", passages=PASSAGES,
-                  question=QUESTION)
+EXAMPLE = example_over(PASSAGES)
 
 
 def plans(recorder: Recorder) -> list[PlanRequest]:

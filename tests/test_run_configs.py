@@ -1,5 +1,5 @@
 """A run directory's `config.json`: one schema for every study command, read back typed
-(`cuer_agent.experiments.run_configs`)."""
+(`cuer_agent.studies._common.run_configs`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cuer_agent.errors import DataError
-from cuer_agent.experiments.run_configs import (
+from cuer_agent.studies._common.run_configs import (
     CuerRunConfig,
     EvaluateRunConfig,
     PropagateRunConfig,
@@ -22,7 +22,7 @@ from cuer_agent.experiments.run_configs import (
     read_run_config,
     validate_run_config,
 )
-from cuer_agent.experiments.summaries import SCHEMA_DIR
+from cuer_agent.studies.schemas import SCHEMA_DIR
 
 SMALL = ["--n", "2", *QUIET]
 

@@ -17,7 +17,10 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
 from cuer_agent.errors import DataError
-from cuer_agent.experiments.summaries import (
+from cuer_agent.runs import RunDir
+from cuer_agent.studies._common.cells import Part
+from cuer_agent.studies.cuer.cells import DatasetRoles
+from cuer_agent.studies.schemas import (
     SCHEMA_DIR,
     SCHEMAS,
     CuerSummary,
@@ -29,8 +32,6 @@ from cuer_agent.experiments.summaries import (
     schema_texts,
     validate_summary,
 )
-from cuer_agent.experiments.summary_cells import DatasetRoles, Part
-from cuer_agent.runs import RunDir
 
 EVALUATE_10 = ("evaluate", "--hops", "2", "--n", "10",
                "--diagnosers", "chance,trace-rule,coverage,frozen-hop")
@@ -124,7 +125,7 @@ def test_the_committed_schemas_are_current() -> None:
     assert committed == set(SCHEMAS)
     for name, text in schema_texts().items():
         assert (SCHEMA_DIR / name).read_text(encoding="utf-8") == text, (
-            f"docs/schemas/{name} is stale: run python -m cuer_agent.experiments.summaries")
+            f"docs/schemas/{name} is stale: run python -m cuer_agent.studies.schemas")
 
 
 def test_main_writes_every_schema(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,16 +12,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cuer_agent.experiments.tampering_outcomes import (
-    query_contaminated,
-    span_recall,
-    tampering_outcome,
-)
 from cuer_agent.interventions import CorpusItem, FaultInput, get_fault
 from cuer_agent.interventions.tampering import (
     FALLBACK_NAMES,
     SKIP_REASONS,
     content_tampering,
+)
+from cuer_agent.studies.propagation.tampering_outcomes import (
+    query_contaminated,
+    span_recall,
+    tampering_outcome,
 )
 
 QUESTION = "Who is the spouse of the director of Inception?"

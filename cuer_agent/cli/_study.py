@@ -95,7 +95,7 @@ def open_run(out: Path, config: dict[str, Any]) -> Any:
     """The run directory, made with `config` (checked against its command's schema) or
     resumed if it holds the same one. It is noted as this command's run, so an interrupt
     can say what was saved there (`_app.user_errors`)."""
-    from cuer_agent.experiments.run_configs import open_run_dir
+    from cuer_agent.studies._common.run_configs import open_run_dir
 
     run_dir = open_run_dir(out, config)
     RUNNING["run_dir"] = run_dir.path

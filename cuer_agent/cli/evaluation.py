@@ -60,8 +60,8 @@ def replay_cmd(
     no_cache: NoCache = False,
 ) -> None:
     """Re-execute one stored record and check that the same trace comes out (exit 1 if not)."""
-    from cuer_agent.experiments.replay import replay, replayable_config
-    from cuer_agent.experiments.run_configs import absent_keys
+    from cuer_agent.studies._common.run_configs import absent_keys
+    from cuer_agent.studies.replay import replay, replayable_config
 
     run_config = replayable_config(run_dir)  # missing, damaged or not replayable → exit 2
     skills = skill_client(replayed_engine(run_config.backend, timeout), run_config.data.seed,
@@ -100,9 +100,10 @@ def evaluate_cmd(
     """CUE-R baseline + agentic fault propagation + diagnoser comparison, with a report."""
     from cuer_agent.config import load_config, merged
     from cuer_agent.diagnosers import get_diagnoser
-    from cuer_agent.experiments.evaluate import run_evaluate
-    from cuer_agent.experiments.evaluate_report import print_headline
     from cuer_agent.provenance import provenance
+    from cuer_agent.report import write_report
+    from cuer_agent.studies.evaluate.report import print_headline
+    from cuer_agent.studies.evaluate.runner import run_evaluate
 
     study = load_config(config)
     data, agent = study_sections(study, data_flags, agent_flags, redundancy=redundancy)
@@ -130,7 +131,9 @@ def evaluate_cmd(
     summary = run_evaluate(ds, skills, run_dir, study, show_progress=execution.progress,
                            parallel=parallel,
                            provenance=provenance(command_line(ctx), data.path))
-    print_headline(summary, run_dir.path, skills.ledger.to_dict())
+    console = print_headline(summary, skills.ledger.to_dict())
+    md, html = write_report(run_dir.path)
+    console.print(f"→ {run_dir.path}  ({md.name}, {html.name})")
 
 
 @app.command("report")

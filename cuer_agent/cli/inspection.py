@@ -38,7 +38,7 @@ def data_stats(
     (It runs no agent, so it has no --hops.)"""
     from cuer_agent.config import StudyConfig
     from cuer_agent.data._select import load_study_data
-    from cuer_agent.experiments.data_stats import dataset_stats
+    from cuer_agent.studies._common.data_stats import dataset_stats
 
     data = data_flags.section(StudyConfig())
     ds = load_study_data(data.dataset, data.path, data.n, data.hops, data.seed,
@@ -147,13 +147,13 @@ def diagnose_cmd(
     from cuer_agent.config import StudyConfig, merged
     from cuer_agent.data import load_dataset
     from cuer_agent.diagnosers import get_diagnoser
-    from cuer_agent.experiments.diagnose_traces import (
+    from cuer_agent.studies.diagnose.labels import read_labels
+    from cuer_agent.studies.diagnose.traces import (
         check_diagnosers,
         run_diagnose_traces,
         trace_only_diagnosers,
     )
-    from cuer_agent.experiments.diagnose_traces_report import scores_line
-    from cuer_agent.experiments.trace_labels import read_labels
+    from cuer_agent.studies.diagnose.traces_report import scores_line
 
     if (gold is None) != (dataset is None):
         raise CuerError("--gold and --dataset go together")

@@ -64,8 +64,8 @@ def run_cmd(
     """Run the agent (or the single-shot system) and write traces.jsonl + summary.json."""
     from cuer_agent.config import load_config
     from cuer_agent.execution import AgentConfig, Executor
-    from cuer_agent.experiments.run_agent import run_dataset
     from cuer_agent.runs import canonical_json
+    from cuer_agent.studies._common.run_agent import run_dataset
 
     modes = {"agentic": "agentic", "single-shot": "single_shot", "single_shot": "single_shot"}
     if mode not in modes:
@@ -131,10 +131,10 @@ def cuer_cmd(
     (It runs no agent, so it has no --hops.)"""
     from cuer_agent.config import load_config, merged
     from cuer_agent.execution import AgentConfig, Executor
-    from cuer_agent.experiments.cuer import run_cuer
-    from cuer_agent.experiments.cuer_report import cuer_table, write_cuer_summary
-    from cuer_agent.experiments.run_agent import retriever_factory
-    from cuer_agent.experiments.run_configs import cuer_record
+    from cuer_agent.studies._common.run_agent import retriever_factory
+    from cuer_agent.studies._common.run_configs import cuer_record
+    from cuer_agent.studies.cuer.report import cuer_table, write_cuer_summary
+    from cuer_agent.studies.cuer.runner import run_cuer
 
     study = load_config(config)
     data = data_flags.section(study)
@@ -144,7 +144,7 @@ def cuer_cmd(
                  replace_hardness_sweep=replace_hardness,
                  weight_sensitivity=weight_sensitivity)
     parallel, skills, ds = open_study(engine, data, execution, joined(data.gold_hops))
-    from cuer_agent.experiments.pools import single_shot_data
+    from cuer_agent.studies._common.pools import single_shot_data
     ds = single_shot_data(ds, cfg.questions, cfg.pool_size)
     out = run_path(out, "cuer", data.dataset)
     run_dir = open_run(out, cuer_record(source=ds.source, data=data.model_dump(mode="json"),
@@ -184,8 +184,8 @@ def propagate_cmd(
     """Agentic fault propagation: inject a fault at hop h, let the agent re-execute."""
     from cuer_agent.config import load_config, merged
     from cuer_agent.execution import AgentConfig, Executor
-    from cuer_agent.experiments.propagation_report import propagation_tables, run_and_summarize
-    from cuer_agent.experiments.run_configs import propagate_record
+    from cuer_agent.studies._common.run_configs import propagate_record
+    from cuer_agent.studies.propagation.report import propagation_tables, run_and_summarize
 
     study = load_config(config)
     data, agent = study_sections(study, data_flags, agent_flags, redundancy=redundancy)

@@ -108,7 +108,7 @@ class World:
 
     seed: int
     size: int
-    graph: nx.MultiDiGraph
+    graph: nx.MultiDiGraph[int]
     passages: list[Passage]
     """Every paragraph of every article: entity `e`'s are `passages[start[e]:start[e + 1]]`
     (`title` = its name, `index` = paragraph number)."""
@@ -230,7 +230,8 @@ class World:
 
     def stem(self, entity: int) -> str:
         """The invented word the entity shares with its family."""
-        return self.graph.nodes[entity]["stem"]
+        stem: str = self.graph.nodes[entity]["stem"]
+        return stem
 
     def relations(self, entity: int) -> list[tuple[str, int]]:
         """Outgoing (relation, object) pairs in insertion order."""
@@ -479,12 +480,13 @@ def _literal_values(rng: np.random.Generator, by_type: dict[str, np.ndarray],
 def _years_after(rng: np.random.Generator, base: np.ndarray, lo: int, hi: int) -> np.ndarray:
     """A year uniformly in [base + lo, min(base + hi, LAST_YEAR)] (base + lo <= LAST_YEAR)."""
     top = np.minimum(base + hi, LAST_YEAR)
-    return base + lo + (rng.random(len(base)) * (top - base - lo + 1)).astype(np.int64)
+    years: np.ndarray = base + lo + (rng.random(len(base)) * (top - base - lo + 1)).astype(np.int64)
+    return years
 
 
 def _graph(seed: int, size: int, names: list[str], type_of: list[str],
            family_of: np.ndarray, stems: list[str], by_type: dict[str, np.ndarray],
-           targets: Targets, values: np.ndarray) -> nx.MultiDiGraph:
+           targets: Targets, values: np.ndarray) -> nx.MultiDiGraph[int]:
     """Nodes are entity numbers with their attributes; edges are keyed by relation."""
     graph: nx.MultiDiGraph[int] = nx.MultiDiGraph(seed=seed, size=size)
     fam = family_of.tolist()

@@ -55,7 +55,7 @@ def hex_to_base64(value: str) -> str:
 def to_protobuf_json(request: dict[str, Any]) -> dict[str, Any]:
     """The same request with base64 ids, as protobuf's JSON parser expects them (the one
     deviation of OTLP/JSON from the protobuf JSON mapping)."""
-    out = json.loads(json.dumps(request))
+    out: dict[str, Any] = json.loads(json.dumps(request))
     for resource in out.get("resourceSpans", []):
         for scope in resource.get("scopeSpans", []):
             for span in scope.get("spans", []):

@@ -24,12 +24,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
 from cuer_agent.data import Example, Passage
 from cuer_agent.trace import evidence_id
+
+if TYPE_CHECKING:
+    from cuer_agent.data._synthetic_world import World
 
 Kind = Literal["conflicting", "stale"]
 
@@ -92,7 +95,7 @@ class SyntheticFacts:
         self.seed, self.size, self.redundancy = seed, size, redundancy
 
     @property
-    def world(self) -> Any:
+    def world(self) -> World:
         from cuer_agent.data.synthetic import world_of
 
         return world_of(self.seed, self.size, self.redundancy)

@@ -66,7 +66,7 @@ lower-priority strategy, so the strategy never depends on the distractor pool).
 **Words and spans** (whole-word matching, capitalised spans, common word sequences,
 stopwords, connectors) are `cuer_agent.interventions._text`'s certified-span helpers.
 The study's outcome helpers (resisted / absorbed / derailed, query contamination) live
-with the study: `cuer_agent.experiments.tampering_outcomes`.
+with the study: `cuer_agent.studies.propagation.tampering_outcomes`.
 """
 
 from __future__ import annotations

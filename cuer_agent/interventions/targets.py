@@ -14,7 +14,7 @@ better-ranked item.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +36,8 @@ def select_target(evidence: Sequence[Evidence], used_ids: Collection[str],
                   gold_titles: Collection[str]) -> Target | None:
     """The CUE-R target, or None when nothing is in view."""
     used, gold = set(used_ids), set(gold_titles)
-    rules = (("used+gold", lambda ev: ev["id"] in used and ev["title"] in gold),
+    rules: tuple[tuple[str, Callable[[Evidence], bool]], ...] = (
+             ("used+gold", lambda ev: ev["id"] in used and ev["title"] in gold),
              ("used", lambda ev: ev["id"] in used),
              ("gold", lambda ev: ev["title"] in gold),
              ("top", lambda ev: True))

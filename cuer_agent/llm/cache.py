@@ -210,7 +210,8 @@ class Ledger:
 
     def total(self, name: str) -> float:
         with self._lock:
-            return sum(getattr(c, name) for c in self.by_skill.values())
+            total: float = sum(getattr(c, name) for c in self.by_skill.values())
+        return total
 
     def to_dict(self, *, timings: bool = True) -> dict[str, Any]:
         """Totals plus a per-skill breakdown. `timings=False` drops latency, for fields

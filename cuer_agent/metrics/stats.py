@@ -39,8 +39,8 @@ def bootstrap_ci(values: ArrayLike, *, n_resamples: int = DEFAULT_RESAMPLES,
     idx = rng.integers(0, n, size=(n_resamples, n))
     means = data[:, idx].mean(axis=2)  # (m, n_resamples)
     tail = (1.0 - confidence) / 2.0
-    out = np.quantile(means, [tail, 1.0 - tail], axis=1).T
-    return out[0] if single else out
+    rows: NDArray[np.float64] = np.quantile(means, [tail, 1.0 - tail], axis=1).T
+    return rows[0] if single else rows
 
 
 def cluster_bootstrap_ci(values: ArrayLike, clusters: Sequence[object], *,
@@ -58,7 +58,8 @@ def cluster_bootstrap_ci(values: ArrayLike, clusters: Sequence[object], *,
     idx = rng.integers(0, len(labels), size=(n_resamples, len(labels)))
     means = sums[idx].sum(axis=1) / counts[idx].sum(axis=1)
     tail = (1.0 - confidence) / 2.0
-    return np.quantile(means, [tail, 1.0 - tail])
+    ci: NDArray[np.float64] = np.quantile(means, [tail, 1.0 - tail])
+    return ci
 
 
 MIN_CELL = 10

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from cuer_agent.errors import DataError
-from cuer_agent.experiments.summaries import EvaluateSummary, read_summary
 from cuer_agent.report._render import FIGURE_DIR, Block, Figure, Row, to_html, to_markdown
 from cuer_agent.report._sections import all_sections
+from cuer_agent.studies.schemas import EvaluateSummary, read_summary
 
 __all__ = ["build_report", "write_report"]
 
@@ -46,7 +46,7 @@ def write_report(run_dir: Path) -> tuple[Path, Path]:
     `report_figures/`. Returns the paths of the two reports.
 
     The summary must validate as an `EvaluateSummary`
-    (`cuer_agent.experiments.summaries`): otherwise a `DataError` names the file and the
+    (`cuer_agent.studies.schemas`): otherwise a `DataError` names the file and the
     first bad key, and nothing is written."""
     run_dir = Path(run_dir)
     path = run_dir / "summary.json"

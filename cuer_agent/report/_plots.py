@@ -14,7 +14,7 @@ from typing import Any
 import matplotlib
 from matplotlib.figure import Figure
 
-from cuer_agent.experiments.summary_cells import hop_key
+from cuer_agent.studies._common.cells import hop_key
 
 DPI = 100
 SIZE = (7.0, 3.8)

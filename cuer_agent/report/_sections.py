@@ -6,9 +6,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from cuer_agent.experiments.evaluate_headline import FAMILIES, family
-from cuer_agent.experiments.evaluate_headline import headline as headline_of
-from cuer_agent.experiments.evaluate_notes import SHOWN
 from cuer_agent.report import _plots, _tables
 from cuer_agent.report._format import ci, num
 from cuer_agent.report._render import (
@@ -22,6 +19,9 @@ from cuer_agent.report._render import (
     Row,
     Table,
 )
+from cuer_agent.studies.evaluate.caveats import SHOWN
+from cuer_agent.studies.evaluate.headline import FAMILIES, family
+from cuer_agent.studies.evaluate.headline import headline as headline_of
 
 NOTES_TITLE = "Read this before quoting a number"
 

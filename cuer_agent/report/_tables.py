@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuer_agent.experiments.evaluate_headline import Cell, Headline
-from cuer_agent.experiments.summary_cells import hop_key
 from cuer_agent.report import _reference as ref
 from cuer_agent.report._format import DASH, ci, mean_ci, num, pval, share, signed
 from cuer_agent.report._render import Table
+from cuer_agent.studies._common.cells import hop_key
+from cuer_agent.studies.evaluate.headline import Cell, Headline
 
 _VERDICT: dict[object, str] = {True: "yes", False: "no"}
 _BEATS: dict[object, str] = {True: "yes", False: "NO"}

@@ -1,118 +1,19 @@
-"""The parts of `summary.json` shared by the studies, and those of `run` and `cuer`.
-
-Every part forbids unknown keys, so a renamed key is an error. A key a study writes only
-sometimes (`delta` of a counterfactual condition, `ablations`, `roles.dataset`…) is
-declared with `absent()`: optional, never null. A free-form mapping (per condition, per
-fault, per hop) is a `dict` of a typed cell. The top-level models are in
-`cuer_agent.experiments.summaries`.
-"""
+"""The parts of `summary.json` of the CUE-R study (`cuer`, and `single_shot` of
+`evaluate`). Conventions: `cuer_agent.studies._common.cells`."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import Discriminator, Field, Tag
 
-Interval = tuple[float, float]
-"""A confidence interval [low, high]."""
-HopKey = Annotated[str, Field(pattern=r"^[0-9]+$")]
-"""A hop or depth number as a JSON object key ("1", "2", …; "0" is the answer level)."""
-
-
-def hop_key(key: str) -> tuple[int, str]:
-    """Sort key for hop / depth keys such as "1", "2", "10" (numeric first)."""
-    return (int(key), "") if str(key).isdigit() else (10**9, str(key))
-
+from cuer_agent.studies._common.cells import Interval, Ledger, MeanCI, Part, Skipped, absent
+from cuer_agent.studies.cuer.runner import CuerConfig
 
 RoleLabel = Literal["corrective", "constructive", "distractive", "confidence-distorting",
                     "redundant", "neutral"]
+"""The evidence roles (`cuer_agent.roles`)."""
 
-
-class Part(BaseModel):
-    """A part of a summary: unknown keys are errors; field docstrings document it."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-
-def _no_default(schema: dict[str, Any]) -> None:
-    schema.pop("default", None)
-
-
-def absent() -> Any:
-    """A key written only in some runs: optional, but never null when present."""
-    return Field(None, json_schema_extra=_no_default)
-
-
-# ------------------------------------------------------------------------- shared cells
-
-class MeanCI(Part):
-    """A mean with its confidence interval."""
-
-    mean: float | None
-    """The mean; null when there is nothing to average."""
-    ci: Interval | None
-    """Its 95 % interval [low, high] (percentile bootstrap, or Wilson for a 0/1 share);
-    null with the mean."""
-
-
-class Ledger(Part):
-    """What the skill requests of a run cost, from its trace rows alone (a resumed run
-    counts the same)."""
-
-    requests: int
-    """Skill requests the run made."""
-    calls: int
-    """Distinct requests: what a cold response cache costs."""
-    cache_hits: int
-    """Requests that repeat an earlier one (`requests - calls`)."""
-    parse_failures: int
-    """Replies that could not be parsed."""
-    parse_failure_rate: float
-    """`parse_failures / requests` (0.0 without requests)."""
-    errors: int
-    """Traces cut short by a request that still failed after all its attempts."""
-    retries: int
-    """Retries behind the replies the run used (and behind failed requests)."""
-    prompt_tokens: int
-    """Prompt tokens of the replies used."""
-    completion_tokens: int
-    """Completion tokens of the replies used."""
-    tokens: int
-    """`prompt_tokens + completion_tokens`."""
-
-
-# ---------------------------------------------------------------------------------- run
-
-class Accuracy(Part):
-    """Mean answer scores over the examples (max over gold aliases)."""
-
-    soft: float
-    """Soft correctness: EM, yes/no agreement, numeric equivalence, or F1 >= 0.8."""
-    em: float
-    """Exact match, as the official HotpotQA evaluator normalises answers."""
-    f1: float
-    """Token F1, as the official HotpotQA evaluator computes it."""
-
-
-class GoldHopsAccuracy(Part):
-    """Soft accuracy over the examples with one gold hop count."""
-
-    n: int
-    """Examples with this gold hop count."""
-    soft: float
-    """Their mean soft correctness."""
-
-
-class RunError(Part):
-    """A trace that carries an error."""
-
-    example_id: str
-    """The example."""
-    error: str
-    """Why the trace stopped (the server's failure, after all retries)."""
-
-
-# --------------------------------------------------------------------------------- cuer
 
 class DeltaStat(Part):
     """A paired change against the original on the same examples."""
@@ -352,3 +253,25 @@ class Roles(Part):
                        | Annotated[SuppressedRoles, Tag("SuppressedRoles")],
                        Discriminator(_roles_kind)] = absent()
     """Dataset-level verdicts (absent when REMOVE has no paired examples)."""
+
+
+# ----------------------------------------------------------------------- cuer summary
+
+class CuerSummary(Part):
+    """`summary.json` of `cuer-agent cuer`, from its record rows alone."""
+
+    n: int
+    """Examples (or per-hop questions) whose original ran."""
+    conditions: dict[str, CuerCondition]
+    """original, remove, replace, duplicate, zero_retrieval, random_target and the
+    ablation conditions, in run order."""
+    skipped: Skipped
+    ablations: Ablations = absent()
+    """Present when the config asks for an ablation."""
+    findings: list[str]
+    """One sentence per main operator: does Δcorrectness follow the paper's pattern? (or
+    why the data carry no verdict)."""
+    roles: Roles
+    ledger: Ledger
+    config: CuerConfig
+    """The `[cuer]` study config."""

@@ -17,12 +17,12 @@ from rich.progress import Progress
 
 from cuer_agent.data import Dataset, Example, Passage
 from cuer_agent.execution import Executor
-from cuer_agent.experiments.summaries import RunSummary
 from cuer_agent.llm.cache import Ledger
 from cuer_agent.metrics import answer_scores
 from cuer_agent.parallel import Parallelism, ordered_map
 from cuer_agent.retrieval import BM25Retriever, Retriever
 from cuer_agent.runs import RunDir, example_of, request_failed
+from cuer_agent.studies._common.cells import RunSummary
 from cuer_agent.trace import Trace
 
 TRACES = "traces.jsonl"

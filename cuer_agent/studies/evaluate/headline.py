@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cuer_agent.experiments.summary_cells import hop_key
+from cuer_agent.studies._common.cells import hop_key
 
 FAMILIES = ("gold-free", "reads gold", "oracle probes", "controls")
 

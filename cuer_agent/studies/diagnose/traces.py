@@ -10,7 +10,7 @@ JSONL (`--format cuer`: Trace lines, or a run directory's rows). No agent runs h
 * probing diagnosers re-execute the agent: they are refused before any work.
 
 Labels (for scoring only, never in a view): a labels file (`--labels`,
-`cuer_agent.experiments.trace_labels`: per trace its outcome and, when it failed, the
+`cuer_agent.studies.diagnose.labels`: per trace its outcome and, when it failed, the
 first-error hop and stage) or, for a trace exported by cuer-agent, its intervention
 record and metrics (a fault record, which names a stage, gives `fault`, `true_hop`,
 `true_stage`; a clean record gives fault "none"). A labels file wins where both exist.
@@ -38,14 +38,14 @@ from cuer_agent.config import StudyConfig
 from cuer_agent.data import Example
 from cuer_agent.diagnosers import Diagnoser, diagnoser_names, get_diagnoser, make_view
 from cuer_agent.errors import CuerError, DataError
-from cuer_agent.experiments.diagnose import CLEAN, diagnosis_fields
-from cuer_agent.experiments.diagnose_summary import attribution, diagnoser_summaries
-from cuer_agent.experiments.trace_labels import LABELLED, TraceLabel
 from cuer_agent.interchange import ImportedTrace, Unmapped, import_spans, read_spans
 from cuer_agent.interchange.export import record_metrics
 from cuer_agent.metrics import recall_correct
 from cuer_agent.metrics.attribution import chance_expected_accuracy
 from cuer_agent.runs import canonical_json, scan_rows, write_atomic
+from cuer_agent.studies.diagnose.labels import LABELLED, TraceLabel
+from cuer_agent.studies.diagnose.runner import CLEAN, diagnosis_fields
+from cuer_agent.studies.diagnose.summary import attribution, diagnoser_summaries
 from cuer_agent.trace import Trace, write_traces
 
 FORMATS = ("openinference", "cuer")
@@ -258,7 +258,7 @@ def run_diagnose_traces(path: Path, fmt: str, diagnosers: list[Diagnoser], out: 
                         labels_path: str | None = None) -> dict[str, Any]:
     """Import, diagnose, write the outputs; returns the summary. `hop_budget`: the
     agent's configured hop budget, when its user gives it (None: unknown); `labels`:
-    the labels file's entries (`trace_labels.read_labels`), for scoring."""
+    the labels file's entries (`diagnose.labels.read_labels`), for scoring."""
     check_diagnosers(diagnosers, has_gold=examples is not None)
     items, unmapped = load_traces(path, fmt, retrieval_tools)
     out.mkdir(parents=True, exist_ok=True)
@@ -277,7 +277,7 @@ def run_diagnose_traces(path: Path, fmt: str, diagnosers: list[Diagnoser], out: 
     summary = summarise(items, unmapped, rows, diagnosers, config, source=str(path), gold=gold,
                         labels=labels, labels_path=labels_path)
     write_atomic(out / "summary.json", canonical_json(summary, indent=2) + "\n")
-    from cuer_agent.experiments.diagnose_traces_report import report_markdown
+    from cuer_agent.studies.diagnose.traces_report import report_markdown
 
     write_atomic(out / "report.md", report_markdown(summary))
     return summary

@@ -28,7 +28,6 @@ from typing import Any
 
 from cuer_agent.config import StudyConfig
 from cuer_agent.diagnosers import Diagnoser
-from cuer_agent.experiments.diagnose import CLEAN
 from cuer_agent.metrics.attribution import (
     Attribution,
     abstention,
@@ -37,6 +36,7 @@ from cuer_agent.metrics.attribution import (
     chance_expected_accuracy,
     independence_baseline,
 )
+from cuer_agent.studies.diagnose.runner import CLEAN
 
 Rows = list[dict[str, Any]]
 

@@ -35,9 +35,9 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from cuer_agent.experiments.propagation import PropagationConfig
 from cuer_agent.interventions import get_fault
 from cuer_agent.metrics.stats import MIN_CELL, bootstrap_ci, wilson_interval
+from cuer_agent.studies.propagation.runner import PropagationConfig
 
 Rows = list[dict[str, Any]]
 
@@ -240,7 +240,7 @@ def stage_transitions(trace_rows: Rows, record_rows: Rows,
               and not r["metrics"]["correct"]}
     clean = {r["record"]["example_id"]: r["trace"] for r in trace_rows
              if r["record"]["condition"] == "clean"}
-    graphs: dict[str, nx.DiGraph] = {f: nx.DiGraph() for f in faults}
+    graphs: dict[str, nx.DiGraph[str]] = {f: nx.DiGraph() for f in faults}
     for row in trace_rows:
         rec = row["record"]
         if rec["record_id"] not in failed:
@@ -263,7 +263,7 @@ def stage_transitions(trace_rows: Rows, record_rows: Rows,
     return out
 
 
-def _bump(graph: nx.DiGraph, u: str, v: str) -> None:
+def _bump(graph: nx.DiGraph[str], u: str, v: str) -> None:
     weight = graph.get_edge_data(u, v, {"weight": 0})["weight"]
     graph.add_edge(u, v, weight=weight + 1)
 

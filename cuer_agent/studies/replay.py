@@ -19,15 +19,15 @@ from pydantic import ValidationError
 from cuer_agent.data._select import load_study_data
 from cuer_agent.errors import CuerError, DataError
 from cuer_agent.execution import AgentConfig, Executor
-from cuer_agent.experiments.run_configs import (
+from cuer_agent.interventions import InterventionRecord
+from cuer_agent.llm.backends import BACKENDS, SkillClient
+from cuer_agent.runs import CONFIG_FILE, read_rows, scan_rows
+from cuer_agent.studies._common.run_configs import (
     CuerRunConfig,
     PropagateRunConfig,
     RecordedData,
     read_run_config,
 )
-from cuer_agent.interventions import InterventionRecord
-from cuer_agent.llm.backends import BACKENDS, SkillClient
-from cuer_agent.runs import CONFIG_FILE, read_rows, scan_rows
 
 
 @dataclass(frozen=True)
@@ -110,9 +110,9 @@ def _meta(config: CuerRunConfig | PropagateRunConfig, skills: SkillClient) -> di
 
 def _cuer_rows(config: CuerRunConfig, example_id: str,
                skills: SkillClient) -> list[dict[str, Any]]:
-    from cuer_agent.experiments.cuer import _example_rows
-    from cuer_agent.experiments.pools import single_shot_data
-    from cuer_agent.experiments.run_agent import retriever_factory
+    from cuer_agent.studies._common.pools import single_shot_data
+    from cuer_agent.studies._common.run_agent import retriever_factory
+    from cuer_agent.studies.cuer.runner import _example_rows
 
     ds = _dataset(config.data)
     study = config.cuer
@@ -127,9 +127,9 @@ def _cuer_rows(config: CuerRunConfig, example_id: str,
 
 def _propagation_rows(config: PropagateRunConfig, example_id: str,
                       skills: SkillClient) -> list[dict[str, Any]]:
-    from cuer_agent.experiments.propagation import distractor_answers, example_rows
-    from cuer_agent.experiments.run_agent import retriever_factory
     from cuer_agent.interventions.facts import fact_source
+    from cuer_agent.studies._common.run_agent import retriever_factory
+    from cuer_agent.studies.propagation.runner import distractor_answers, example_rows
 
     ds = _dataset(config.data)
     study = config.propagation

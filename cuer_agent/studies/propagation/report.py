@@ -8,18 +8,18 @@ from rich.table import Table
 
 from cuer_agent.data import Dataset
 from cuer_agent.execution import Executor
-from cuer_agent.experiments.invisibility import invisibility
-from cuer_agent.experiments.propagation import (
+from cuer_agent.parallel import Parallelism
+from cuer_agent.runs import RunDir
+from cuer_agent.studies._common.run_agent import ledger_from_rows, retriever_factory
+from cuer_agent.studies.propagation.cells import PropagateSummary
+from cuer_agent.studies.propagation.invisibility import invisibility
+from cuer_agent.studies.propagation.runner import (
     RECORDS,
     TRACES,
     PropagationConfig,
     run_propagation,
 )
-from cuer_agent.experiments.propagation_summary import summarize_propagation, verify_rates
-from cuer_agent.experiments.run_agent import ledger_from_rows, retriever_factory
-from cuer_agent.experiments.summaries import PropagateSummary
-from cuer_agent.parallel import Parallelism
-from cuer_agent.runs import RunDir
+from cuer_agent.studies.propagation.summary import summarize_propagation, verify_rates
 
 
 def run_and_summarize(dataset: Dataset, executor: Executor, run_dir: RunDir,

@@ -3,7 +3,7 @@ number": each derived from the run's own results, never boilerplate, and each sa
 with the diagnosers or faults it concerns.
 
 Each caveat carries an `impact`: how far it moves a number of the headline table
-(`evaluate_headline`), in that table's units (an accuracy or a recovery, 0–1) —
+(`evaluate.headline`), in that table's units (an accuracy or a recovery, 0–1) —
 
 * the best oracle probe's lead over the best gold-free diagnoser (what the oracle buys);
 * the best gold-free diagnoser's accuracy minus its accuracy without the forced faults
@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuer_agent.experiments.cuer_report import FLOOR
-from cuer_agent.experiments.evaluate_headline import best_of, family
+from cuer_agent.studies.cuer.report import FLOOR
+from cuer_agent.studies.evaluate.headline import best_of, family
 
 SHOWN = 5
 """Caveats the report and the console show before the fold."""

@@ -9,7 +9,7 @@ divergence D from the original.
 
 Rows are appended per example (`traces.jsonl`: record + trace; `records.jsonl`: record
 + metrics); a rerun resumes after the last complete example. `summary.json` is computed
-from the rows alone (`cuer_agent.experiments.cuer_summary`).
+from the rows alone (`cuer_agent.studies.cuer.summary`).
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ from cuer_agent.trace import Trace
 
 TRACES, RECORDS = "traces.jsonl", "records.jsonl"
 AXES = ("correctness", "em", "f1", "grounding", "confidence_error", "divergence")
+Row = dict[str, Any]
+"""A row of traces.jsonl or records.jsonl, as written."""
 
 
 class CuerConfig(BaseModel):
@@ -64,7 +66,7 @@ class CuerConfig(BaseModel):
     pool_size: int = Field(10, ge=2)
     """Open-corpus data (the synthetic world): passages in each question's own pool —
     one per hop stating its fact, the rest lexical confusers
-    (`cuer_agent.experiments.pools`), as in HotpotQA's distractor setting."""
+    (`cuer_agent.studies._common.pools`), as in HotpotQA's distractor setting."""
 
     def asks_per_hop(self, dataset: str = "") -> bool:
         """Is the single-shot system given the gold decomposition?"""
@@ -152,7 +154,7 @@ class CuerTask:
     def ledger(self) -> Ledger:
         return self.executor.skills.ledger
 
-    def __call__(self, example: Example) -> tuple[str, list[tuple[dict | None, dict]]]:
+    def __call__(self, example: Example) -> tuple[str, list[tuple[Row | None, Row]]]:
         return example.id, _example_rows(example, self.executor, self.config,
                                          self.config.conditions(), self.retriever_for(example))
 
@@ -180,7 +182,7 @@ def run_cuer(dataset: Dataset, executor: Executor, run_dir: RunDir, config: Cuer
 
 def _example_rows(example: Example, executor: Executor, config: CuerConfig,
                   conditions: list[tuple[str, str, dict[str, Any]]],
-                  retriever: BM25Retriever) -> list[tuple[dict | None, dict]]:
+                  retriever: BM25Retriever) -> list[tuple[Row | None, Row]]:
     base = executor.run(example, retriever)
     original = base.trace
     rows = [_rows(InterventionRecord(record_id=f"{example.id}/original", example_id=example.id,
@@ -190,7 +192,7 @@ def _example_rows(example: Example, executor: Executor, config: CuerConfig,
         if original.hops else []
     pool = ReplacementPool(retriever, example.supporting_titles)
 
-    def condition_rows(condition: tuple[str, str, dict[str, Any]]) -> tuple[dict | None, dict]:
+    def condition_rows(condition: tuple[str, str, dict[str, Any]]) -> tuple[Row | None, Row]:
         name, registered, params = condition
         inp = ConditionInput(example_id=example.id, question=example.question,
                              evidence=evidence, used_ids=original.used_ids,
@@ -211,7 +213,7 @@ def _example_rows(example: Example, executor: Executor, config: CuerConfig,
 
 
 def _rows(record: InterventionRecord, result: RunResult, example: Example,
-          original: Trace | None, config: CuerConfig) -> tuple[dict, dict]:
+          original: Trace | None, config: CuerConfig) -> tuple[Row, Row]:
     rec = record.model_dump(mode="json")
     metrics = trace_axes(result.trace, example, original, config)
     return ({"record": rec, "trace": result.trace.model_dump(mode="json"),

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from cuer_agent.experiments.cuer_report import cuer_table
-from cuer_agent.experiments.evaluate_notes import SHOWN
-from cuer_agent.experiments.propagation_report import propagation_tables
+from cuer_agent.studies.cuer.report import cuer_table
+from cuer_agent.studies.evaluate.caveats import SHOWN
+from cuer_agent.studies.propagation.report import propagation_tables
 
 
 def diagnoser_table(summary: dict[str, Any]) -> Table:
@@ -88,9 +87,8 @@ def construction_table(summary: dict[str, Any]) -> Table:
     return table
 
 
-def print_headline(summary: dict[str, Any], run_dir: Path, invocation: dict[str, Any]) -> None:
-    from cuer_agent.report import write_report
-
+def print_headline(summary: dict[str, Any], invocation: dict[str, Any]) -> Console:
+    """Print the headline tables, the caveats and the ledger; the console, for more."""
     console = Console(width=max(Console().width, 120))
     console.print(cuer_table(summary["single_shot"], title="Single-shot CUE-R baseline"))
     for table in propagation_tables({**summary["agentic"]}):
@@ -120,5 +118,4 @@ def print_headline(summary: dict[str, Any], run_dir: Path, invocation: dict[str,
                   f"response cache" + (f"; {invocation['reused']} more repeats were not made, "
                                        "inside repeated executions reused whole"
                                        if invocation.get("reused") else "") + ".")
-    md, html = write_report(run_dir)
-    console.print(f"→ {run_dir}  ({md.name}, {html.name})")
+    return console

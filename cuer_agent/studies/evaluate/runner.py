@@ -7,9 +7,9 @@ failed, and per clean, correct run with `fault` "none"), `summary.json`, `report
 `report.html`. Every part resumes where it stopped.
 
 Diagnosers run on every injected run that still fails and on every clean, correct,
-unfaulted run (`cuer_agent.experiments.diagnose`); their summaries
-(`diagnose_summary`), the per-example comparison (`comparison`), the caveats
-(`evaluate_notes`) and the provenance of the run (`provenance`) go into `summary.json`.
+unfaulted run (`cuer_agent.studies.diagnose.runner`); their summaries
+(`diagnose.summary`), the per-example comparison (`comparison`), the caveats
+(`evaluate.caveats`) and the provenance of the run (`provenance`) go into `summary.json`.
 """
 
 from __future__ import annotations
@@ -19,25 +19,25 @@ from typing import Any
 from cuer_agent.config import StudyConfig
 from cuer_agent.data import Dataset
 from cuer_agent.execution import AgentConfig, Executor
-from cuer_agent.experiments.comparison import compare_analyses
-from cuer_agent.experiments.cuer import RECORDS as CUER_RECORDS
-from cuer_agent.experiments.cuer import TRACES as CUER_TRACES
-from cuer_agent.experiments.cuer import run_cuer
-from cuer_agent.experiments.cuer_report import write_cuer_summary
-from cuer_agent.experiments.diagnose import DiagnoseFailed, build_diagnosers
-from cuer_agent.experiments.diagnose_summary import constant_guesses, diagnoser_summaries
-from cuer_agent.experiments.evaluate_notes import honest_caveats
-from cuer_agent.experiments.invisibility import invisibility
-from cuer_agent.experiments.pools import single_shot_data
-from cuer_agent.experiments.propagation import DIAGNOSES, RECORDS, TRACES, run_propagation
-from cuer_agent.experiments.propagation_summary import summarize_propagation, verify_rates
-from cuer_agent.experiments.reader_check import reader_summary
-from cuer_agent.experiments.run_agent import ledger_from_rows, retriever_factory
-from cuer_agent.experiments.run_configs import cuer_record, open_run_dir, propagate_record
-from cuer_agent.experiments.summaries import EvaluateSummary
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.parallel import Parallelism
 from cuer_agent.runs import RunDir
+from cuer_agent.studies._common.pools import single_shot_data
+from cuer_agent.studies._common.run_agent import ledger_from_rows, retriever_factory
+from cuer_agent.studies._common.run_configs import cuer_record, open_run_dir, propagate_record
+from cuer_agent.studies.cuer.report import write_cuer_summary
+from cuer_agent.studies.cuer.runner import RECORDS as CUER_RECORDS
+from cuer_agent.studies.cuer.runner import TRACES as CUER_TRACES
+from cuer_agent.studies.cuer.runner import run_cuer
+from cuer_agent.studies.diagnose.runner import DiagnoseFailed, build_diagnosers
+from cuer_agent.studies.diagnose.summary import constant_guesses, diagnoser_summaries
+from cuer_agent.studies.evaluate.caveats import honest_caveats
+from cuer_agent.studies.evaluate.cells import EvaluateSummary
+from cuer_agent.studies.evaluate.comparison import compare_analyses
+from cuer_agent.studies.evaluate.reader_check import reader_summary
+from cuer_agent.studies.propagation.invisibility import invisibility
+from cuer_agent.studies.propagation.runner import DIAGNOSES, RECORDS, TRACES, run_propagation
+from cuer_agent.studies.propagation.summary import summarize_propagation, verify_rates
 
 
 def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config: StudyConfig,

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from cuer_agent.experiments.cuer import AXES, CuerConfig
 from cuer_agent.metrics.stats import (
     bootstrap_ci,
     cluster_bootstrap_ci,
@@ -24,6 +23,7 @@ from cuer_agent.metrics.stats import (
     sign_flip_test,
 )
 from cuer_agent.metrics.utility import DivergenceWeights, weigh
+from cuer_agent.studies.cuer.runner import AXES, CuerConfig
 
 Rows = list[dict[str, Any]]
 
@@ -76,9 +76,9 @@ def paired(table: dict[str, dict[str, dict[str, float]]], condition: str,
 def delta(orig: np.ndarray, cf: np.ndarray, axis: str) -> np.ndarray:
     if axis == "divergence":
         return cf
-    if axis == "confidence_error":  # utility is −CE
-        return cf - orig
-    return orig - cf
+    # The utility of a confidence error is −CE: its delta turns sign.
+    moved: np.ndarray = cf - orig if axis == "confidence_error" else orig - cf
+    return moved
 
 
 def condition_summary(table: dict[str, dict[str, dict[str, float]]], condition: str,

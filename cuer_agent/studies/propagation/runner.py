@@ -53,7 +53,6 @@ from cuer_agent.execution import (
     replace_subquery,
     without_retries,
 )
-from cuer_agent.experiments.tampering_outcomes import query_contaminated, tampering_outcome
 from cuer_agent.interventions import (
     ConditionInput,
     CorpusItem,
@@ -84,6 +83,7 @@ from cuer_agent.metrics.utility import (
 from cuer_agent.parallel import Parallelism, fan_out, ordered_map
 from cuer_agent.retrieval import BM25Retriever
 from cuer_agent.runs import RunDir, example_of, request_failed
+from cuer_agent.studies.propagation.tampering_outcomes import query_contaminated, tampering_outcome
 from cuer_agent.trace import HopAttempt, Trace, attempt_failed
 
 TRACES, RECORDS, DIAGNOSES = "traces.jsonl", "records.jsonl", "diagnoses.jsonl"

@@ -9,14 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from cuer_agent.experiments.cuer import CuerConfig
-from cuer_agent.experiments.cuer_summary import (
-    by_condition,
-    delta,
-    paired,
-    paired_ids,
-    parent_example,
-)
 from cuer_agent.roles import (
     CONSTRUCTIVE,
     ConditionEffects,
@@ -25,6 +17,14 @@ from cuer_agent.roles import (
     dataset_roles,
     item_roles,
     role_counts,
+)
+from cuer_agent.studies.cuer.runner import CuerConfig
+from cuer_agent.studies.cuer.summary import (
+    by_condition,
+    delta,
+    paired,
+    paired_ids,
+    parent_example,
 )
 
 ROLE_CONDITIONS = ("remove", "duplicate", "replace")
@@ -68,7 +68,7 @@ def roles_summary(records: list[dict[str, Any]], config: CuerConfig) -> dict[str
         if not table.get(condition):
             continue
         deltas[condition] = {}
-        # clustered as the study's own intervals are (`cuer_summary._ci`)
+        # clustered as the study's own intervals are (`cuer.summary._ci`)
         clusters[condition] = [parent_example(i) for i in paired_ids(table, condition)]
         for axis, key in (("correctness", "correctness"), ("f1", "f1"),
                           ("confidence_error", "conf_utility"), ("divergence", "divergence")):

@@ -1,0 +1,141 @@
+"""The parts of `summary.json` that score the fault diagnosers (`diagnosers` of
+`evaluate`). Conventions: `cuer_agent.studies._common.cells`."""
+
+from __future__ import annotations
+
+from cuer_agent.studies._common.cells import HopKey, Interval, MeanCI, Part, absent
+
+
+class Abstention(Part):
+    """A diagnoser scored as one that may abstain (hop 0 names no hop)."""
+
+    coverage: float | None
+    """Share of the failed traces on which it names a hop (>= 1)."""
+    named: int
+    """Traces on which it names a hop."""
+    precision: float | None
+    """Exact-hop accuracy where it names one."""
+    precision_ci: Interval | None
+    """Wilson interval of `precision`."""
+    random_precision: float | None
+    """A uniform hop's precision on the same traces: a random diagnoser at the same
+    coverage (its accuracy is `coverage · random_precision`)."""
+
+
+class DepthCell(Part):
+    """A diagnoser at one injected depth (failed traces whose fault sat at hop d)."""
+
+    n: int
+    """Failed traces at this depth."""
+    acc: float | None
+    """Exact-hop accuracy."""
+    ci: Interval | None
+    """Its Wilson interval."""
+    ci_clustered: Interval | None
+    """Its bootstrap interval clustered by example."""
+    descriptive_only: bool
+    """Fewer traces than `diagnose.min_cell`."""
+    faults: dict[str, int]
+    """Fault → traces."""
+    independence: float
+    """Independence baseline P(pred = d): a diagnoser with the same blame histogram but
+    blind to the truth."""
+    beats_independence: bool
+    """The lower end of `ci` lies above `independence`."""
+    abstention: Abstention
+    beats_trace_rule: bool = absent()
+    """The lower end of `ci` lies above the `trace-rule` control's accuracy at this
+    depth (present when trace-rule ran)."""
+
+
+class ProportionCI(MeanCI):
+    """A share with its Wilson interval and a bootstrap interval clustered by example."""
+
+    ci_clustered: Interval | None
+
+
+class CostPerCorrect(Part):
+    """Cost of one correct diagnosis."""
+
+    calls: float | None
+    """Skill calls per correct diagnosis; null without any."""
+    tokens: float | None
+    """Tokens per correct diagnosis."""
+
+
+class FaultAccuracy(Part):
+    """A diagnoser on one fault."""
+
+    n: int
+    """Failed traces of the fault."""
+    acc: float | None
+    """Exact-hop accuracy."""
+
+
+class FaultDepthCell(Part):
+    """A diagnoser on one fault at one depth."""
+
+    acc: float | None
+    """Exact-hop accuracy."""
+    n: int
+    """Failed traces."""
+    ci: Interval
+    """Wilson interval."""
+    descriptive_only: bool
+    """Fewer traces than `diagnose.min_cell`."""
+
+
+class DiagnoserSummary(Part):
+    """One diagnoser over the injected runs that still failed
+    (`cuer_agent.metrics.attribution`, `cuer_agent.experiments.diagnose_summary`)."""
+
+    n: int
+    """Failed traces diagnosed."""
+    errors: int
+    """Diagnoses that raised."""
+    error_rate: float | None
+    """`errors / n`; null without diagnoses."""
+    by_depth: dict[HopKey, DepthCell]
+    """Injected depth → accuracy there."""
+    exact_hop_acc: ProportionCI
+    """Exact-hop accuracy overall."""
+    stage_acc: MeanCI
+    """Accuracy on the stage of the fault."""
+    hop_tol_acc: MeanCI
+    """Accuracy within one hop."""
+    ancestor_hit: MeanCI
+    """Share naming the right stage at the faulted hop or an earlier one."""
+    mae: MeanCI
+    """Mean absolute error in hops."""
+    calls_per_diagnosis: float | None
+    """Skill calls per diagnosis; null without diagnoses."""
+    tokens_per_diagnosis: float | None
+    """Tokens per diagnosis."""
+    cost_per_correct: CostPerCorrect
+    by_fault: dict[str, FaultAccuracy]
+    """Fault → exact-hop accuracy over its failed traces."""
+    by_fault_depth: dict[str, dict[HopKey, FaultDepthCell]]
+    """Fault → injected depth → exact-hop accuracy."""
+    uses_gold: bool
+    """It reads the gold answer (declared)."""
+    uses_gold_oracle: bool
+    """Its probe decides that a repair fixes the run by comparing with the gold answer."""
+    uses_environment_oracle: bool
+    """Its probe re-runs a hop against a clean tool (an environment oracle)."""
+    probing: bool
+    """It re-executes the agent."""
+    stand_in: str | None
+    """What it stands in for, when it is a rule-based stand-in."""
+    control: bool = False
+    """It is a control (declared): what any trace would score."""
+    blame_hist: dict[HopKey, float]
+    """For each hop, the share of its diagnoses on failed runs naming it."""
+    independence: float | None
+    """The independence baseline overall."""
+    abstention: Abstention
+    clean_n: int
+    """Clean, correct, unfaulted runs it diagnosed."""
+    clean_blame_rate: float | None
+    """Share of those on which it names a hop (>= 1): there is none to find."""
+    expected_acc_analytic: dict[str, float | None] = absent()
+    """Chance only: the uniform picker's expected accuracy per depth, and `overall`."""

@@ -1,0 +1,179 @@
+"""The parts of `summary.json` of `evaluate` that no other study has: the reader check,
+the single-shot/agentic comparison, the ledger and provenance. Conventions:
+`cuer_agent.studies._common.cells`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Discriminator, Tag
+
+from cuer_agent.config import StudyConfig
+from cuer_agent.studies._common.cells import HopKey, Interval, Ledger, Part
+from cuer_agent.studies.cuer.cells import CuerSummary
+from cuer_agent.studies.diagnose.cells import DiagnoserSummary
+from cuer_agent.studies.propagation.cells import Invisibility, PropagationResults, VerifyRates
+
+# ------------------------------------------------------------------------- reader check
+
+class Accuracy(Part):
+    """A clean accuracy with its Wilson interval."""
+
+    accuracy: float | None
+    ci: Interval | None
+
+
+class ReaderCheck(Accuracy):
+    """The reader the agent ran with (`cuer_agent.experiments.reader_check`): its clean
+    accuracy (the agentic clean runs), and without its relation table."""
+
+    backend: str
+    model: str
+    version: str
+    """The backend's version (the rule reader: a hash of its rules and tables)."""
+    n: int
+    """Clean runs."""
+    without_relation_table: Accuracy | None
+    """The same agent and questions, the reader's relation table off (extractive only)."""
+    relation_groups: int
+    """Groups in the reader's word table (0 for a language model)."""
+    relation_words: int
+    """Words in it."""
+
+
+# ---------------------------------------------------------------------------- comparison
+
+class SingleShotFlag(Part):
+    """CUE-R's REMOVE of one target item in the single-shot run."""
+
+    hop: int | None
+    """The hop whose sub-question was asked (null: the whole question)."""
+    target: str
+    """Title of the removed item."""
+    delta: float
+    """Δcorrectness (> 0: the item is flagged)."""
+
+
+class ComparisonExample(Part):
+    """One example: the single-shot flags next to the agent's critical hop."""
+
+    example_id: str
+    single_shot: list[SingleShotFlag]
+    """Each single-shot REMOVE of the example (per hop's sub-question, or the whole
+    question)."""
+    critical_hop: int | None
+    """The hop whose REMOVE hurts the final answer most; null when none hurts, or when
+    several hurt as much (`tied_hops`)."""
+    tied_hops: list[int]
+    """The hops whose REMOVE hurts most, when they tie (empty otherwise)."""
+    critical_item: str | None
+    """Title of the critical hop's target."""
+    critical_delta: float | None
+    """The largest Δcorrectness of a hop's REMOVE (null when none hurts)."""
+    points_at_critical: bool | None
+    """The single-shot analysis flags the critical hop's item."""
+
+
+class Comparison(Part):
+    """Single-shot CUE-R next to the agentic per-hop analysis (`comparison.py`)."""
+
+    n: int
+    """Examples both analyses have whose clean agentic run was right."""
+    with_critical_hop: int
+    """Examples with one critical hop (ties not counted)."""
+    ties: int
+    """Examples where several hops hurt most, as much."""
+    points_at_critical: int
+    """Examples whose single-shot analysis flags the critical hop's item."""
+    points_at_critical_share: float | None
+    """`points_at_critical / with_critical_hop`; null without a critical hop."""
+    points_at_critical_ci: Interval | None
+    """Wilson interval of the share."""
+    independent_share: float | None
+    """The share of all compared hops' items the single-shot analysis flags: what
+    `points_at_critical_share` would be if flags ignored which hop is critical."""
+    single_shot_flags: int
+    """Items the single-shot analysis flags."""
+    flags_recovered: int
+    """Flags on items whose agentic REMOVE did not hurt (the agent recovered)."""
+    flags_recovered_share: float | None
+    """`flags_recovered / single_shot_flags`; null without flags."""
+    critical_hops: dict[HopKey, int]
+    """Critical hop → examples."""
+    examples: list[ComparisonExample]
+    """Per example, in id order."""
+
+
+# ------------------------------------------------------------------------ evaluate extras
+
+class EvaluateLedger(Ledger):
+    """The studies' ledger (single-shot and agentic traces), plus the diagnosers'."""
+
+    diagnoser_requests: int
+    """Skill requests made by the diagnosers."""
+    diagnoser_errors: int
+    """Diagnoses that raised."""
+
+
+class Provenance(Part):
+    """Where the summary came from (`cuer_agent.provenance`)."""
+
+    command: str
+    """The command, with only the options that can change the results."""
+    version: str
+    """The installed cuer-agent version."""
+    commit: str | None
+    """The git commit of the cuer-agent source (`+dirty` with tracked changes); null
+    outside a git checkout."""
+    data_sha256: str | None
+    """sha256 of the data file, when the data came from one."""
+    python: str
+    """The Python version."""
+    platform: str
+    """The machine (`platform.platform()`)."""
+
+
+class NoProvenance(Part):
+    """`{}`: the study ran without recording its provenance (called from Python)."""
+
+
+# ------------------------------------------------------------------- evaluate summary
+
+class SingleShot(CuerSummary):
+    """The single-shot CUE-R baseline of `evaluate`."""
+
+    questions: Literal["per_hop", "whole"]
+    """What the single-shot system was asked: each hop's sub-question, or the whole
+    question."""
+
+
+class Caveat(Part):
+    """One caveat, said once."""
+
+    text: str
+    concerns: list[str]
+    """The diagnosers or faults it is about."""
+    impact: float
+    """How far it moves a number of the headline table (0–1; 0: none of them)."""
+
+
+class EvaluateSummary(Part):
+    """`summary.json` of `cuer-agent evaluate`; the report is built from it alone."""
+
+    single_shot: SingleShot
+    agentic: PropagationResults
+    verify: VerifyRates
+    invisibility: Invisibility
+    reader: ReaderCheck
+    comparison: Comparison
+    diagnosers: dict[str, DiagnoserSummary]
+    """Diagnoser name → its summary."""
+    ledger: EvaluateLedger
+    config: StudyConfig
+    """The whole study config (the run's `config.json`)."""
+    provenance: Annotated[Annotated[Provenance, Tag("Provenance")]
+                          | Annotated[NoProvenance, Tag("NoProvenance")],
+                          Discriminator(lambda v: "NoProvenance" if v == {} else "Provenance")]
+    caveats: list[Caveat]
+    """Caveats a reader needs before quoting a number, derived from the results, ranked
+    by their impact on the headline table (`evaluate_notes`)."""
