@@ -11,6 +11,7 @@ flags given explicitly override the file.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -166,8 +167,11 @@ def validate_config(raw: dict[str, Any], source: object = "<config>") -> StudyCo
         raise ConfigError(f"{source}: {key}: {problem}") from None
 
 
-def merged(config: StudyConfig, section: str, **overrides: Any) -> Any:
-    """A section with the explicitly given (not None) command-line values applied."""
+def merged(config: StudyConfig, section: str, *, flag_names: Mapping[str, str] | None = None,
+           **overrides: Any) -> Any:
+    """A section with the explicitly given (not None) command-line values applied. A
+    value the section refuses is one error naming its flag: `--key-with-dashes`, or
+    `flag_names[key]` where the flag is not named after the key."""
     current = getattr(config, section)
     given = {k: v for k, v in overrides.items() if v is not None}
     try:  # dict(), not model_dump(): a field excluded from dumps (timeout) is kept
@@ -175,4 +179,5 @@ def merged(config: StudyConfig, section: str, **overrides: Any) -> Any:
     except ValidationError as exc:
         first = exc.errors()[0]
         key = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"--{key.replace('_', '-')}: {message(first)}") from None
+        flag = (flag_names or {}).get(key, f"--{key.replace('_', '-')}")
+        raise ConfigError(f"{flag}: {message(first)}") from None

@@ -85,6 +85,10 @@ def test_every_config_flag_defaults_to_none_so_the_file_stands_unless_given() ->
     (["--gold-hops", "0"], "--gold-hops must list hop counts >= 1", DATA_COMMANDS),
     (["--hops", "0"], "--hops must be >= 1, got 0", AGENT_COMMANDS),
     (["--retries", "-1"], "--retries must be >= 0, got -1", AGENT_COMMANDS),
+    (["--retries", "9"], "--retries: Input should be less than or equal to 5",
+     AGENT_COMMANDS),
+    (["--gold-hops", "5"], "1 to 4 hops, got 5 from --gold-hops", DATA_COMMANDS),
+    (["--hops", "6"], "1 to 4 hops, got 6 from --hops", AGENT_COMMANDS),
 ])
 def test_a_bad_shared_option_is_one_line_naming_it_and_exit_2_in_every_command(
         tmp_path: Path, args: list[str], needle: str, commands: tuple[str, ...]) -> None:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from pydantic import ValidationError
 
 from cuer_agent.errors import CuerError
 from cuer_agent.parallel import Parallelism, default_concurrency
@@ -160,7 +161,13 @@ class DataFlags:
             hops = data.gold_hops[0] if len(data.gold_hops) == 1 else None
         else:
             hops = budget
-        return data.model_copy(update={"hops": hops})
+        try:
+            return type(data).model_validate({**dict(data), "hops": hops})
+        except ValidationError:
+            hint = ("--gold-hops" if data.gold_hops else
+                    "--hops (give --gold-hops for questions of fewer hops than the budget)")
+            raise CuerError(f"the synthetic world asks questions of 1 to 4 hops, got {hops} "
+                            f"from {hint}") from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,7 +188,8 @@ class AgentFlags:
         from cuer_agent.config import merged
 
         return merged(study, "agent", hops=self.hops, retries_per_hop=self.retries,
-                      factory=self.agent, k=k)
+                      factory=self.agent, k=k,
+                      flag_names={"retries_per_hop": "--retries", "factory": "--agent"})
 
 
 @dataclasses.dataclass(frozen=True)
