@@ -11,6 +11,7 @@ flags given explicitly override the file.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,9 +34,11 @@ class DataSection(_Section):
     """The dataset file in its original format (the user supplies it)."""
     n: int | None = Field(None, ge=1)
     hops: int | None = Field(None, ge=1, le=4)
-    """Synthetic world: only H-hop questions."""
+    """Synthetic world: only H-hop questions. None: the one `gold_hops` count, else
+    (several) the world's mix, else the agent's hop budget (a command that runs no agent:
+    the mix), as the study commands resolve it."""
     gold_hops: tuple[int, ...] | None = None
-    """Real data: keep only examples with these gold hop counts (e.g. [3] for 3-hop)."""
+    """Keep only examples with these gold hop counts (e.g. [3] for 3-hop; `--gold-hops`)."""
     seed: int = 0
     redundancy: int | tuple[float, ...] | Literal["mix"] = "mix"
     """Synthetic world: in how many passages each fact is stated — 1, 2 or 3, weights of
@@ -110,7 +113,8 @@ class AgentSection(_Section):
     """The agent under test: ``module:factory`` or ``path/file.py:factory`` returning
     ``(graph, AgentSpec)`` (`cuer_agent.agents`); None: cuer-agent's own agent."""
     hops: int = Field(3, ge=1, le=8)
-    """Hop budget of the agent (synthetic world: also the questions' hop count)."""
+    """Hop budget of the agent (`--hops`); the synthetic world's questions have as many
+    hops unless [data] says otherwise."""
     k: int = Field(5, ge=1)
     retries_per_hop: int = Field(1, ge=0, le=5)
     """Retries of a hop that VERIFY found unsupported (or that selected nothing), each
@@ -163,8 +167,11 @@ def validate_config(raw: dict[str, Any], source: object = "<config>") -> StudyCo
         raise ConfigError(f"{source}: {key}: {problem}") from None
 
 
-def merged(config: StudyConfig, section: str, **overrides: Any) -> Any:
-    """A section with the explicitly given (not None) command-line values applied."""
+def merged(config: StudyConfig, section: str, *, flag_names: Mapping[str, str] | None = None,
+           **overrides: Any) -> Any:
+    """A section with the explicitly given (not None) command-line values applied. A
+    value the section refuses is one error naming its flag: `--key-with-dashes`, or
+    `flag_names[key]` where the flag is not named after the key."""
     current = getattr(config, section)
     given = {k: v for k, v in overrides.items() if v is not None}
     try:  # dict(), not model_dump(): a field excluded from dumps (timeout) is kept
@@ -172,4 +179,5 @@ def merged(config: StudyConfig, section: str, **overrides: Any) -> Any:
     except ValidationError as exc:
         first = exc.errors()[0]
         key = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"--{key.replace('_', '-')}: {message(first)}") from None
+        flag = (flag_names or {}).get(key, f"--{key.replace('_', '-')}")
+        raise ConfigError(f"{flag}: {message(first)}") from None

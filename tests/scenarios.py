@@ -81,7 +81,7 @@ def hash_seeds(out: Path) -> dict[str, Any]:
 @scenario
 def data_stats(out: Path) -> dict[str, Any]:
     """`data stats --json` in two processes."""
-    command = [*CLI, "data", "stats", "--dataset", "synthetic", "--hops", "3", "--n", "40",
+    command = [*CLI, "data", "stats", "--dataset", "synthetic", "--gold-hops", "3", "--n", "40",
                "--seed", "7", "--json"]
     return {"processes": side_by_side([command, command])}
 

@@ -23,7 +23,7 @@ def outputs(result: dict) -> list[str]:
 
 
 def test_data_stats_synthetic_reports_counts_and_recall() -> None:
-    code, out, _ = cli("data", "stats", "--dataset", "synthetic", "--hops", "3", "--n", "30",
+    code, out, _ = cli("data", "stats", "--dataset", "synthetic", "--gold-hops", "3", "--n", "30",
                        "--seed", "7", "--json")
     assert code == 0
     stats = json.loads(out)
@@ -35,7 +35,7 @@ def test_data_stats_synthetic_reports_counts_and_recall() -> None:
 
 @pytest.mark.background("data_stats")
 def test_data_stats_is_identical_across_processes(background: Background) -> None:
-    """`data stats --hops 3 --n 40 --seed 7 --json` in two processes (scenarios.data_stats,
+    """`data stats --gold-hops 3 --n 40 --seed 7 --json` in two processes (scenarios.data_stats,
     run in the background lane)."""
     outs = outputs(background.result("data_stats")[1])
     assert outs[0] == outs[1] and outs[0]

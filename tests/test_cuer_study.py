@@ -16,7 +16,7 @@ CONDITIONS = ("original", "remove", "replace", "duplicate", "zero_retrieval", "r
 AXES = ("correctness", "em", "f1", "grounding", "confidence_error", "divergence")
 
 
-CUER = ("cuer", "--dataset", "synthetic", "--hops", "2", "--n", "8", "--seed", "3")
+CUER = ("cuer", "--dataset", "synthetic", "--gold-hops", "2", "--n", "8", "--seed", "3")
 
 
 @pytest.fixture(scope="module")

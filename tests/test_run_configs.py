@@ -34,8 +34,9 @@ def _invoke(*args: str) -> str:
 
 
 def small(command: str) -> tuple[str, ...]:
-    """A study command on 2 two-hop examples: each made once per session (`studies`)."""
-    return (command, "--hops", "2", "--n", "2")
+    """A study command on 2 two-hop examples: each made once per session (`studies`).
+    `cuer` runs no agent: it chooses the 2-hop questions by --gold-hops, with no budget."""
+    return (command, "--gold-hops" if command == "cuer" else "--hops", "2", "--n", "2")
 
 
 pytestmark = pytest.mark.background(*map(small, ("run", "cuer", "propagate", "evaluate")))

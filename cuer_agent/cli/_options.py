@@ -1,9 +1,20 @@
-"""The options several commands share: their `Annotated` types, and two option groups.
+"""The options the commands share, each declared once: their `Annotated` types, and the
+option groups `DataFlags`, `AgentFlags`, `ModelFlags` and `ExecutionFlags`.
+
+One meaning per flag: `--hops` is the agent's hop budget in every command that runs an
+agent (and exists in no other); `--gold-hops` keeps the questions with those gold hop
+counts in every command that loads data.
+
+One override style: a flag that a study config (`--config`) also sets defaults to None,
+and None means "not given: the config file's value stands" (`cuer_agent.config.merged`
+applies only the values given; without a file, the config's defaults are the flags'
+defaults, which the help states).
 
 An option group is a frozen dataclass whose fields are options. A command takes a group
 as one parameter whose default is the group (`llm: ModelFlags = MODEL_FLAGS`);
 `option_groups` puts the group's options in the command's signature at that place,
-where typer reads them, and hands the command the group built from their values. So
+where typer reads them, and hands the command the group built from their values, inside
+the command's `user_errors` (so a group that refuses a value is one line, exit 2). So
 `--help` lists the same options in the same order as if each were written out.
 """
 
@@ -18,11 +29,13 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from pydantic import ValidationError
 
+from cuer_agent.errors import CuerError
 from cuer_agent.parallel import Parallelism, default_concurrency
 
-Backend = Annotated[str, typer.Option(help="extractive (offline, default), llamacpp (a GGUF "
-                                      "model in process), ollama or openai.")]
+Backend = Annotated[str | None, typer.Option(help="extractive (offline, default), llamacpp "
+                                             "(a GGUF model in process), ollama or openai.")]
 Model = Annotated[str | None, typer.Option(help="Model name for ollama/openai; llamacpp: a "
                                            ".gguf file or smollm2-135m.")]
 Timeout = Annotated[float | None, typer.Option(
@@ -51,6 +64,10 @@ NoCache = Annotated[bool, typer.Option("--no-cache", help="Do not use the respon
 AgentRef = Annotated[str | None, typer.Option(
     "--agent", help="Your LangGraph agent: module:factory or path/file.py:factory, the "
                     "factory returning (graph, AgentSpec). Default: cuer-agent's own.")]
+HopBudget = Annotated[int | None, typer.Option(
+    "--hops", help="The agent's hop budget (default 3). The synthetic world's questions have "
+                   "as many hops unless --gold-hops (or a config's \\[data] hops) says "
+                   "otherwise.")]
 Retries = Annotated[int | None, typer.Option(
     "--retries", help="Retries per hop when VERIFY finds a hop unsupported (default 1; "
                       "0 = the agent never retries).")]
@@ -59,6 +76,11 @@ FaultPersistence = Annotated[str | None, typer.Option(
                                 "of the index for the rest of the run), query (whenever its "
                                 "sub-query is asked again), hop (every retrieval at the hop; "
                                 "unrecoverable by design) or once (a one-shot state edit).")]
+Faults = Annotated[str | None, typer.Option(help="Comma-separated fault names (default: "
+                                            "all).")]
+Strict = Annotated[bool | None, typer.Option(
+    help="Inject faults only where the clean answer was correct (default: strict). "
+         "--no-strict for a weak model that is rarely right.")]
 Redundancy = Annotated[str | None, typer.Option(
     "--redundancy", help="Synthetic world: in how many passages each fact is stated: 1, 2, "
                          "3, mix (default) or weights of 1, 2, 3 passages (0.5,0.5).")]
@@ -68,33 +90,132 @@ CachePath = Annotated[Path | None, typer.Option(
          "./.cuer-cache/responses.sqlite (under the current directory).")]
 ConfigPath = Annotated[Path | None, typer.Option(help="Study config (TOML); flags override "
                                                  "it.")]
+DatasetName = Annotated[str | None, typer.Option(
+    "--dataset", help="synthetic (default), hotpotqa, 2wiki or musique.")]
 DataPath = Annotated[Path | None, typer.Option(help="Data file (original format).")]
-RunOut = Annotated[Path, typer.Option(help="Run directory (resumed if it exists).")]
-FirstN = Annotated[int | None, typer.Option(help="First N examples.")]
+FirstN = Annotated[int | None, typer.Option(
+    "--n", help="The first N examples (default: all; evaluate: 100).")]
+GoldHops = Annotated[str | None, typer.Option(
+    help="Keep only the questions with these gold hop counts, e.g. 3 or 3,4 (default: "
+         "all). The synthetic world asks questions of the one count given (several: its "
+         "mix of questions, filtered).")]
+Seed = Annotated[int | None, typer.Option(
+    help="Seed of everything drawn at random: the synthetic world, decoding, faults, "
+         "interventions, seeded diagnosers (default 0).")]
+RunOut = Annotated[Path | None, typer.Option(
+    "--out", help="Run directory, resumed if it exists (default runs/<command>-<agent>-"
+                  "<dataset>-h<hops>, cuer: runs/cuer-<dataset>; <agent>: cuer-agent, or "
+                  "--agent's file or module and factory, e.g. react_agent.build).")]
+
+
+def gold_hop_counts(value: str | None) -> tuple[int, ...] | None:
+    """--gold-hops ("3" or "3,4") as [data] gold_hops holds it; None if not given."""
+    if value is None:
+        return None
+    try:
+        counts = tuple(int(part) for part in value.split(",") if part.strip())
+    except ValueError:
+        counts = ()
+    if not counts or min(counts) < 1:
+        raise CuerError(f"--gold-hops must list hop counts >= 1, e.g. 3 or 3,4; got {value!r}")
+    return counts
+
+
+def at_least_one(option: str, value: int | None) -> None:
+    """A count option (--n, --hops) given as 0 or less: one line naming it."""
+    if value is not None and value < 1:
+        raise CuerError(f"{option} must be >= 1, got {value}")
+
+
+@dataclasses.dataclass(frozen=True)
+class DataFlags:
+    """--dataset --path --n --gold-hops --seed: which examples a command reads. Every
+    value None is the config's (`[data]`); values out of range fail on construction."""
+
+    dataset: DatasetName = None
+    path: DataPath = None
+    n: FirstN = None
+    gold_hops: GoldHops = None
+    seed: Seed = None
+
+    def __post_init__(self) -> None:
+        at_least_one("--n", self.n)
+        gold_hop_counts(self.gold_hops)
+
+    def section(self, study: Any, *, budget: int | None = None,
+                redundancy: object = None) -> Any:
+        """The study's [data] section with these flags (and `redundancy`, as [data]
+        takes it) applied. The synthetic world's question hop count, unless [data] hops
+        sets it: the one gold hop count, else a mix (several counts, filtered), else the
+        agent's hop `budget` (a command that runs no agent: a mix). --gold-hops given
+        overrides a file's [data] hops: the flag chooses the questions."""
+        from cuer_agent.config import merged
+
+        gold = gold_hop_counts(self.gold_hops)
+        data = merged(study, "data", dataset=self.dataset,
+                      path=str(self.path) if self.path else None, n=self.n, seed=self.seed,
+                      gold_hops=gold, redundancy=redundancy)
+        if data.dataset != "synthetic" or (data.hops is not None and gold is None):
+            return data
+        if data.gold_hops:
+            hops = data.gold_hops[0] if len(data.gold_hops) == 1 else None
+        else:
+            hops = budget
+        try:
+            return type(data).model_validate({**dict(data), "hops": hops})
+        except ValidationError:
+            hint = ("--gold-hops" if data.gold_hops else
+                    "--hops (give --gold-hops for questions of fewer hops than the budget)")
+            raise CuerError(f"the synthetic world asks questions of 1 to 4 hops, got {hops} "
+                            f"from {hint}") from None
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentFlags:
+    """--hops --retries --agent: the agent a study runs and its budgets."""
+
+    hops: HopBudget = None
+    retries: Retries = None
+    agent: AgentRef = None
+
+    def __post_init__(self) -> None:
+        at_least_one("--hops", self.hops)
+        if self.retries is not None and self.retries < 0:
+            raise CuerError(f"--retries must be >= 0, got {self.retries}")
+
+    def section(self, study: Any, *, k: int | None = None) -> Any:
+        """The study's [agent] section with these flags (and --k) applied."""
+        from cuer_agent.config import merged
+
+        return merged(study, "agent", hops=self.hops, retries_per_hop=self.retries,
+                      factory=self.agent, k=k,
+                      flag_names={"retries_per_hop": "--retries", "factory": "--agent"})
 
 
 @dataclasses.dataclass(frozen=True)
 class ModelFlags:
-    """--model --base-url --timeout --threads --omit: how the backend is reached (the
-    command's own --backend comes just before them)."""
+    """--backend --model --base-url --timeout --threads --omit: which model answers, and
+    how it is reached."""
 
+    backend: Backend = None
     model: Model = None
     base_url: BaseUrl = None
     timeout: Timeout = None
     threads: Threads = None
     omit: Omit = None
 
-    def engine(self, study: Any, backend: str | None) -> Any:
+    def engine(self, study: Any) -> Any:
         """The study's [backend] section with the backend flags given applied (a command
         without --config passes the defaults, `StudyConfig()`)."""
         from cuer_agent.config import merged
 
-        if backend is not None and backend != study.backend.name:
+        if self.backend is not None and self.backend != study.backend.name:
             # another backend than the file's: the file's model, server and threads
             # belong to that one, not to this
             study = study.model_copy(update={"backend": study.backend.model_copy(
-                update={"name": backend, "model": None, "base_url": None, "threads": None})})
-        return merged(study, "backend", name=backend, model=self.model,
+                update={"name": self.backend, "model": None, "base_url": None,
+                        "threads": None})})
+        return merged(study, "backend", name=self.backend, model=self.model,
                       base_url=self.base_url, timeout=self.timeout, threads=self.threads,
                       omit=names(self.omit) if self.omit else None)
 
@@ -122,9 +243,11 @@ class ExecutionFlags:
                            workers=self.workers, ray_address=self.ray_address)
 
 
+DATA_FLAGS = DataFlags()
+AGENT_FLAGS = AgentFlags()
 MODEL_FLAGS = ModelFlags()
 EXECUTION_FLAGS = ExecutionFlags()
-_GROUPS = (ModelFlags, ExecutionFlags)
+_GROUPS = (DataFlags, AgentFlags, ModelFlags, ExecutionFlags)
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import typer
 
-from cuer_agent.cli._options import ExecutionFlags
+from cuer_agent.cli._options import AgentFlags, DataFlags, ExecutionFlags
 from cuer_agent.data._example import Dataset
 from cuer_agent.data._select import load_study_data
 from cuer_agent.errors import CuerError
@@ -29,27 +29,14 @@ def on_command_line(ctx: typer.Context, name: str) -> bool:
     return source is not None and source.name == "COMMANDLINE"
 
 
-def given(ctx: typer.Context, name: str) -> Any:
-    """Option `name`'s value if it was given on the command line, else None: a --config
-    file's value (or the config's default, which is the option's) stands."""
-    return ctx.params[name] if on_command_line(ctx, name) else None
-
-
-def study_sections(study: Any, *, dataset: str | None, path: Path | None, n: int | None,
-                   seed: int | None, hops: int | None, retries: int | None,
-                   factory: str | None, k: int | None = None,
+def study_sections(study: Any, data: DataFlags, agent: AgentFlags, *, k: int | None = None,
                    redundancy: str | None = None) -> tuple[Any, Any]:
-    """The [data] and [agent] sections with the flags given (not None) applied. The
-    synthetic world's questions have as many hops as the agent's budget unless [data]
-    hops says otherwise."""
-    from cuer_agent.config import merged
-
-    data = merged(study, "data", dataset=dataset, path=str(path) if path else None, n=n,
-                  seed=seed, redundancy=redundancy_flag(redundancy))
-    agent = merged(study, "agent", hops=hops, retries_per_hop=retries, factory=factory, k=k)
-    if data.dataset == "synthetic":
-        data = data.model_copy(update={"hops": data.hops or agent.hops})
-    return data, agent
+    """The [data] and [agent] sections with the flags given applied; the synthetic
+    world's questions follow the agent's hop budget unless --gold-hops or [data] says
+    otherwise (`DataFlags.section`)."""
+    section = agent.section(study, k=k)
+    return data.section(study, budget=section.hops,
+                        redundancy=redundancy_flag(redundancy)), section
 
 
 def joined(gold_hops: tuple[int, ...] | None) -> str | None:
@@ -88,6 +75,20 @@ def warn_request_errors(summary: dict[str, Any]) -> None:
 
 RUNNING: dict[str, Path | None] = {"run_dir": None}
 """The run directory the current command writes (set by `open_run`)."""
+
+
+def run_path(out: Path | None, command: str, dataset: str, *, agent: str | None = None,
+             hops: int | None = None) -> Path:
+    """--out, else the command's run directory under runs/: `<command>-<agent>-<dataset>-
+    h<hops>` for a command that runs an agent with a hop budget of `hops` (so the runs of
+    different agents and budgets do not collide), else `<command>-<dataset>`."""
+    if out is not None:
+        return out
+    if hops is None:
+        return Path("runs") / f"{command}-{dataset}"
+    from cuer_agent.agents import agent_label
+
+    return Path("runs") / f"{command}-{agent_label(agent)}-{dataset}-h{hops}"
 
 
 def open_run(out: Path, config: dict[str, Any]) -> Any:

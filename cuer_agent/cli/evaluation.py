@@ -12,18 +12,22 @@ import typer
 
 from cuer_agent.cli._app import app, user_errors
 from cuer_agent.cli._options import (
+    AGENT_FLAGS,
+    DATA_FLAGS,
     EXECUTION_FLAGS,
     MODEL_FLAGS,
-    AgentRef,
+    AgentFlags,
     CachePath,
     ConfigPath,
-    DataPath,
+    DataFlags,
     ExecutionFlags,
     FaultPersistence,
+    Faults,
     ModelFlags,
     NoCache,
     Redundancy,
-    Retries,
+    RunOut,
+    Strict,
     Timeout,
     names,
     option_groups,
@@ -36,6 +40,7 @@ from cuer_agent.cli._study import (
     open_study,
     persistence,
     replayed_engine,
+    run_path,
     skill_client,
     study_sections,
 )
@@ -79,36 +84,20 @@ def replay_cmd(
 @option_groups
 def evaluate_cmd(
     ctx: typer.Context,
-    hops: Annotated[int | None, typer.Option(help="Agent hop budget (synthetic: H-hop "
-                                             "questions). Default 3.")] = None,
+    agent_flags: AgentFlags = AGENT_FLAGS,
     config: ConfigPath = None,
-    dataset: Annotated[str | None, typer.Option(help="synthetic (default), hotpotqa, 2wiki, "
-                                                "musique.")] = None,
-    path: DataPath = None,
-    n: Annotated[int | None, typer.Option(help="Examples (default 100).")] = None,
-    backend: Annotated[str | None, typer.Option(help="extractive (default), llamacpp, ollama, "
-                                                "openai.")] = None,
+    data_flags: DataFlags = DATA_FLAGS,
     llm: ModelFlags = MODEL_FLAGS,
-    strict: Annotated[bool | None, typer.Option(
-        help="Inject faults only where the clean answer was correct (default: strict). "
-             "--no-strict for a weak model that is rarely right.")] = None,
-    faults: Annotated[str | None, typer.Option(help="Comma-separated faults (default all).")] = (
-        None),
+    strict: Strict = None,
+    faults: Faults = None,
     diagnosers: Annotated[str | None, typer.Option(help="Comma-separated diagnosers "
                                                    "(default all).")] = None,
-    seed: Annotated[int | None, typer.Option(help="Seed (synthetic world, faults).")] = None,
-    retries: Retries = None,
     fault_persistence: FaultPersistence = None,
     redundancy: Redundancy = None,
-    agent_ref: AgentRef = None,
-    out: Annotated[Path | None, typer.Option(help=(
-        "Run directory (default runs/evaluate-<agent>-<dataset>-h<hops>; <agent>: "
-        "cuer-agent, or --agent's file or module and factory, e.g. react_agent.build)."))] = (
-        None),
+    out: RunOut = None,
     execution: ExecutionFlags = EXECUTION_FLAGS,
 ) -> None:
     """CUE-R baseline + agentic fault propagation + diagnoser comparison, with a report."""
-    from cuer_agent.agents import agent_label
     from cuer_agent.config import load_config, merged
     from cuer_agent.diagnosers import get_diagnoser
     from cuer_agent.provenance import provenance
@@ -117,9 +106,7 @@ def evaluate_cmd(
     from cuer_agent.studies.evaluate.runner import run_evaluate
 
     study = load_config(config)
-    data, agent = study_sections(study, dataset=dataset, path=path, n=n, seed=seed,
-                                 hops=hops, retries=retries, factory=agent_ref,
-                                 redundancy=redundancy)
+    data, agent = study_sections(study, data_flags, agent_flags, redundancy=redundancy)
     if data.n is None:
         data = data.model_copy(update={"n": 100})
     check_agent(agent.factory)
@@ -127,7 +114,7 @@ def evaluate_cmd(
     diagnoser_names = names(diagnosers) if diagnosers else None
     study = study.model_copy(update={
         "data": data, "agent": agent,
-        "backend": llm.engine(study, backend),
+        "backend": llm.engine(study),
         "propagation": merged(study, "propagation", faults=fault_names, seed=data.seed,
                               strict=strict,
                               fault_persistence=(persistence(fault_persistence)
@@ -137,8 +124,8 @@ def evaluate_cmd(
     for name in study.diagnose.names:
         get_diagnoser(name)
     parallel, skills, ds = open_study(study.backend, data, execution, joined(data.gold_hops))
-    run_dir = open_run(out or Path("runs") / f"evaluate-{agent_label(agent.factory)}-"
-                                             f"{data.dataset}-h{agent.hops}",
+    run_dir = open_run(run_path(out, "evaluate", data.dataset, agent=agent.factory,
+                                hops=agent.hops),
                        {"command": "evaluate", "source": ds.source,
                         "study": study.model_dump(mode="json")})
     summary = run_evaluate(ds, skills, run_dir, study, show_progress=execution.progress,

@@ -13,11 +13,13 @@ from rich.table import Table
 
 from cuer_agent.cli._app import app, data_app, print_json, trace_app, user_errors
 from cuer_agent.cli._options import (
+    DATA_FLAGS,
     MODEL_FLAGS,
     CachePath,
-    DataPath,
+    DataFlags,
     ModelFlags,
     NoCache,
+    Seed,
     names,
     option_groups,
 )
@@ -27,26 +29,20 @@ from cuer_agent.errors import CuerError
 
 @data_app.command("stats")
 @user_errors
+@option_groups
 def data_stats(
-    dataset: Annotated[str, typer.Option(help="hotpotqa, 2wiki, musique or synthetic.")],
-    path: DataPath = None,
-    hops: Annotated[int | None, typer.Option(help="Synthetic: only H-hop questions.")] = None,
-    n: Annotated[int | None, typer.Option(help="Use the first N examples.")] = None,
-    seed: Annotated[int, typer.Option(help="Synthetic world seed.")] = 0,
+    data_flags: DataFlags = DATA_FLAGS,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
 ) -> None:
-    """Example and passage counts, hop histogram, question types, support recall@5."""
-    from cuer_agent.data import load_dataset
+    """Example and passage counts, hop histogram, question types, support recall@5.
+    (It runs no agent, so it has no --hops.)"""
+    from cuer_agent.config import StudyConfig
+    from cuer_agent.data._select import load_study_data
     from cuer_agent.studies._common.data_stats import dataset_stats
 
-    if n is not None and n < 1:
-        raise CuerError(f"--n must be >= 1, got {n}")
-    kwargs: dict[str, Any] = {}
-    if dataset == "synthetic":
-        kwargs = {"hops": hops, "seed": seed}
-    elif hops is not None:
-        raise CuerError("--hops applies to --dataset synthetic only")
-    ds = load_dataset(dataset, path, n=n, **kwargs)
+    data = data_flags.section(StudyConfig())
+    ds = load_study_data(data.dataset, data.path, data.n, data.hops, data.seed,
+                         ",".join(map(str, data.gold_hops)) if data.gold_hops else None)
     stats = dataset_stats(ds)
     if as_json:
         print_json(stats)
@@ -133,10 +129,8 @@ def diagnose_cmd(
     retrieval_tools: Annotated[str | None, typer.Option(
         help="Comma-separated names of TOOL spans that are searches (a ReAct agent's search "
              "tool): each call is a hop, its output text the evidence.")] = None,
-    backend: Annotated[str | None, typer.Option(help="Backend of llm-judge: extractive "
-                                                "(default), llamacpp, ollama, openai.")] = None,
     llm: ModelFlags = MODEL_FLAGS,
-    seed: Annotated[int, typer.Option(help="Seed of seeded diagnosers (chance).")] = 0,
+    seed: Seed = None,
     hop_budget: Annotated[int | None, typer.Option(
         min=1, help="The hop budget your agent ran with (you set it; not in the traces): "
                     "lets trace-rule tell a run that stopped before it.")] = None,
@@ -148,8 +142,9 @@ def diagnose_cmd(
     no_cache: NoCache = False,
 ) -> None:
     """Diagnose traces from any agent: trace-only diagnosers, gold ones with --gold;
-    scored against your labels with --labels."""
-    from cuer_agent.config import StudyConfig
+    scored against your labels with --labels. The model flags (--backend ...) are
+    llm-judge's."""
+    from cuer_agent.config import StudyConfig, merged
     from cuer_agent.data import load_dataset
     from cuer_agent.diagnosers import get_diagnoser
     from cuer_agent.studies.diagnose.labels import read_labels
@@ -164,13 +159,13 @@ def diagnose_cmd(
         raise CuerError("--gold and --dataset go together")
     study = StudyConfig()
     study = study.model_copy(update={
-        "backend": llm.engine(study, backend),
-        "diagnose": study.diagnose.model_copy(update={"seed": seed})})
+        "backend": llm.engine(study),
+        "diagnose": merged(study, "diagnose", seed=seed)})
     chosen = names(diagnosers) if diagnosers else tuple(trace_only_diagnosers())
     # Before the model or the data loads: unknown, probing, or gold without --gold.
     check_diagnosers([get_diagnoser(name) for name in chosen], has_gold=gold is not None)
     given = read_labels(labels) if labels is not None else None
-    skills = skill_client(study.backend, seed, cache, no_cache)
+    skills = skill_client(study.backend, study.diagnose.seed, cache, no_cache)
     made = [get_diagnoser(name, skills=skills) for name in chosen]
     examples = list(load_dataset(dataset, gold).examples) if gold and dataset else None
     summary = run_diagnose_traces(traces, fmt, made, out, study, skills, examples=examples,

@@ -67,7 +67,9 @@ class RecordedData(DataSection):
     def _comma_separated(cls, value: Any) -> Any:
         if isinstance(value, str):
             return tuple(int(part) for part in value.split(",") if part.strip())
-        return value
+        # a list as `cuer` writes it: a tuple here, since a before-validator hands the
+        # strict check a Python list, which it would refuse as a tuple
+        return tuple(value) if isinstance(value, list) else value
 
 
 class RunCommandConfig(_Recorded):
