@@ -21,6 +21,7 @@ from cuer_agent.errors import ConfigError
 from cuer_agent.experiments.cuer import CuerConfig
 from cuer_agent.experiments.propagation import PropagationConfig
 from cuer_agent.llm._remote import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT, omitted
+from cuer_agent.llm.backends import backend_about, backend_names
 
 
 class _Section(BaseModel):
@@ -56,7 +57,7 @@ class DataSection(_Section):
 
 class BackendSection(_Section):
     name: str = "extractive"
-    """extractive (offline stand-in), llamacpp (in process), ollama or openai."""
+    """A registered backend (`cuer_agent.llm.backends.backend_names`)."""
     model: str | None = None
     """The server's model name; llamacpp: a .gguf path or `smollm2-135m`."""
     base_url: str | None = None
@@ -93,11 +94,14 @@ class BackendSection(_Section):
     def client_options(self, seed: int) -> dict[str, Any]:
         """Keyword arguments of `make_backend(self.name, ...)`; `seed` is the decoding
         seed (the study's). The offline reader takes none of the decoding options."""
+        about = backend_about(self.name)
         options: dict[str, Any] = {"model": self.model, "base_url": self.base_url}
-        if self.name == "extractive":
+        if about.rule_based:
             return options
-        if self.threads is not None and self.name != "llamacpp":
-            raise ConfigError(f"--threads applies to --backend llamacpp, not {self.name}")
+        if self.threads is not None and not about.threads:
+            takes = [name for name in backend_names() if backend_about(name).threads]
+            raise ConfigError(f"--threads applies to --backend {' or '.join(takes)}, "
+                              f"not {self.name}")
         options.update(seed=seed, timeout=self.timeout, max_tokens=self.max_tokens,
                        think=self.think, omit=self.omit)
         if self.threads is not None:

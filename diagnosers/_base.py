@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from cuer_agent._registry import Registry
+from cuer_agent.llm.backends import backend_about
 from cuer_agent.trace import Trace
 
 Stage = Literal["retrieval", "tool", "answer", "none"]
@@ -140,11 +141,15 @@ class BaseDiagnoser:
     set beside the diagnosers so a figure that needs no diagnosis shows as such."""
     options: dict[str, Any] = field(default_factory=dict)
 
-    def on_extractive(self) -> bool:
-        """Whether its skills run on the extractive backend (rules, not a model): such a
-        diagnoser is a stand-in for the method it is named after."""
+    def rule_based_backend(self) -> str | None:
+        """The name of the backend its skills run on when that backend is a rule-based
+        stand-in, not a model (`BackendAbout.rule_based`): such a diagnoser is a stand-in
+        for the method it is named after. None: no skills, or a model."""
         skills = self.options.get("skills")
-        return skills is not None and skills.backend.name == "extractive"
+        if skills is None:
+            return None
+        name: str = skills.backend.name
+        return name if backend_about(name).rule_based else None
 
 
 DIAGNOSERS: Registry[Callable[..., Diagnoser]] = Registry(

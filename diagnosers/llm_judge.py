@@ -32,8 +32,9 @@ class JudgeParseFailure(RuntimeError):
 class LLMJudge(BaseDiagnoser):
     @property
     def stand_in(self) -> str | None:  # type: ignore[override]
-        return ("rule-based stand-in for an LLM judge (extractive backend)"
-                if self.on_extractive() else None)
+        backend = self.rule_based_backend()
+        return (f"rule-based stand-in for an LLM judge ({backend} backend)"
+                if backend is not None else None)
 
     def diagnose(self, view: DiagnosisView, probe: Probe | None = None) -> Diagnosis:
         skills = self.options["skills"]

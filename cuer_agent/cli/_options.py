@@ -19,10 +19,10 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from cuer_agent.parallel import Parallelism, default_concurrency
+from cuer_agent.llm.backends import backend_help, concurrency_help, default_concurrency
+from cuer_agent.parallel import Parallelism
 
-Backend = Annotated[str, typer.Option(help="extractive (offline, default), llamacpp (a GGUF "
-                                      "model in process), ollama or openai.")]
+Backend = Annotated[str, typer.Option(help=backend_help(default="extractive") + ".")]
 Model = Annotated[str | None, typer.Option(help="Model name for ollama/openai; llamacpp: a "
                                            ".gguf file or smollm2-135m.")]
 Timeout = Annotated[float | None, typer.Option(
@@ -35,8 +35,7 @@ BaseUrl = Annotated[str | None, typer.Option(help="Server URL (ollama host, or a
                                              "OpenAI-compatible base URL).")]
 Concurrency = Annotated[int | None, typer.Option(
     help="Model requests in flight at once — examples and the independent forks of each "
-         "(default per backend: extractive 1, ollama 4, openai 16). Results are identical "
-         "at any value.")]
+         f"(default per backend: {concurrency_help()}). Results are identical at any value.")]
 ExecutorName = Annotated[str, typer.Option(
     "--executor", help="Where examples run: thread (default), process (local processes, for "
                        "CPU-bound work such as the extractive reader) or ray (a Ray cluster; "

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import typer
 
 from cuer_agent.cli._options import ExecutionFlags
+from cuer_agent.data import is_generated
 from cuer_agent.data._example import Dataset
 from cuer_agent.data._select import load_study_data
 from cuer_agent.errors import CuerError
@@ -47,7 +48,7 @@ def study_sections(study: Any, *, dataset: str | None, path: Path | None, n: int
     data = merged(study, "data", dataset=dataset, path=str(path) if path else None, n=n,
                   seed=seed, redundancy=redundancy_flag(redundancy))
     agent = merged(study, "agent", hops=hops, retries_per_hop=retries, factory=factory, k=k)
-    if data.dataset == "synthetic":
+    if is_generated(data.dataset):
         data = data.model_copy(update={"hops": data.hops or agent.hops})
     return data, agent
 

@@ -39,7 +39,9 @@ from cuer_agent.cli._study import (
     skill_client,
     study_sections,
 )
+from cuer_agent.data import dataset_help
 from cuer_agent.errors import CuerError
+from cuer_agent.llm.backends import backend_help
 
 
 @app.command("replay")
@@ -82,12 +84,12 @@ def evaluate_cmd(
     hops: Annotated[int | None, typer.Option(help="Agent hop budget (synthetic: H-hop "
                                              "questions). Default 3.")] = None,
     config: ConfigPath = None,
-    dataset: Annotated[str | None, typer.Option(help="synthetic (default), hotpotqa, 2wiki, "
-                                                "musique.")] = None,
+    dataset: Annotated[str | None, typer.Option(
+        help=dataset_help(default="synthetic") + ".")] = None,
     path: DataPath = None,
     n: Annotated[int | None, typer.Option(help="Examples (default 100).")] = None,
-    backend: Annotated[str | None, typer.Option(help="extractive (default), llamacpp, ollama, "
-                                                "openai.")] = None,
+    backend: Annotated[str | None, typer.Option(
+        help=backend_help(default="extractive") + ".")] = None,
     llm: ModelFlags = MODEL_FLAGS,
     strict: Annotated[bool | None, typer.Option(
         help="Inject faults only where the clean answer was correct (default: strict). "

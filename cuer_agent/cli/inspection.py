@@ -22,13 +22,17 @@ from cuer_agent.cli._options import (
     option_groups,
 )
 from cuer_agent.cli._study import skill_client
+from cuer_agent.data import dataset_help, dataset_names, is_generated
 from cuer_agent.errors import CuerError
+from cuer_agent.llm.backends import backend_help
+from cuer_agent.metrics.official import official_datasets
 
 
 @data_app.command("stats")
 @user_errors
 def data_stats(
-    dataset: Annotated[str, typer.Option(help="hotpotqa, 2wiki, musique or synthetic.")],
+    dataset: Annotated[str, typer.Option(
+        help=dataset_help() + ".")],
     path: DataPath = None,
     hops: Annotated[int | None, typer.Option(help="Synthetic: only H-hop questions.")] = None,
     n: Annotated[int | None, typer.Option(help="Use the first N examples.")] = None,
@@ -42,10 +46,11 @@ def data_stats(
     if n is not None and n < 1:
         raise CuerError(f"--n must be >= 1, got {n}")
     kwargs: dict[str, Any] = {}
-    if dataset == "synthetic":
+    if is_generated(dataset):
         kwargs = {"hops": hops, "seed": seed}
     elif hops is not None:
-        raise CuerError("--hops applies to --dataset synthetic only")
+        generated = [name for name in dataset_names() if is_generated(name)]
+        raise CuerError(f"--hops applies to --dataset {' or '.join(generated)} only")
     ds = load_dataset(dataset, path, n=n, **kwargs)
     stats = dataset_stats(ds)
     if as_json:
@@ -67,7 +72,7 @@ def data_stats(
 @app.command("score")
 @user_errors
 def score_cmd(
-    dataset: Annotated[str, typer.Option(help="hotpotqa, 2wiki or musique.")],
+    dataset: Annotated[str, typer.Option(help=", ".join(official_datasets()) + ".")],
     gold: Annotated[Path, typer.Option(help="Gold file in the dataset's original format.")],
     pred: Annotated[Path, typer.Option(help='Predictions: {"answer": {id: answer}} '
                                        "(MuSiQue also: JSONL of {id, predicted_answer}).")],
@@ -128,13 +133,14 @@ def diagnose_cmd(
     gold: Annotated[Path | None, typer.Option(help="Gold file in the dataset's original "
                                               "format (matched by example id, then "
                                               "question).")] = None,
-    dataset: Annotated[str | None, typer.Option(help="The gold file's dataset: hotpotqa, "
-                                                "2wiki or musique.")] = None,
+    dataset: Annotated[str | None, typer.Option(
+        help="The gold file's dataset: " + ", ".join(
+            name for name in dataset_names() if not is_generated(name)) + ".")] = None,
     retrieval_tools: Annotated[str | None, typer.Option(
         help="Comma-separated names of TOOL spans that are searches (a ReAct agent's search "
              "tool): each call is a hop, its output text the evidence.")] = None,
-    backend: Annotated[str | None, typer.Option(help="Backend of llm-judge: extractive "
-                                                "(default), llamacpp, ollama, openai.")] = None,
+    backend: Annotated[str | None, typer.Option(
+        help="Backend of llm-judge: " + backend_help(default="extractive") + ".")] = None,
     llm: ModelFlags = MODEL_FLAGS,
     seed: Annotated[int, typer.Option(help="Seed of seeded diagnosers (chance).")] = 0,
     hop_budget: Annotated[int | None, typer.Option(

@@ -41,7 +41,9 @@ from cuer_agent.cli._study import (
     study_sections,
     warn_request_errors,
 )
+from cuer_agent.data import dataset_help, is_generated
 from cuer_agent.errors import ConfigError, CuerError
+from cuer_agent.llm.backends import backend_help
 
 
 def check_budget(hops: int, retries: int | None) -> None:
@@ -59,8 +61,8 @@ def run_cmd(
     ctx: typer.Context,
     out: RunOut,
     config: ConfigPath = None,
-    dataset: Annotated[str, typer.Option(help="synthetic (default), hotpotqa, 2wiki or "
-                                         "musique.")] = "synthetic",
+    dataset: Annotated[str, typer.Option(
+        help=dataset_help(default="synthetic") + ".")] = "synthetic",
     path: DataPath = None,
     hops: Annotated[int, typer.Option(help="Hop budget (synthetic: also H-hop questions).")] = 3,
     mode: Annotated[str, typer.Option(help="agentic or single-shot.")] = "agentic",
@@ -102,7 +104,7 @@ def run_cmd(
         "seed": data.seed, "retries_per_hop": section.retries_per_hop,
         "agent": section.factory, "backend": recorded(engine, skills),
         # only a --config file sets these: without one a run records what it always did
-        **({"hops": data.hops} if data.dataset == "synthetic" and data.hops != section.hops
+        **({"hops": data.hops} if is_generated(data.dataset) and data.hops != section.hops
            else {}),
         **({"gold_hops": joined(data.gold_hops)} if data.gold_hops else {})})
     executor = Executor(skills, agent_config, meta={"backend": engine.name,
@@ -128,12 +130,12 @@ def run_cmd(
 def cuer_cmd(
     out: RunOut,
     config: ConfigPath = None,
-    dataset: Annotated[str | None, typer.Option(help="hotpotqa, 2wiki, musique or "
-                                                "synthetic.")] = None,
+    dataset: Annotated[str | None, typer.Option(
+        help=dataset_help() + ".")] = None,
     path: DataPath = None,
     n: FirstN = None,
     backend: Annotated[str | None, typer.Option(
-        help="extractive, llamacpp, ollama or openai.")] = None,
+        help=backend_help() + ".")] = None,
     llm: ModelFlags = MODEL_FLAGS,
     seed: Annotated[int | None, typer.Option(help="Seed (synthetic world, "
                                              "interventions).")] = None,
@@ -191,7 +193,8 @@ def propagate_cmd(
     ctx: typer.Context,
     out: RunOut,
     config: ConfigPath = None,
-    dataset: Annotated[str, typer.Option(help="synthetic, musique, 2wiki or hotpotqa.")] = (
+    dataset: Annotated[str, typer.Option(
+        help=dataset_help(default="synthetic") + ".")] = (
         "synthetic"),
     path: DataPath = None,
     hops: Annotated[int, typer.Option(help="Hop budget (synthetic: H-hop questions).")] = 3,
@@ -237,7 +240,7 @@ def propagate_cmd(
         source=ds.source, hops=agent.hops, retries_per_hop=agent.retries_per_hop,
         agent=agent.factory, k=agent.k,
         data={"dataset": ds.name, "path": data.path, "n": data.n,
-              "hops": data.hops if data.dataset == "synthetic" else None,
+              "hops": data.hops if is_generated(data.dataset) else None,
               "seed": data.seed, "gold_hops": gold, "redundancy": data.redundancy},
         backend=recorded(engine, skills), propagation=propagation))
     executor = Executor(skills, AgentConfig(hop_budget=agent.hops, k=agent.k,
