@@ -35,6 +35,7 @@ import every HTTP client. An unknown name is one `ConfigError` line listing the 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -57,14 +58,28 @@ class About:
     """A phrase for CLI help and reports: what this choice is (no trailing period)."""
 
 
+@dataclass(frozen=True)
+class SelectableAbout(About):
+    """What a plug-in that studies select several of at once (faults, diagnosers)
+    declares: whether it is in the default selection, and where."""
+
+    default_rank: int | None = None
+    """Its place in the default selection (the order a study runs and reports them,
+    lowest first); None: run only when asked for by name."""
+
+
 class Registry(Generic[T]):
     """Names → objects of one kind, with lazily imported built-ins and entry points."""
 
-    def __init__(self, kind: str, group: str, builtins: Iterable[str] = ()) -> None:
+    def __init__(self, kind: str, group: str, builtins: Iterable[str] = (),
+                 package: str | None = None) -> None:
         self.kind = kind
         self.group = group
         self.builtins = tuple(builtins)
         """Modules that register the built-ins when imported."""
+        self.package = package
+        """A package whose every public module (name not starting with ``_``) registers
+        built-ins when imported: a new one is a new module there, listed nowhere."""
         self._items: dict[str, T] = {}
         self._about: dict[str, About] = {}
         self._loaded = False
@@ -110,6 +125,13 @@ class Registry(Generic[T]):
             return "".join(described)
         return f"{', '.join(described[:-1])} or {described[-1]}"
 
+    def default_selection(self, kind: type[SelectableAbout] = SelectableAbout
+                          ) -> tuple[str, ...]:
+        """The names in the default selection, in their declared order."""
+        ranked = [(about.default_rank, name) for name in self.names()
+                  if (about := self.about(name, kind)).default_rank is not None]
+        return tuple(name for _, name in sorted(ranked))
+
     def names(self) -> list[str]:
         self._load()
         return sorted(self._items)
@@ -117,6 +139,13 @@ class Registry(Generic[T]):
     def __contains__(self, name: object) -> bool:
         self._load()
         return name in self._items
+
+    def _package_modules(self) -> list[str]:
+        if self.package is None:
+            return []
+        package = importlib.import_module(self.package)
+        return [f"{self.package}.{info.name}" for info in pkgutil.iter_modules(package.__path__)
+                if not info.name.startswith("_")]
 
     def _load(self) -> None:
         if self._loaded:
@@ -126,7 +155,7 @@ class Registry(Generic[T]):
                 return
             self._loading = True
             try:
-                for module in self.builtins:
+                for module in (*self.builtins, *self._package_modules()):
                     importlib.import_module(module)
                 for ep in entry_points(group=self.group):
                     obj = ep.load()

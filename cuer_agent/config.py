@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from cuer_agent._validation import message
+from cuer_agent.diagnosers._base import default_diagnosers
 from cuer_agent.errors import ConfigError
 from cuer_agent.experiments.cuer import CuerConfig
 from cuer_agent.experiments.propagation import PropagationConfig
@@ -122,10 +123,8 @@ class AgentSection(_Section):
 
 
 class DiagnoseSection(_Section):
-    names: tuple[str, ...] = ("consistency", "coverage", "coverage-gold", "llm-judge",
-                              "llm-judge-gold", "frozen-hop", "frozen-hop-free", "suffix-regen",
-                              "suffix-regen-free", "cuer-single-shot", "rule", "trace-rule",
-                              "first-hop", "last-hop", "chance")
+    names: tuple[str, ...] = default_diagnosers()
+    """Every diagnoser that declares a `default_rank`, in that order."""
     probe_budget: int = Field(3, ge=1)
     """Hops a probing diagnoser may repair (paper: 2 with BM25, 4 with dense retrieval)."""
     seed: int = 0

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
-from cuer_agent._registry import Registry
+from cuer_agent._registry import Registry, SelectableAbout
 from cuer_agent.llm.backends import backend_about
 from cuer_agent.trace import Trace
 
@@ -153,23 +153,34 @@ class BaseDiagnoser:
 
 
 DIAGNOSERS: Registry[Callable[..., Diagnoser]] = Registry(
-    "diagnoser", ENTRY_POINT_GROUP,
-    builtins=tuple(f"cuer_agent.diagnosers.{m}" for m in (
-        "chance", "consistency", "coverage", "coverage_gold", "cuer_single_shot", "first_hop",
-        "frozen_hop", "last_hop", "llm_judge", "rule", "suffix_regen", "trace_rule")))
+    "diagnoser", ENTRY_POINT_GROUP, package="cuer_agent.diagnosers")
+"""Built-ins: every public module of this package."""
 
 
-def diagnoser(name: str) -> Callable[[type], type]:
-    """Class decorator: register a diagnoser under `name`."""
+def diagnoser(name: str, *, help: str = "", default_rank: int | None = None
+              ) -> Callable[[type], type]:
+    """Class decorator: register a diagnoser under `name`, with its help text and its
+    place in the default selection (`SelectableAbout.default_rank`; None: run only when
+    named). What it reads (gold, oracles, probes) its class declares."""
     def deco(cls: type) -> type:
         cls.name = name  # type: ignore[attr-defined]
-        DIAGNOSERS.add(name, cls)
+        DIAGNOSERS.add(name, cls, SelectableAbout(help=help, default_rank=default_rank))
         return cls
     return deco
 
 
 def diagnoser_names() -> list[str]:
     return DIAGNOSERS.names()
+
+
+def default_diagnosers() -> tuple[str, ...]:
+    """The diagnosers a study runs when none are named, in their declared order."""
+    return DIAGNOSERS.default_selection()
+
+
+def diagnoser_help() -> str:
+    """The registered diagnosers with what each is, for help texts."""
+    return DIAGNOSERS.choices(SelectableAbout)
 
 
 def get_diagnoser(name: str, **options: Any) -> Diagnoser:

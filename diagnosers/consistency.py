@@ -74,7 +74,8 @@ def own_signals(trace: Trace) -> list[int]:
     return [hop.hop for hop in trace.hops if flagged(hop)]
 
 
-@diagnoser("consistency")
+@diagnoser("consistency", help="gold-free: where the trace first contradicts itself",
+           default_rank=1)
 class Consistency(BaseDiagnoser):
     @property
     def stand_in(self) -> str | None:  # type: ignore[override]

@@ -37,7 +37,8 @@ def _without(hop: HopRecord, evidence_id: str) -> dict:
     return record
 
 
-@diagnoser("cuer-single-shot")
+@diagnoser("cuer-single-shot", help="single-shot CUE-R as a diagnoser",
+           default_rank=10)
 class CuerSingleShot(BaseDiagnoser):
     probing = True
 

@@ -22,7 +22,8 @@ from ._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
 from ._probing import Fixed, GoldFree, by_oracle, first_fixing_hop
 
 
-@diagnoser("frozen-hop")
+@diagnoser("frozen-hop", help="probe: re-run one hop, keep the rest; gold oracle",
+           default_rank=6)
 class FrozenHop(BaseDiagnoser):
     probing = True
     uses_gold_oracle = True
@@ -43,6 +44,7 @@ class FrozenHop(BaseDiagnoser):
                                 "repairing", self.fixed(view, probe))
 
 
-@diagnoser("frozen-hop-free")
+@diagnoser("frozen-hop-free", help="frozen-hop without the gold oracle",
+           default_rank=7)
 class FrozenHopFree(GoldFree, FrozenHop):
     """Gold-free: "fixed" from the agent's own verification and confidence."""

@@ -28,7 +28,8 @@ class JudgeParseFailure(RuntimeError):
     """The judge's reply stayed invalid after the repair turn."""
 
 
-@diagnoser("llm-judge")
+@diagnoser("llm-judge", help="a judge reads the trace, without the gold answer",
+           default_rank=4)
 class LLMJudge(BaseDiagnoser):
     @property
     def stand_in(self) -> str | None:  # type: ignore[override]
@@ -60,7 +61,8 @@ class LLMJudge(BaseDiagnoser):
                          cost=cost)
 
 
-@diagnoser("llm-judge-gold")
+@diagnoser("llm-judge-gold", help="the published judge, which sees the gold answer",
+           default_rank=5)
 class LLMJudgeGold(LLMJudge):
     """The published judge: the request carries the gold answer."""
 

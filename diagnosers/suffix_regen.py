@@ -18,7 +18,8 @@ from ._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
 from ._probing import Fixed, GoldFree, by_oracle, first_fixing_hop
 
 
-@diagnoser("suffix-regen")
+@diagnoser("suffix-regen", help="probe: regenerate the run from a hop; gold oracle",
+           default_rank=8)
 class SuffixRegen(BaseDiagnoser):
     probing = True
     uses_gold_oracle = True
@@ -35,6 +36,7 @@ class SuffixRegen(BaseDiagnoser):
                                 self.fixed(view, probe))
 
 
-@diagnoser("suffix-regen-free")
+@diagnoser("suffix-regen-free", help="suffix-regen without the gold oracle",
+           default_rank=9)
 class SuffixRegenFree(GoldFree, SuffixRegen):
     """Gold-free: "fixed" from the agent's own verification and confidence."""

@@ -40,7 +40,9 @@ from cuer_agent.cli._study import (
     study_sections,
 )
 from cuer_agent.data import dataset_help
+from cuer_agent.diagnosers._base import default_diagnosers, diagnoser_help
 from cuer_agent.errors import CuerError
+from cuer_agent.interventions._fault_types import default_faults, fault_help
 from cuer_agent.llm.backends import backend_help
 
 
@@ -94,10 +96,13 @@ def evaluate_cmd(
     strict: Annotated[bool | None, typer.Option(
         help="Inject faults only where the clean answer was correct (default: strict). "
              "--no-strict for a weak model that is rarely right.")] = None,
-    faults: Annotated[str | None, typer.Option(help="Comma-separated faults (default all).")] = (
+    faults: Annotated[str | None, typer.Option(
+        help=f"Comma-separated faults (default: {', '.join(default_faults())}): "
+             f"{fault_help()}.")] = (
         None),
-    diagnosers: Annotated[str | None, typer.Option(help="Comma-separated diagnosers "
-                                                   "(default all).")] = None,
+    diagnosers: Annotated[str | None, typer.Option(
+        help=f"Comma-separated diagnosers (default: {', '.join(default_diagnosers())}): "
+             f"{diagnoser_help()}.")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed (synthetic world, faults).")] = None,
     retries: Retries = None,
     fault_persistence: FaultPersistence = None,

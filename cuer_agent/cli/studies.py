@@ -43,6 +43,7 @@ from cuer_agent.cli._study import (
 )
 from cuer_agent.data import dataset_help, is_generated
 from cuer_agent.errors import ConfigError, CuerError
+from cuer_agent.interventions._fault_types import default_faults, fault_help
 from cuer_agent.llm.backends import backend_help
 
 
@@ -199,8 +200,9 @@ def propagate_cmd(
     path: DataPath = None,
     hops: Annotated[int, typer.Option(help="Hop budget (synthetic: H-hop questions).")] = 3,
     n: FirstN = None,
-    faults: Annotated[str | None, typer.Option(help="Comma-separated fault names "
-                                               "(default: all).")] = None,
+    faults: Annotated[str | None, typer.Option(
+        help=f"Comma-separated faults (default: {', '.join(default_faults())}): "
+             f"{fault_help()}.")] = None,
     hop_operators: Annotated[bool, typer.Option(help="Also REMOVE/REPLACE/DUPLICATE per "
                                                 "hop.")] = True,
     strict: Annotated[bool, typer.Option(help="Inject only where the clean answer was "
