@@ -18,8 +18,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from cuer_agent._validation import message
+from cuer_agent.diagnosers._base import default_diagnosers
 from cuer_agent.errors import ConfigError
 from cuer_agent.llm._remote import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT, omitted
+from cuer_agent.llm.backends import backend_about, backend_names
 from cuer_agent.studies.cuer.runner import CuerConfig
 from cuer_agent.studies.propagation.runner import PropagationConfig
 
@@ -59,7 +61,7 @@ class DataSection(_Section):
 
 class BackendSection(_Section):
     name: str = "extractive"
-    """extractive (offline stand-in), llamacpp (in process), ollama or openai."""
+    """A registered backend (`cuer_agent.llm.backends.backend_names`)."""
     model: str | None = None
     """The server's model name; llamacpp: a .gguf path or `smollm2-135m`."""
     base_url: str | None = None
@@ -96,11 +98,14 @@ class BackendSection(_Section):
     def client_options(self, seed: int) -> dict[str, Any]:
         """Keyword arguments of `make_backend(self.name, ...)`; `seed` is the decoding
         seed (the study's). The offline reader takes none of the decoding options."""
+        about = backend_about(self.name)
         options: dict[str, Any] = {"model": self.model, "base_url": self.base_url}
-        if self.name == "extractive":
+        if about.rule_based:
             return options
-        if self.threads is not None and self.name != "llamacpp":
-            raise ConfigError(f"--threads applies to --backend llamacpp, not {self.name}")
+        if self.threads is not None and not about.threads:
+            takes = [name for name in backend_names() if backend_about(name).threads]
+            raise ConfigError(f"--threads applies to --backend {' or '.join(takes)}, "
+                              f"not {self.name}")
         options.update(seed=seed, timeout=self.timeout, max_tokens=self.max_tokens,
                        think=self.think, omit=self.omit)
         if self.threads is not None:
@@ -122,10 +127,8 @@ class AgentSection(_Section):
 
 
 class DiagnoseSection(_Section):
-    names: tuple[str, ...] = ("consistency", "coverage", "coverage-gold", "llm-judge",
-                              "llm-judge-gold", "frozen-hop", "frozen-hop-free", "suffix-regen",
-                              "suffix-regen-free", "cuer-single-shot", "rule", "trace-rule",
-                              "first-hop", "last-hop", "chance")
+    names: tuple[str, ...] = default_diagnosers()
+    """Every diagnoser that declares a `default_rank`, in that order."""
     probe_budget: int = Field(3, ge=1)
     """Hops a probing diagnoser may repair (paper: 2 with BM25, 4 with dense retrieval)."""
     seed: int = 0

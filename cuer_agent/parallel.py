@@ -48,17 +48,6 @@ R = TypeVar("R")
 EXECUTORS = ("thread", "process", "ray")
 RAY_MISSING = "--executor ray needs the optional extra: pip install 'cuer-agent[ray]'"
 
-DEFAULT_CONCURRENCY = {"extractive": 1, "llamacpp": 1, "ollama": 4, "openai": 16}
-"""Requests in flight per backend when --concurrency is not given: the extractive reader
-is CPU-bound Python (threads would only add overhead), the in-process llama.cpp model has
-one slot, a local Ollama serves a few requests at once, an OpenAI-compatible server
-(vLLM, hosted APIs) many."""
-
-
-def default_concurrency(backend: str) -> int:
-    return DEFAULT_CONCURRENCY.get(backend, 4)
-
-
 @dataclass(frozen=True)
 class Parallelism:
     """Where per-example work runs and how many items are in flight at once. Results

@@ -27,7 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
-from cuer_agent._registry import Registry
+from cuer_agent._registry import Registry, SelectableAbout
+from cuer_agent.llm.backends import backend_about
 from cuer_agent.trace import HopRecord, Trace
 
 Stage = Literal["retrieval", "tool", "answer", "none"]
@@ -140,31 +141,46 @@ class BaseDiagnoser:
     set beside the diagnosers so a figure that needs no diagnosis shows as such."""
     options: dict[str, Any] = field(default_factory=dict)
 
-    def on_extractive(self) -> bool:
-        """Whether its skills run on the extractive backend (rules, not a model): such a
-        diagnoser is a stand-in for the method it is named after."""
+    def rule_based_backend(self) -> str | None:
+        """The name of the backend its skills run on when that backend is a rule-based
+        stand-in, not a model (`BackendAbout.rule_based`): such a diagnoser is a stand-in
+        for the method it is named after. None: no skills, or a model."""
         skills = self.options.get("skills")
-        return skills is not None and skills.backend.name == "extractive"
+        if skills is None:
+            return None
+        name: str = skills.backend.name
+        return name if backend_about(name).rule_based else None
 
 
 DIAGNOSERS: Registry[Callable[..., Diagnoser]] = Registry(
-    "diagnoser", ENTRY_POINT_GROUP,
-    builtins=tuple(f"cuer_agent.diagnosers.{m}" for m in (
-        "chance", "consistency", "coverage", "coverage_gold", "cuer_single_shot", "first_hop",
-        "frozen_hop", "last_hop", "llm_judge", "rule", "suffix_regen", "trace_rule")))
+    "diagnoser", ENTRY_POINT_GROUP, package="cuer_agent.diagnosers")
+"""Built-ins: every public module of this package."""
 
 
-def diagnoser(name: str) -> Callable[[type], type]:
-    """Class decorator: register a diagnoser under `name`."""
+def diagnoser(name: str, *, help: str = "", default_rank: int | None = None
+              ) -> Callable[[type], type]:
+    """Class decorator: register a diagnoser under `name`, with its help text and its
+    place in the default selection (`SelectableAbout.default_rank`; None: run only when
+    named). What it reads (gold, oracles, probes) its class declares."""
     def deco(cls: type) -> type:
         cls.name = name  # type: ignore[attr-defined]
-        DIAGNOSERS.add(name, cls)
+        DIAGNOSERS.add(name, cls, SelectableAbout(help=help, default_rank=default_rank))
         return cls
     return deco
 
 
 def diagnoser_names() -> list[str]:
     return DIAGNOSERS.names()
+
+
+def default_diagnosers() -> tuple[str, ...]:
+    """The diagnosers a study runs when none are named, in their declared order."""
+    return DIAGNOSERS.default_selection()
+
+
+def diagnoser_help() -> str:
+    """The registered diagnosers with what each is, for help texts."""
+    return DIAGNOSERS.choices(SelectableAbout)
 
 
 def get_diagnoser(name: str, **options: Any) -> Diagnoser:

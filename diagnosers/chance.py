@@ -11,7 +11,8 @@ import numpy as np
 from ._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
 
 
-@diagnoser("chance")
+@diagnoser("chance", help="control: a seeded random hop",
+           default_rank=15)
 class Chance(BaseDiagnoser):
     control = True
 

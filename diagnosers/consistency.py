@@ -74,11 +74,12 @@ def own_signals(trace: Trace) -> list[int]:
     return [hop.hop for hop in trace.hops if flagged(hop)]
 
 
-@diagnoser("consistency")
+@diagnoser("consistency", help="gold-free: where the trace first contradicts itself",
+           default_rank=1)
 class Consistency(BaseDiagnoser):
     @property
     def stand_in(self) -> str | None:  # type: ignore[override]
-        if not self.on_extractive():
+        if self.rule_based_backend() is None:
             return None
         return ("rule-based checker on the extractive reader's primitives (its completeness "
                 "check reads a question as the extractive planner does, so on cuer-agent's "

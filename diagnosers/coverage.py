@@ -15,7 +15,8 @@ from ._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, Stage, diagno
 from ._evidence import coverage, selected_texts
 
 
-@diagnoser("coverage")
+@diagnoser("coverage", help="gold-free: how much of each hop the evidence covers",
+           default_rank=2)
 class Coverage(BaseDiagnoser):
     def diagnose(self, view: DiagnosisView, probe: Probe | None = None) -> Diagnosis:
         trace = view.trace

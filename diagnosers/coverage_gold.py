@@ -14,7 +14,8 @@ from cuer_agent.retrieval import tokenize
 from ._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
 
 
-@diagnoser("coverage-gold")
+@diagnoser("coverage-gold", help="coverage that reads the gold answer",
+           default_rank=3)
 class CoverageGold(BaseDiagnoser):
     uses_gold = True
 

@@ -36,7 +36,8 @@ def _without(hop: HopRecord, evidence_id: str) -> HopRecord:
         "selected": tuple(i for i in hop.selected if i != evidence_id)})
 
 
-@diagnoser("cuer-single-shot")
+@diagnoser("cuer-single-shot", help="single-shot CUE-R as a diagnoser",
+           default_rank=10)
 class CuerSingleShot(BaseDiagnoser):
     probing = True
 

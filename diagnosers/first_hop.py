@@ -5,7 +5,8 @@ from __future__ import annotations
 from ._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
 
 
-@diagnoser("first-hop")
+@diagnoser("first-hop", help="control: always hop 1",
+           default_rank=13)
 class FirstHop(BaseDiagnoser):
     control = True
 

@@ -22,7 +22,8 @@ from ._base import Probe, diagnoser
 from ._probing import GoldFree, ProbingDiagnoser
 
 
-@diagnoser("frozen-hop")
+@diagnoser("frozen-hop", help="probe: re-run one hop, keep the rest; gold oracle",
+           default_rank=6)
 class FrozenHop(ProbingDiagnoser):
     repairing = "repairing"
 
@@ -32,6 +33,7 @@ class FrozenHop(ProbingDiagnoser):
         return None if record is None else probe.reanswer_with_hop(j, record)
 
 
-@diagnoser("frozen-hop-free")
+@diagnoser("frozen-hop-free", help="frozen-hop without the gold oracle",
+           default_rank=7)
 class FrozenHopFree(GoldFree, FrozenHop):
     """Gold-free: "fixed" from the agent's own verification and confidence."""

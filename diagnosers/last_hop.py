@@ -5,7 +5,8 @@ from __future__ import annotations
 from ._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
 
 
-@diagnoser("last-hop")
+@diagnoser("last-hop", help="control: always the last hop",
+           default_rank=14)
 class LastHop(BaseDiagnoser):
     control = True
 

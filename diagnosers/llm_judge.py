@@ -28,12 +28,14 @@ class JudgeParseFailure(RuntimeError):
     """The judge's reply stayed invalid after the repair turn."""
 
 
-@diagnoser("llm-judge")
+@diagnoser("llm-judge", help="a judge reads the trace, without the gold answer",
+           default_rank=4)
 class LLMJudge(BaseDiagnoser):
     @property
     def stand_in(self) -> str | None:  # type: ignore[override]
-        return ("rule-based stand-in for an LLM judge (extractive backend)"
-                if self.on_extractive() else None)
+        backend = self.rule_based_backend()
+        return (f"rule-based stand-in for an LLM judge ({backend} backend)"
+                if backend is not None else None)
 
     def diagnose(self, view: DiagnosisView, probe: Probe | None = None) -> Diagnosis:
         skills = self.options["skills"]
@@ -59,7 +61,8 @@ class LLMJudge(BaseDiagnoser):
                          cost=cost)
 
 
-@diagnoser("llm-judge-gold")
+@diagnoser("llm-judge-gold", help="the published judge, which sees the gold answer",
+           default_rank=5)
 class LLMJudgeGold(LLMJudge):
     """The published judge: the request carries the gold answer."""
 

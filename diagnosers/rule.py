@@ -13,7 +13,8 @@ from ._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
 from ._evidence import coverage, selected_texts
 
 
-@diagnoser("rule")
+@diagnoser("rule", help="control: ordered post-hoc checks of the trace",
+           default_rank=11)
 class Rule(BaseDiagnoser):
     def diagnose(self, view: DiagnosisView, probe: Probe | None = None) -> Diagnosis:
         trace = view.trace

@@ -20,7 +20,8 @@ from ._base import Probe, diagnoser
 from ._probing import GoldFree, ProbingDiagnoser
 
 
-@diagnoser("suffix-regen")
+@diagnoser("suffix-regen", help="probe: regenerate the run from a hop; gold oracle",
+           default_rank=8)
 class SuffixRegen(ProbingDiagnoser):
     repairing = "regenerating from"
 
@@ -29,6 +30,7 @@ class SuffixRegen(ProbingDiagnoser):
         return probe.regenerate_from(j)
 
 
-@diagnoser("suffix-regen-free")
+@diagnoser("suffix-regen-free", help="suffix-regen without the gold oracle",
+           default_rank=9)
 class SuffixRegenFree(GoldFree, SuffixRegen):
     """Gold-free: "fixed" from the agent's own verification and confidence."""

@@ -17,7 +17,8 @@ from cuer_agent.trace import attempt_failed
 from ._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe, diagnoser
 
 
-@diagnoser("trace-rule")
+@diagnoser("trace-rule", help="control: what the agent's own trace flags",
+           default_rank=12)
 class TraceRule(BaseDiagnoser):
     control = True
 

@@ -35,9 +35,11 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict
 
+from cuer_agent.data import dataset_help
 from cuer_agent.errors import CuerError
 from cuer_agent.graphs import nodes
 from cuer_agent.graphs.state import AgentContext, AgentState, initial_state
+from cuer_agent.llm.backends import backend_help
 from cuer_agent.trace import build_trace
 
 
@@ -54,13 +56,12 @@ class ServerContext(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    backend: str = Field("extractive", description="extractive (offline rule-based stand-in), "
-                         "llamacpp, ollama or openai.")
+    backend: str = Field("extractive", description=backend_help() + ".")
     model: str | None = Field(None, description="Model name (ollama/openai), or a .gguf file "
                               "or smollm2-135m (llamacpp).")
     base_url: str | None = Field(None, description="Server URL for ollama/openai.")
     dataset: str = Field("synthetic", description="Data source of the retriever's corpus: "
-                         "synthetic, hotpotqa, 2wiki or musique.")
+                         + dataset_help() + ".")
     path: str | None = Field(None, description="Dataset file (not for synthetic).")
     n: int = Field(100, ge=1, description="Synthetic world: questions it is built for "
                    "(the world of `cuer-agent evaluate`'s default run).")
@@ -132,17 +133,18 @@ def live_context(ctx: ServerContext) -> AgentContext:
 def _build(ctx: ServerContext) -> AgentContext:
     from pathlib import Path
 
+    from cuer_agent.data import is_generated
     from cuer_agent.data._select import load_study_data
-    from cuer_agent.llm.backends import SkillClient, make_backend
+    from cuer_agent.llm.backends import SkillClient, backend_about, make_backend
     from cuer_agent.llm.cache import ResponseCache
     from cuer_agent.retrieval import BM25Retriever
 
     options: dict[str, Any] = {"model": ctx.model, "base_url": ctx.base_url}
-    if ctx.backend != "extractive":
+    if not backend_about(ctx.backend).rule_based:
         options["seed"] = ctx.seed
     backend = make_backend(ctx.backend, **options)
     skills = SkillClient(backend, cache=ResponseCache(Path(ctx.cache)) if ctx.cache else None)
-    data = load_study_data(ctx.dataset, ctx.path, ctx.n if ctx.dataset == "synthetic" else None,
+    data = load_study_data(ctx.dataset, ctx.path, ctx.n if is_generated(ctx.dataset) else None,
                            ctx.hops, ctx.seed)
     # a data set without a shared corpus: every example's paragraphs, each once
     corpus = data.corpus if data.corpus is not None else list(

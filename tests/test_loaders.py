@@ -6,8 +6,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import sys
-import types
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -16,10 +14,10 @@ from typing import Any
 import pytest
 
 from cuer_agent.data import (
-    DATASETS,
     Dataset,
     Example,
     canonical_name,
+    dataset_names,
     default_data_dir,
     load_dataset,
     load_hotpotqa,
@@ -652,14 +650,14 @@ def test_load_dataset_dispatches_names_and_aliases(tmp_path: Path, name: str,
 
 
 def test_datasets_lists_canonical_names() -> None:
-    assert DATASETS == ("hotpotqa", "2wiki", "musique", "synthetic")
-    assert all(canonical_name(name) == name for name in DATASETS)
+    assert dataset_names() == ["2wiki", "hotpotqa", "musique", "synthetic"]
+    assert all(canonical_name(name) == name for name in dataset_names())
 
 
 def test_unknown_dataset_is_config_error_naming_valid_names() -> None:
     with pytest.raises(ConfigError, match="unknown dataset 'squad'") as caught:
         load_dataset("squad", "x.json")
-    for name in DATASETS:
+    for name in dataset_names():
         assert name in str(caught.value)
 
 
@@ -714,9 +712,9 @@ def test_synthetic_delegates_to_load_synthetic(monkeypatch: pytest.MonkeyPatch) 
         calls.append(kwargs)
         return expected
 
-    module = types.ModuleType("cuer_agent.data.synthetic")
-    module.load_synthetic = fake_load_synthetic  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "cuer_agent.data.synthetic", module)
+    from cuer_agent.data import synthetic
+
+    monkeypatch.setattr(synthetic, "load_synthetic", fake_load_synthetic)
     assert load_dataset("synthetic", n=5, hops=3, seed=1, size=40) is expected
     assert load_dataset("synthetic", hops=2) is expected
     assert calls == [{"n": 5, "hops": 3, "seed": 1, "size": 40}, {"hops": 2}]

@@ -13,10 +13,10 @@ import pytest
 from pydantic import BaseModel
 
 from cuer_agent.errors import ConfigError
-from cuer_agent.llm.backends import BackendReply, SkillClient
+from cuer_agent.llm.backends import BackendReply, SkillClient, default_concurrency
 from cuer_agent.llm.cache import ResponseCache
 from cuer_agent.llm.skills import PlanRequest
-from cuer_agent.parallel import default_concurrency, fan_out, ordered_map
+from cuer_agent.parallel import fan_out, ordered_map
 
 
 def test_results_come_back_in_input_order_whatever_finishes_first() -> None:

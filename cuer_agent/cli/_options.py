@@ -31,11 +31,13 @@ from typing import Annotated, Any, TypeVar
 import typer
 from pydantic import ValidationError
 
+from cuer_agent.data import dataset_help, is_generated
 from cuer_agent.errors import CuerError
-from cuer_agent.parallel import Parallelism, default_concurrency
+from cuer_agent.interventions._fault_types import default_faults, fault_help
+from cuer_agent.llm.backends import backend_help, concurrency_help, default_concurrency
+from cuer_agent.parallel import Parallelism
 
-Backend = Annotated[str | None, typer.Option(help="extractive (offline, default), llamacpp "
-                                             "(a GGUF model in process), ollama or openai.")]
+Backend = Annotated[str | None, typer.Option(help=backend_help(default="extractive") + ".")]
 Model = Annotated[str | None, typer.Option(help="Model name for ollama/openai; llamacpp: a "
                                            ".gguf file or smollm2-135m.")]
 Timeout = Annotated[float | None, typer.Option(
@@ -48,8 +50,7 @@ BaseUrl = Annotated[str | None, typer.Option(help="Server URL (ollama host, or a
                                              "OpenAI-compatible base URL).")]
 Concurrency = Annotated[int | None, typer.Option(
     help="Model requests in flight at once — examples and the independent forks of each "
-         "(default per backend: extractive 1, ollama 4, openai 16). Results are identical "
-         "at any value.")]
+         f"(default per backend: {concurrency_help()}). Results are identical at any value.")]
 ExecutorName = Annotated[str, typer.Option(
     "--executor", help="Where examples run: thread (default), process (local processes, for "
                        "CPU-bound work such as the extractive reader) or ray (a Ray cluster; "
@@ -76,8 +77,8 @@ FaultPersistence = Annotated[str | None, typer.Option(
                                 "of the index for the rest of the run), query (whenever its "
                                 "sub-query is asked again), hop (every retrieval at the hop; "
                                 "unrecoverable by design) or once (a one-shot state edit).")]
-Faults = Annotated[str | None, typer.Option(help="Comma-separated fault names (default: "
-                                            "all).")]
+Faults = Annotated[str | None, typer.Option(
+    help=f"Comma-separated faults (default: {', '.join(default_faults())}): {fault_help()}.")]
 Strict = Annotated[bool | None, typer.Option(
     help="Inject faults only where the clean answer was correct (default: strict). "
          "--no-strict for a weak model that is rarely right.")]
@@ -91,7 +92,7 @@ CachePath = Annotated[Path | None, typer.Option(
 ConfigPath = Annotated[Path | None, typer.Option(help="Study config (TOML); flags override "
                                                  "it.")]
 DatasetName = Annotated[str | None, typer.Option(
-    "--dataset", help="synthetic (default), hotpotqa, 2wiki or musique.")]
+    "--dataset", help=dataset_help(default="synthetic") + ".")]
 DataPath = Annotated[Path | None, typer.Option(help="Data file (original format).")]
 FirstN = Annotated[int | None, typer.Option(
     "--n", help="The first N examples (default: all; evaluate: 100).")]
@@ -155,7 +156,7 @@ class DataFlags:
         data = merged(study, "data", dataset=self.dataset,
                       path=str(self.path) if self.path else None, n=self.n, seed=self.seed,
                       gold_hops=gold, redundancy=redundancy)
-        if data.dataset != "synthetic" or (data.hops is not None and gold is None):
+        if not is_generated(data.dataset) or (data.hops is not None and gold is None):
             return data
         if data.gold_hops:
             hops = data.gold_hops[0] if len(data.gold_hops) == 1 else None

@@ -44,6 +44,7 @@ from cuer_agent.cli._study import (
     skill_client,
     study_sections,
 )
+from cuer_agent.diagnosers._base import default_diagnosers, diagnoser_help
 from cuer_agent.errors import CuerError
 
 
@@ -90,8 +91,9 @@ def evaluate_cmd(
     llm: ModelFlags = MODEL_FLAGS,
     strict: Strict = None,
     faults: Faults = None,
-    diagnosers: Annotated[str | None, typer.Option(help="Comma-separated diagnosers "
-                                                   "(default all).")] = None,
+    diagnosers: Annotated[str | None, typer.Option(
+        help=f"Comma-separated diagnosers (default: {', '.join(default_diagnosers())}): "
+             f"{diagnoser_help()}.")] = None,
     fault_persistence: FaultPersistence = None,
     redundancy: Redundancy = None,
     out: RunOut = None,

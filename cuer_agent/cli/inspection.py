@@ -24,7 +24,9 @@ from cuer_agent.cli._options import (
     option_groups,
 )
 from cuer_agent.cli._study import skill_client
+from cuer_agent.data import dataset_names, is_generated
 from cuer_agent.errors import CuerError
+from cuer_agent.metrics.official import official_datasets
 
 
 @data_app.command("stats")
@@ -63,7 +65,7 @@ def data_stats(
 @app.command("score")
 @user_errors
 def score_cmd(
-    dataset: Annotated[str, typer.Option(help="hotpotqa, 2wiki or musique.")],
+    dataset: Annotated[str, typer.Option(help=", ".join(official_datasets()) + ".")],
     gold: Annotated[Path, typer.Option(help="Gold file in the dataset's original format.")],
     pred: Annotated[Path, typer.Option(help='Predictions: {"answer": {id: answer}} '
                                        "(MuSiQue also: JSONL of {id, predicted_answer}).")],
@@ -124,8 +126,9 @@ def diagnose_cmd(
     gold: Annotated[Path | None, typer.Option(help="Gold file in the dataset's original "
                                               "format (matched by example id, then "
                                               "question).")] = None,
-    dataset: Annotated[str | None, typer.Option(help="The gold file's dataset: hotpotqa, "
-                                                "2wiki or musique.")] = None,
+    dataset: Annotated[str | None, typer.Option(
+        help="The gold file's dataset: " + ", ".join(
+            name for name in dataset_names() if not is_generated(name)) + ".")] = None,
     retrieval_tools: Annotated[str | None, typer.Option(
         help="Comma-separated names of TOOL spans that are searches (a ReAct agent's search "
              "tool): each call is a hop, its output text the evidence.")] = None,

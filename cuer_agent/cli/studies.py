@@ -43,6 +43,7 @@ from cuer_agent.cli._study import (
     study_sections,
     warn_request_errors,
 )
+from cuer_agent.data import is_generated
 from cuer_agent.errors import CuerError
 
 
@@ -88,7 +89,7 @@ def run_cmd(
         "agent": section.factory, "backend": recorded(engine, skills),
         # only --gold-hops or a --config file sets these: without them a run records
         # what it always did
-        **({"hops": data.hops} if data.dataset == "synthetic" and data.hops != section.hops
+        **({"hops": data.hops} if is_generated(data.dataset) and data.hops != section.hops
            else {}),
         **({"gold_hops": joined(data.gold_hops)} if data.gold_hops else {})})
     executor = Executor(skills, agent_config, meta={"backend": engine.name,
@@ -202,7 +203,7 @@ def propagate_cmd(
         source=ds.source, hops=agent.hops, retries_per_hop=agent.retries_per_hop,
         agent=agent.factory, k=agent.k,
         data={"dataset": ds.name, "path": data.path, "n": data.n,
-              "hops": data.hops if data.dataset == "synthetic" else None,
+              "hops": data.hops if is_generated(data.dataset) else None,
               "seed": data.seed, "gold_hops": gold, "redundancy": data.redundancy},
         backend=recorded(engine, skills), propagation=propagation))
     executor = Executor(skills, AgentConfig(hop_budget=agent.hops, k=agent.k,

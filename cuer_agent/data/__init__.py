@@ -3,19 +3,15 @@
 Public surface:
 
 * `Example`, `Passage`, `HopGold`, `Dataset` — the models every loader produces.
-* `load_dataset(name, path, n=..., **kwargs)` — load by registry name:
-
-  ============  ==========================================  =========================
-  name          aliases                                     source
-  ============  ==========================================  =========================
-  hotpotqa      hotpotqa_fullwiki                           JSON array (`hotpotqa`)
-  2wiki         twowiki, 2wikimultihopqa                    JSON array (`twowiki`)
-  musique       —                                           JSON Lines (`musique`)
-  synthetic     —                                           generated world (no path)
-  ============  ==========================================  =========================
-
+* `load_dataset(name, path, n=..., **kwargs)` — load by registry name. Each data set
+  registers itself (`register_dataset`) with its help text, aliases, official scorer,
+  shared sample files, and whether it is generated (takes no path): the built-ins are
+  hotpotqa (alias hotpotqa_fullwiki), 2wiki (aliases twowiki, 2wikimultihopqa), musique
+  and synthetic (a generated world).
 * `load_hotpotqa`, `load_twowiki`, `load_musique` — the loaders themselves.
-* `DATASETS` — canonical names; `canonical_name` resolves an alias.
+* `dataset_names()` — canonical names; `canonical_name` resolves an alias;
+  `dataset_about(name)` what a data set declared; `is_generated(name)` whether it takes
+  no path.
 * `default_data_dir()` and `shared_sample_path(name)` — where the shared dataset
   samples live (``$CUER_DATA_DIR``, default ``../shared/data``).
 
@@ -27,24 +23,34 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from cuer_agent.data._example import Dataset, Example, HopGold, Passage
-from cuer_agent.data._loaders import LOADERS, register_dataset
+from cuer_agent.data._loaders import (
+    LOADERS,
+    DatasetAbout,
+    dataset_about,
+    dataset_help,
+    is_generated,
+    register_dataset,
+)
 from cuer_agent.data.hotpotqa import load_hotpotqa
 from cuer_agent.data.musique import load_musique
 from cuer_agent.data.twowiki import load_twowiki
 from cuer_agent.errors import ConfigError
 
 __all__ = [
-    "DATASETS",
     "LOADERS",
     "Dataset",
+    "DatasetAbout",
     "Example",
     "HopGold",
     "Passage",
     "canonical_name",
+    "dataset_about",
+    "dataset_help",
+    "dataset_names",
     "default_data_dir",
+    "is_generated",
     "load_dataset",
     "load_hotpotqa",
     "load_musique",
@@ -53,65 +59,46 @@ __all__ = [
     "shared_sample_path",
 ]
 
-DATASETS: tuple[str, ...] = ("hotpotqa", "2wiki", "musique", "synthetic")
-"""Canonical dataset names."""
 
-ALIASES: dict[str, str] = {
-    "hotpotqa_fullwiki": "hotpotqa",
-    "twowiki": "2wiki",
-    "2wikimultihopqa": "2wiki",
-}
-
-SHARED_SAMPLES: dict[str, str] = {
-    "hotpotqa": "hotpotqa/hotpot_dev_distractor_v1.subset.json",
-    "hotpotqa_fullwiki": "hotpotqa_fullwiki/hotpot_dev_fullwiki_v1.subset.json",
-    "2wiki": "2wikimultihopqa/dev.subset.json",
-    "musique": "musique/musique_ans_v1.0_dev.subset.jsonl",
-}
-"""Shared sample files, relative to `default_data_dir()`, keyed by name or alias."""
+def dataset_names() -> list[str]:
+    """Canonical names of the registered data sets."""
+    return LOADERS.names()
 
 
-def _known_names() -> str:
-    extra = [name for name in LOADERS.names() if name not in DATASETS]
-    return ", ".join([*DATASETS, *ALIASES, *extra])
+def _aliases() -> dict[str, str]:
+    return {alias: name for name in LOADERS.names() for alias in dataset_about(name).aliases}
 
 
 def canonical_name(name: str) -> str:
-    """The canonical dataset name for a name or alias (case-insensitive); a name a third
-    party registered (`register_dataset`) counts as canonical."""
+    """The canonical dataset name for a registered name or alias (case-insensitive)."""
     key = name.strip().lower()
-    key = ALIASES.get(key, key)
-    if key not in DATASETS and key not in LOADERS:
-        raise ConfigError(f"unknown dataset {name!r}; valid names: {_known_names()}")
+    key = _aliases().get(key, key)
+    if key not in LOADERS:
+        known = ", ".join([*LOADERS.names(), *_aliases()])
+        raise ConfigError(f"unknown dataset {name!r}; valid names: {known}")
     return key
-
-
-def _load_synthetic(path: str | Path | None, n: int | None, **kwargs: object) -> Dataset:
-    """Delegate to the synthetic world generator (imported only when asked for)."""
-    if path is not None:
-        raise ConfigError("the synthetic dataset is generated; it takes no --path")
-    from cuer_agent.data.synthetic import load_synthetic
-
-    options: dict[str, Any] = dict(kwargs) if n is None else {"n": n, **kwargs}
-    return load_synthetic(**options)
 
 
 def load_dataset(name: str, path: str | Path | None = None, *, n: int | None = None,
                  **kwargs: object) -> Dataset:
     """Load a dataset by registry name.
 
-    Real datasets need `path` (their original file) and take no extra options; `n`
-    keeps the first n records, after those records were fully parsed and validated.
-    ``synthetic`` forwards `n` and `kwargs` (hops, seed, size) to `load_synthetic`.
+    A data set read from a file needs `path` (its original file) and takes no extra
+    options; `n` keeps the first n records, after those records were fully parsed and
+    validated. A generated one (``synthetic``) takes no path and gets `n` (when given)
+    and `kwargs` (hops, seed, size, ...).
     """
     canonical = canonical_name(name)
-    if canonical == "synthetic":
-        return _load_synthetic(path, n, **kwargs)
+    loader = LOADERS.get(canonical)
+    if dataset_about(canonical).generated:
+        if path is not None:
+            raise ConfigError(f"the {canonical} dataset is generated; it takes no --path")
+        return loader(None, **(kwargs if n is None else {"n": n, **kwargs}))
     if kwargs:
         raise ConfigError(f"unexpected option(s) for {canonical}: {', '.join(sorted(kwargs))}")
     if path is None:
         raise ConfigError(f"--path is required for {canonical}")
-    return LOADERS.get(canonical)(path, n=n)
+    return loader(path, n=n)
 
 
 def default_data_dir() -> Path:
@@ -126,7 +113,8 @@ def shared_sample_path(name: str, data_dir: str | Path | None = None) -> Path | 
     """
     key = name.strip().lower()
     canonical = canonical_name(key)
-    relative = SHARED_SAMPLES.get(key) or SHARED_SAMPLES.get(canonical)
+    samples = dict(dataset_about(canonical).samples)
+    relative = samples.get(key) or samples.get(canonical)
     if relative is None:
         return None
     base = default_data_dir() if data_dir is None else Path(data_dir)

@@ -26,12 +26,13 @@ def filter_gold_hops(dataset: Dataset, gold_hops: str | None) -> Dataset:
 def load_study_data(dataset: str, path: str | Path | None, n: int | None, hops: int | None,
                     seed: int, gold_hops: str | None = None,
                     redundancy: object = "mix") -> Dataset:
-    """A data set as a study uses it: the synthetic world also takes its hop count, seed
-    and redundancy; real data may be narrowed to some gold hop counts."""
-    from cuer_agent.data import load_dataset
+    """A data set as a study uses it: a generated one (the synthetic world) also takes
+    its hop count, seed and redundancy; real data may be narrowed to some gold hop
+    counts."""
+    from cuer_agent.data import is_generated, load_dataset
 
     extra = ({"hops": hops, "seed": seed, "redundancy": redundancy}
-             if dataset == "synthetic" else {})
+             if is_generated(dataset) else {})
     return filter_gold_hops(load_dataset(dataset, path, n=n, **extra), gold_hops)
 
 

@@ -128,7 +128,10 @@ def hotpotqa_example(record: RawRecord) -> Example:
                    meta={} if level is None else {"level": level})
 
 
-@register_dataset("hotpotqa")
+@register_dataset(
+    "hotpotqa", help="HotpotQA, JSON array", aliases=("hotpotqa_fullwiki",), official="hotpotqa",
+    samples=(("hotpotqa", "hotpotqa/hotpot_dev_distractor_v1.subset.json"),
+             ("hotpotqa_fullwiki", "hotpotqa_fullwiki/hotpot_dev_fullwiki_v1.subset.json")))
 def load_hotpotqa(path: str | Path, *, n: int | None = None) -> Dataset:
     """Load a HotpotQA JSON file (distractor or fullwiki); the first `n` records if given."""
     n = check_n(n)

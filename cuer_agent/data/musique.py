@@ -193,7 +193,8 @@ def musique_example(record: RawRecord) -> Example:
     )
 
 
-@register_dataset("musique")
+@register_dataset("musique", help="MuSiQue-Ans, JSON Lines", official="musique",
+                  samples=(("musique", "musique/musique_ans_v1.0_dev.subset.jsonl"),))
 def load_musique(path: str | Path, *, n: int | None = None) -> Dataset:
     """Load a MuSiQue-Ans JSONL file; the first `n` records if given."""
     n = check_n(n)

@@ -69,8 +69,10 @@ last-hop support. The default size (2,000 entities, about 5,600 paragraphs) buil
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from cuer_agent.data._example import Dataset
+from cuer_agent.data._loaders import register_dataset
 from cuer_agent.data._synthetic_questions import make_questions
 from cuer_agent.data._synthetic_world import (
     ENTITY_RELATIONS,
@@ -126,3 +128,10 @@ def load_synthetic(n: int = 200, *, hops: int | None = None, seed: int = 0,
                    source=f"synthetic:seed={seed},size={size},hops={hops},redundancy={label}",
                    info={"seed": seed, "size": size, "hops": hops, "n": n,
                          "redundancy": redundancy})
+
+
+@register_dataset("synthetic", help="a generated world, no --path", generated=True)
+def load_generated(path: None = None, **options: Any) -> Dataset:
+    """The registry's loader of the synthetic world: `load_synthetic(**options)` (looked
+    up when called, so a test may replace it); a generated world has no path."""
+    return load_synthetic(**options)

@@ -105,7 +105,9 @@ def twowiki_example(record: RawRecord) -> Example:
                    hops=twowiki_hops(parse_evidences(record), titles))
 
 
-@register_dataset("2wiki")
+@register_dataset("2wiki", help="2WikiMultihopQA, JSON array",
+                  aliases=("twowiki", "2wikimultihopqa"), official="hotpotqa",
+                  samples=(("2wiki", "2wikimultihopqa/dev.subset.json"),))
 def load_twowiki(path: str | Path, *, n: int | None = None) -> Dataset:
     """Load a 2WikiMultihopQA JSON file; the first `n` records if given."""
     n = check_n(n)

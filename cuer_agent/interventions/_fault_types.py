@@ -26,7 +26,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from cuer_agent._registry import Registry
+from cuer_agent._registry import Registry, SelectableAbout
 from cuer_agent.interventions._placement import by_score, place, scored
 from cuer_agent.interventions._record import InterventionRecord
 from cuer_agent.interventions.corpus import CorpusEdit
@@ -117,14 +117,28 @@ FAULTS: Registry[FaultSpec] = Registry(
               "cuer_agent.interventions.misleading_faults", "cuer_agent.interventions.tampering"))
 
 
-def fault(name: str, *, stage: Stage,
-          boundary: Boundary) -> Callable[[Callable[[FaultInput], FaultOutcome]],
-                                          Callable[[FaultInput], FaultOutcome]]:
-    """Register a fault under `name` with its stage label and fork boundary."""
+def fault(name: str, *, stage: Stage, boundary: Boundary, help: str = "",
+          default_rank: int | None = None
+          ) -> Callable[[Callable[[FaultInput], FaultOutcome]],
+                        Callable[[FaultInput], FaultOutcome]]:
+    """Register a fault under `name` with its stage label and fork boundary, its help
+    text, and its place in the default selection (`SelectableAbout.default_rank`; None:
+    injected only when named)."""
     def deco(func: Callable[[FaultInput], FaultOutcome]) -> Callable[[FaultInput], FaultOutcome]:
-        FAULTS.add(name, FaultSpec(name, stage, boundary, func))
+        FAULTS.add(name, FaultSpec(name, stage, boundary, func),
+                   SelectableAbout(help=help, default_rank=default_rank))
         return func
     return deco
+
+
+def default_faults() -> tuple[str, ...]:
+    """The faults a study injects when none are named, in their declared order."""
+    return FAULTS.default_selection()
+
+
+def fault_help() -> str:
+    """The registered faults with what each is, for help texts."""
+    return FAULTS.choices(SelectableAbout)
 
 
 def get_fault(name: str) -> FaultSpec:

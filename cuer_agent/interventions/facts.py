@@ -167,8 +167,10 @@ class PoolFacts:
 
 
 def fact_source(dataset: Any) -> FactSource:
-    """The fact source of a loaded data set (`cuer_agent.data.Dataset`)."""
-    if dataset.name == "synthetic" and "redundancy" in dataset.info:
+    """The fact source of a loaded data set (`cuer_agent.data.Dataset`): a data set
+    generated from a synthetic world names that world in its info (seed, size,
+    redundancy), and its facts are re-stated the way that world writes them."""
+    if {"seed", "size", "redundancy"} <= dataset.info.keys():
         info = dataset.info
         return SyntheticFacts(int(info["seed"]), int(info["size"]), info["redundancy"])
     return PoolFacts(dataset.corpus)

@@ -127,13 +127,15 @@ def _counterfactual(inp: FaultInput, name: str, kind: Kind,
     return FaultOutcome(record=record, evidence=view_of(inp, corpus), corpus=corpus)
 
 
-@evidence_fault("conflicting_evidence")
+@evidence_fault("conflicting_evidence", help="a passage contradicting hop h's fact is added",
+                default_rank=4)
 def conflicting_evidence(inp: FaultInput, rng: np.random.Generator) -> FaultOutcome:
     """A passage stating hop h's fact with a confuser's value joins the corpus."""
     return _counterfactual(inp, "conflicting_evidence", "conflicting", rng)
 
 
-@evidence_fault("stale_evidence")
+@evidence_fault("stale_evidence", help="an outdated version of hop h's fact is added",
+                default_rank=5)
 def stale_evidence(inp: FaultInput, rng: np.random.Generator) -> FaultOutcome:
     """A passage stating hop h's fact with an outdated value joins the corpus."""
     return _counterfactual(inp, "stale_evidence", "stale", rng)

@@ -81,7 +81,8 @@ def skip(inp: FaultInput, name: str, reason: str, **fields: object) -> FaultOutc
     return FaultOutcome(record=fault_record(inp, name, skipped=reason, **fields))
 
 
-def evidence_fault(name: str) -> Callable[[Callable[[FaultInput, np.random.Generator],
+def evidence_fault(name: str, *, help: str = "", default_rank: int | None = None
+                   ) -> Callable[[Callable[[FaultInput, np.random.Generator],
                                                     FaultOutcome]],
                                           Callable[[FaultInput], FaultOutcome]]:
     """Register a fault on hop h's evidence (stage retrieval, boundary retrieve) under
@@ -89,7 +90,8 @@ def evidence_fault(name: str) -> Callable[[Callable[[FaultInput, np.random.Gener
     with its ``seeded_rng(seed, example_id, hop, name)``."""
     def deco(func: Callable[[FaultInput, np.random.Generator], FaultOutcome]
              ) -> Callable[[FaultInput], FaultOutcome]:
-        @fault(name, stage="retrieval", boundary="retrieve")
+        @fault(name, stage="retrieval", boundary="retrieve", help=help,
+               default_rank=default_rank)
         @functools.wraps(func)
         def apply(inp: FaultInput) -> FaultOutcome:
             if not inp.evidence:
@@ -183,21 +185,23 @@ def _withholding(inp: FaultInput, name: str, *, blank: bool) -> FaultOutcome:
     return FaultOutcome(record=record, evidence=evidence, corpus=corpus)
 
 
-@evidence_fault("empty_retrieval")
+@evidence_fault("empty_retrieval", help="hop h retrieves nothing", default_rank=1)
 def empty_retrieval(inp: FaultInput, rng: np.random.Generator) -> FaultOutcome:
     """The passages hop h read its fact from are withheld, and its sub-query returns
     nothing (a search that comes back empty)."""
     return _withholding(inp, "empty_retrieval", blank=True)
 
 
-@evidence_fault("irrelevant_evidence")
+@evidence_fault("irrelevant_evidence", help="off-topic passages replace hop h's evidence",
+                default_rank=2)
 def irrelevant_evidence(inp: FaultInput, rng: np.random.Generator) -> FaultOutcome:
     """The passages hop h read its fact from are withheld: hop h sees what else the same
     retriever finds for its sub-query."""
     return _withholding(inp, "irrelevant_evidence", blank=False)
 
 
-@fault("query_drift", stage="tool", boundary="plan")
+@fault("query_drift", stage="tool", boundary="plan", help="hop h's sub-query drifts",
+       default_rank=3)
 def query_drift(inp: FaultInput) -> FaultOutcome:
     """Hop h's sub-query drifts off-topic: its entity/topic is replaced by the title of an
     off-topic corpus passage, keeping the question form."""
@@ -225,7 +229,8 @@ def query_drift(inp: FaultInput) -> FaultOutcome:
     return FaultOutcome(record=record, subquery=drifted)
 
 
-@fault("early_termination", stage="answer", boundary="read")
+@fault("early_termination", stage="answer", boundary="read",
+       help="the agent answers after hop h-1", default_rank=6)
 def early_termination(inp: FaultInput) -> FaultOutcome:
     """The agent is forced to answer from the hops before h (fork after read of hop h−1)."""
     return FaultOutcome(record=fault_record(inp, "early_termination",

@@ -409,7 +409,8 @@ def certified_swap(inp: FaultInput, rng: np.random.Generator) -> Swap | Skipped:
     return Swap(chosen.strategy, original, new, kind, source, edited, replacements)
 
 
-@fault(NAME, stage="retrieval", boundary="retrieve")
+@fault(NAME, stage="retrieval", boundary="retrieve",
+       help="hop h's supporting passage is edited to state another answer", default_rank=7)
 def content_tampering(inp: FaultInput) -> FaultOutcome:
     """Replace one certified span in hop h's evidence (rules: module docstring); under
     persistence `corpus` the touched passages are edited in the index."""

@@ -24,7 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ValidationError
 
 from cuer_agent._lru import LRU
-from cuer_agent._registry import Registry
+from cuer_agent._registry import About, Registry
 from cuer_agent.errors import CuerError
 from cuer_agent.llm.cache import CachedReply, Ledger, ResponseCache, cache_key
 from cuer_agent.llm.skills import RESPONSES
@@ -264,17 +264,57 @@ BackendFactory = Callable[..., Backend]
 BACKENDS: Registry[BackendFactory] = Registry(
     "backend", "cuer_agent.backends",
     # by name, so that importing the protocol does not import HTTP clients
-    builtins=("cuer_agent.llm.extractive", "cuer_agent.llm.llamacpp_backend",
+    builtins=("cuer_agent.llm.extractive_backend", "cuer_agent.llm.llamacpp_backend",
               "cuer_agent.llm.ollama_backend", "cuer_agent.llm.openai_backend"))
 
 
-def register_backend(name: str) -> Callable[[BackendFactory], BackendFactory]:
-    """Decorator: `@register_backend("name")` on a factory `(model=, base_url=, **kw)`."""
-    return BACKENDS.register(name)
+@dataclass(frozen=True)
+class BackendAbout(About):
+    """What a backend declares when it registers (`register_backend`)."""
+
+    concurrency: int = 4
+    """Requests in flight when --concurrency is not given: 1 for CPU-bound work in this
+    process (a rule reader, an in-process model with one slot), a few for a local server,
+    many for a server built to batch (vLLM, hosted APIs)."""
+    rule_based: bool = False
+    """An offline, deterministic rule-based stand-in, not a language model: it takes no
+    decoding options (seed, timeout, max tokens...), and a method run on it is reported
+    as a stand-in for the method it is named after."""
+    threads: bool = False
+    """Takes --threads: CPU threads of a model run in this process."""
+
+
+def register_backend(name: str, *, help: str = "", concurrency: int = 4,
+                     rule_based: bool = False, threads: bool = False
+                     ) -> Callable[[BackendFactory], BackendFactory]:
+    """Decorator: `@register_backend("name", help=..., ...)` on a factory `(model=,
+    base_url=, **kw)`; the keywords are the backend's `BackendAbout`."""
+    return BACKENDS.register(name, BackendAbout(help=help, concurrency=concurrency,
+                                                rule_based=rule_based, threads=threads))
 
 
 def backend_names() -> list[str]:
     return BACKENDS.names()
+
+
+def backend_about(name: str) -> BackendAbout:
+    """What backend `name` declared (the defaults for an undeclared or unknown name)."""
+    return BACKENDS.about(name, BackendAbout)
+
+
+def default_concurrency(backend: str) -> int:
+    """Requests in flight for `backend` when --concurrency is not given."""
+    return backend_about(backend).concurrency
+
+
+def backend_help(default: str | None = None) -> str:
+    """The registered backends with what each is, for help texts (`default` marked)."""
+    return BACKENDS.choices(BackendAbout, default)
+
+
+def concurrency_help() -> str:
+    """Each backend's default concurrency, for help texts: ``extractive 1, ...``."""
+    return ", ".join(f"{name} {default_concurrency(name)}" for name in backend_names())
 
 
 def make_backend(name: str, **options: Any) -> Backend:

@@ -198,7 +198,7 @@ def _server(path: Path, threads: int) -> Any:
         return _SERVERS[key]
 
 
-@register_backend("llamacpp")
+@register_backend("llamacpp", help="a GGUF model in process", concurrency=1, threads=True)
 def make_llamacpp(model: str | None = None, base_url: str | None = None,
                   **kwargs: Any) -> LlamaCppBackend:
     if base_url:

@@ -12,7 +12,6 @@ import os
 from typing import Any
 
 import httpx
-import ollama
 
 from cuer_agent.errors import ConfigError
 from cuer_agent.llm._remote import (
@@ -33,6 +32,8 @@ class OllamaBackend(RemoteBackend):
     def __init__(self, model: str, *, base_url: str | None = None, **kwargs: Any) -> None:
         super().__init__(model, **kwargs)
         self.base_url = base_url or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
+        import ollama  # here, not at the top: the CLI lists backends without this import
+
         self._client = ollama.Client(host=self.base_url, timeout=self.timeout)
 
     def options(self, max_tokens: int) -> dict[str, Any]:
@@ -51,6 +52,8 @@ class OllamaBackend(RemoteBackend):
                     truncated=reply.done_reason == "length")
 
     def _classify(self, exc: Exception) -> Failure | None:
+        import ollama
+
         if isinstance(exc, httpx.TimeoutException):
             return Failure(True, f"timeout after {self.timeout:g}s")
         if isinstance(exc, ConnectionError | httpx.ConnectError):
@@ -69,6 +72,8 @@ class OllamaBackend(RemoteBackend):
         return None
 
     def check(self) -> None:
+        import ollama
+
         try:
             listed = [m.model for m in self._client.list().models]
         except (ConnectionError, httpx.HTTPError, ollama.ResponseError):
@@ -79,7 +84,7 @@ class OllamaBackend(RemoteBackend):
                               f"{self.base_url} (run `ollama pull {self.model}`)")
 
 
-@register_backend("ollama")
+@register_backend("ollama", help="an Ollama server", concurrency=4)
 def make_ollama(model: str | None = None, base_url: str | None = None,
                 **kwargs: Any) -> OllamaBackend:
     if not model:

@@ -23,7 +23,6 @@ import os
 from typing import Any
 
 import httpx2
-import openai
 
 from cuer_agent.errors import ConfigError
 from cuer_agent.llm._http import KeepAliveTransport, proxy_for, use_keep_alive
@@ -50,6 +49,8 @@ class OpenAIBackend(RemoteBackend):
             raise ConfigError("backend openai: OPENAI_API_KEY is not set (or pass --base-url "
                               "for a local OpenAI-compatible server)")
         self.base_url = base_url
+        import openai  # here, not at the top: the CLI lists backends without this import
+
         # A plain-HTTP server (vLLM, llama.cpp, LM Studio) gets the lean keep-alive
         # transport: the client's CPU per request bounds how busy a study keeps it.
         http_client = (openai.DefaultHttpxClient(mounts={"http://": KeepAliveTransport()})
@@ -70,6 +71,8 @@ class OpenAIBackend(RemoteBackend):
         return chat_reply(raw.json())
 
     def _classify(self, exc: Exception) -> Failure | None:
+        import openai
+
         if isinstance(exc, openai.APITimeoutError):
             return Failure(True, f"timeout after {self.timeout:g}s")
         if isinstance(exc, openai.APIConnectionError):
@@ -88,6 +91,8 @@ class OpenAIBackend(RemoteBackend):
         return None
 
     def check(self) -> None:
+        import openai
+
         try:
             listed = [m.id for m in self._client.models.list()]
         except openai.AuthenticationError:
@@ -148,7 +153,7 @@ def _v1(base_url: str | None) -> str | None:
     return base if base.endswith("/v1") else base + "/v1"
 
 
-@register_backend("openai")
+@register_backend("openai", help="an OpenAI-compatible server", concurrency=16)
 def make_openai(model: str | None = None, base_url: str | None = None,
                 **kwargs: Any) -> OpenAIBackend:
     if not model:

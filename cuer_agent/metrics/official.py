@@ -64,21 +64,26 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from cuer_agent.data import canonical_name, load_dataset
+from cuer_agent.data import canonical_name, dataset_about, dataset_names, load_dataset
 from cuer_agent.data._example import Example
 from cuer_agent.data._io import json_type, parse_json, read_jsonl, read_text
+from cuer_agent.data._loaders import OfficialScorer
 from cuer_agent.errors import ConfigError, DataError
 from cuer_agent.metrics.answer import exact_match, f1_score, normalize_answer, soft_correct
 
 __all__ = [
-    "OFFICIAL_DATASETS",
     "load_predictions",
+    "official_datasets",
     "score_predictions",
     "squad_f1",
 ]
 
-OFFICIAL_DATASETS: tuple[str, ...] = ("hotpotqa", "2wiki", "musique")
-"""Canonical names of the datasets with an official evaluator reproduced here."""
+
+
+def official_datasets() -> list[str]:
+    """Canonical names of the datasets whose official evaluator is reproduced here (each
+    declares which one: `DatasetAbout.official`)."""
+    return [name for name in dataset_names() if dataset_about(name).official is not None]
 
 _DECIMALS = 6
 
@@ -106,10 +111,14 @@ def squad_f1(prediction: str, gold: str) -> float:
 
 def _dataset_name(dataset: str) -> str:
     canonical = canonical_name(dataset)
-    if canonical not in OFFICIAL_DATASETS:
+    if dataset_about(canonical).official is None:
         raise ConfigError(f"no official evaluator for dataset {dataset!r}; "
-                          f"valid names: {', '.join(OFFICIAL_DATASETS)} (or their aliases)")
+                          f"valid names: {', '.join(official_datasets())} (or their aliases)")
     return canonical
+
+
+def _scorer(canonical: str) -> OfficialScorer | None:
+    return dataset_about(canonical).official
 
 
 # -- prediction files -------------------------------------------------------------------
@@ -165,7 +174,7 @@ def load_predictions(dataset: str, pred_path: str | Path) -> dict[str, str]:
     canonical = _dataset_name(dataset)
     path = Path(pred_path)
     text = read_text(path)
-    jsonl_ok = canonical == "musique"
+    jsonl_ok = _scorer(canonical) == "musique"
     expected = _HOTPOT_SHAPE + (f", or {_JSONL_SHAPE}" if jsonl_ok else "")
     try:
         data = json.loads(text)
@@ -194,20 +203,20 @@ def load_predictions(dataset: str, pred_path: str | Path) -> dict[str, str]:
 # -- scoring ----------------------------------------------------------------------------
 
 def _scorers(canonical: str) -> tuple[Callable[[str, str], float], Callable[[str, str], float]]:
-    if canonical == "musique":
+    if _scorer(canonical) == "musique":
         return exact_match, squad_f1
     return exact_match, f1_score
 
 
 def _golds(canonical: str, example: Example) -> Sequence[str]:
-    if canonical == "musique":
+    if _scorer(canonical) == "musique":
         return example.gold_answers
     return (example.answer,)
 
 
 def _scored(canonical: str, example: Example) -> bool:
     """MuSiQue's evaluator scores answers of answerable records only."""
-    return canonical != "musique" or example.meta.get("answerable", "true") == "true"
+    return _scorer(canonical) != "musique" or example.meta.get("answerable", "true") == "true"
 
 
 def score_predictions(dataset: str, gold_path: str | Path,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from cuer_agent.llm.backends import backend_about
 from cuer_agent.report import _plots, _tables
 from cuer_agent.report._format import ci, num
 from cuer_agent.report._render import (
@@ -91,8 +92,8 @@ def headline(summary: dict[str, Any]) -> list[Block]:
              f"{_part(summary, 'single_shot').get('n', 0)} examples; agentic clean runs: "
              f"{clean.get('n', 0)}; failed traces each diagnoser diagnosed: {failed}."),
     ]
-    if name == "extractive":
-        blocks.append(Para("The backend is the rule-based extractive stand-in, not a "
+    if backend_about(name).rule_based:
+        blocks.append(Para(f"The backend is the rule-based {name} stand-in, not a "
                            "language model: every number below describes a rule-based reader "
                            "and is not comparable with the papers' LLM results.", strong=True))
     else:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cuer_agent.llm.backends import backend_about
 from cuer_agent.studies.cuer.report import FLOOR
 from cuer_agent.studies.evaluate.headline import best_of, family
 
@@ -90,9 +91,9 @@ def _diagnoser_caveats(diagnosers: dict[str, Any], backend: str, constant: dict[
             text += (f" {', '.join(exact)} score 1.00 at some depth: on a deterministic agent "
                      "repairing the injected hop restores the clean run while repairing any "
                      "other leaves the fault in force — exact by design here")
-            text += (", and the extractive backend is deterministic: a sampling model would "
-                     "not give the probe the same run twice." if backend == "extractive"
-                     else ".")
+            text += (f", and the {backend} backend is deterministic: a sampling model would "
+                     "not give the probe the same run twice."
+                     if backend_about(backend).rule_based else ".")
         out.append(caveat(text, probes, lead))
     forced = {f for f, per in ((summary.get("agentic") or {}).get("faults") or {}).items()
               if any((c or {}).get("forced") for c in per.values())}
@@ -180,8 +181,8 @@ def _forced_caveat(name: str, d: dict[str, Any], forced: set[str]) -> dict[str, 
 def _run_caveats(summary: dict[str, Any], backend: str) -> list[dict[str, Any]]:
     """The backend, the single-shot floor, request errors, recovery and small cells."""
     out = []
-    if backend == "extractive":
-        out.append(caveat("The backend is the extractive reader: a deterministic rule-based "
+    if backend_about(backend).rule_based:
+        out.append(caveat(f"The backend is the {backend} reader: a deterministic rule-based "
                           "stand-in, not a language model; its failures are systematic."))
     original = (summary.get("single_shot", {}).get("conditions", {}).get("original", {})
                 .get("correctness", {}).get("mean"))

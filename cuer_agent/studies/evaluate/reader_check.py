@@ -56,15 +56,16 @@ def reader_summary(dataset: Dataset, skills: SkillClient, agent: AgentConfig,
     from cuer_agent.llm.extractive import ExtractiveBackend
 
     backend = skills.backend
+    relation_table = isinstance(backend, ExtractiveBackend)  # the one reader that has one
     hits = int(sum(clean_correct))
     out: dict[str, Any] = {
         "backend": backend.name, "model": backend.model,
         "version": getattr(backend, "version", ""), "n": len(clean_correct),
         **_share(hits, len(clean_correct)), "without_relation_table": None,
-        "relation_groups": len(RELATION_GROUPS) if backend.name == "extractive" else 0,
+        "relation_groups": len(RELATION_GROUPS) if relation_table else 0,
         "relation_words": (sum(len(words.split()) for _, _, words in RELATION_GROUPS)
-                           if backend.name == "extractive" else 0)}
-    if backend.name != "extractive":
+                           if relation_table else 0)}
+    if not relation_table:
         return out
     plain = SkillClient(ExtractiveBackend(backend.model, relation_table=False),
                         cache=skills.cache)

@@ -63,6 +63,7 @@ from cuer_agent.interventions import (
     get_condition,
     get_fault,
 )
+from cuer_agent.interventions._fault_types import default_faults
 from cuer_agent.interventions.facts import FactSource, PoolFacts, fact_source
 from cuer_agent.interventions.misleading_faults import RENAMED
 from cuer_agent.interventions.persistence import (
@@ -93,9 +94,8 @@ and with (example, None, 0, clean run) for each clean, correct, unfaulted run, t
 rate a diagnoser should name no hop on; returns diagnosis rows (the evaluate command
 diagnoses there, while the run is live). A run that ended in a request error or a parse
 failure is never diagnosed."""
-DEFAULT_FAULTS = ("empty_retrieval", "irrelevant_evidence", "query_drift",
-                  "conflicting_evidence", "stale_evidence", "early_termination",
-                  "content_tampering")
+DEFAULT_FAULTS = default_faults()
+"""Every fault that declares a `default_rank`, in that order."""
 HOP_OPERATORS = ("remove", "replace", "duplicate")
 
 
