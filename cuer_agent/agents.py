@@ -28,7 +28,7 @@ What a spec says about its graph:
   one state key (`budget_key`) the graph must honour: a forced early stop lowers it.
 * **the retriever** — the graph reaches it through the run context. `context` builds it
   from the skills, the retriever and the fault in force; by default our
-  `cuer_agent.graphs.state.AgentContext`, whose ``retrieve(hop, query, k)`` and
+  `cuer_agent.run_context.AgentContext`, whose ``retrieve(hop, query, k)`` and
   ``issue(hop, attempt, query)`` are where a fault condition wraps the tools.
 
 `check_spec` checks a spec against its graph before any work: every node, role, key and
@@ -51,6 +51,7 @@ from typing import Any, Literal, get_args
 from cuer_agent.errors import ConfigError
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.retrieval import Retriever
+from cuer_agent.run_context import AgentContext
 from cuer_agent.trace import (
     Action,
     AnswerData,
@@ -73,8 +74,6 @@ BOUNDARIES: tuple[Boundary, ...] = get_args(Boundary)
 
 def default_context(skills: SkillClient, retriever: Retriever, condition: Any) -> Any:
     """Our run context: skills, retriever and the fault in force."""
-    from cuer_agent.graphs.state import AgentContext  # graphs depend on this module
-
     return AgentContext(skills=skills, retriever=retriever, condition=condition)
 
 

@@ -10,6 +10,7 @@ flags given explicitly override the file.
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,10 +21,127 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from cuer_agent._validation import message
 from cuer_agent.diagnosers._base import default_diagnosers
 from cuer_agent.errors import ConfigError
+from cuer_agent.interventions import get_fault
+from cuer_agent.interventions._fault_types import default_faults
+from cuer_agent.interventions.misleading_faults import RENAMED
+from cuer_agent.interventions.persistence import Persistence
 from cuer_agent.llm._remote import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT, omitted
 from cuer_agent.llm.backends import backend_about, backend_names
-from cuer_agent.studies.cuer.runner import CuerConfig
-from cuer_agent.studies.propagation.runner import PropagationConfig
+from cuer_agent.roles import RoleThresholds
+
+DEFAULT_FAULTS = default_faults()
+"""Every fault that declares a `default_rank`, in that order."""
+
+
+class CuerConfig(BaseModel):
+    """Every threshold, weight and count of the study, with the paper's defaults."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    k: int = Field(5, ge=1)
+    questions: Literal["auto", "whole", "per_hop"] = "whole"
+    """What the single-shot system is asked: each example's `whole` question over its
+    own pool (the paper's system; `auto` means the same), or each hop's gold
+    sub-question with its bridge resolved (`per_hop`: the system is given the gold
+    decomposition — a single-hop oracle, not the paper's system)."""
+    pool_size: int = Field(10, ge=2)
+    """Open-corpus data (the synthetic world): passages in each question's own pool —
+    one per hop stating its fact, the rest lexical confusers
+    (`cuer_agent.studies._common.pools`), as in HotpotQA's distractor setting."""
+
+    def asks_per_hop(self, dataset: str = "") -> bool:
+        """Is the single-shot system given the gold decomposition?"""
+        return self.questions == "per_hop"
+    seed: int = 0
+    """Seed of the interventions' randomness (random targets, easy replacements)."""
+    replace_hardness: Literal["easy", "medium", "hard"] = "medium"
+    duplicate_position: Literal["end", "front", "after"] = "end"
+    f1_threshold: float = Field(0.8, gt=0, le=1)
+    divergence_weights: tuple[float, float, float] = (0.5, 0.3, 0.2)
+    """(used ids, answer change, confidence change)."""
+    bootstrap_resamples: int = Field(5000, ge=100)
+    bootstrap_seed: int = 42
+    two_support: bool = False
+    duplicate_positions: bool = False
+    replace_hardness_sweep: bool = False
+    weight_sensitivity: bool = False
+    weight_grid_step: float = Field(0.1, gt=0, lt=0.5)
+    roles: dict[str, Any] = Field(default_factory=dict)
+    """Overrides of `cuer_agent.roles.RoleThresholds` fields."""
+
+    @field_validator("roles")
+    @classmethod
+    def _known_role_thresholds(cls, value: dict[str, Any]) -> dict[str, Any]:
+        known = {f.name for f in dataclasses.fields(RoleThresholds)}
+        unknown = sorted(set(value) - known)
+        if unknown:
+            raise ValueError(f"unknown role threshold(s) {unknown}; known: {sorted(known)}")
+        try:
+            RoleThresholds(**value)  # its own checks: positive numbers, known conditions
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    def conditions(self) -> list[tuple[str, str, dict[str, Any]]]:
+        """(condition name, registered condition, params) in run order."""
+        out: list[tuple[str, str, dict[str, Any]]] = [
+            ("remove", "remove", {}),
+            ("replace", "replace", {"hardness": self.replace_hardness}),
+            ("duplicate", "duplicate", {"position": self.duplicate_position}),
+            ("zero_retrieval", "zero_retrieval", {}),
+            ("random_target", "random_target", {}),
+        ]
+        if self.duplicate_positions:
+            out += [(f"duplicate_{p}", "duplicate", {"position": p})
+                    for p in ("end", "front", "after") if p != self.duplicate_position]
+        if self.replace_hardness_sweep:
+            out += [(f"replace_{h}", "replace", {"hardness": h})
+                    for h in ("easy", "medium", "hard") if h != self.replace_hardness]
+        if self.two_support:
+            out += [("remove_support_1", "remove_support", {"which": 0}),
+                    ("remove_support_2", "remove_support", {"which": 1}),
+                    ("remove_both_supports", "remove_support", {"which": "both"})]
+        return out
+
+
+class PropagationConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    faults: tuple[str, ...] = DEFAULT_FAULTS
+    fault_persistence: Persistence = "corpus"
+    """How long a fault holds: `corpus` (a retrieval fault is a state of the index from
+    hop h on; query drift and early termination as under `query`), `query` (whenever the
+    faulted sub-query is asked again), `hop` (every retrieval at the hop: unrecoverable
+    by design), `once` (a one-shot snapshot edit). See
+    `cuer_agent.interventions.persistence`."""
+    retries_control: bool = True
+    """Run every injection a second time with the agent's retries off: the control that
+    says what the retry did for recovery (only where the fork retried)."""
+    hop_operators: bool = True
+    """Also run REMOVE / REPLACE / DUPLICATE on each hop's target."""
+    strict: bool = True
+    """Inject only into clean traces whose answer was correct."""
+    seed: int = 0
+    recall_threshold: float = Field(0.8, gt=0, le=1)
+    distractor_pool: int = Field(200, ge=1)
+    """How many other examples' gold answers serve as entity distractors."""
+    agentic_weights: tuple[float, float, float, float] = (0.4, 0.24, 0.16, 0.2)
+    bootstrap_resamples: int = Field(1000, ge=100)
+    bootstrap_seed: int = 42
+
+    @field_validator("faults")
+    @classmethod
+    def _registered(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        """Every fault is registered (a built-in or an entry point): a config file or
+        flag naming another fails here, naming its key, before any work. A renamed
+        fault's old name (`false_premise`) means its new one."""
+        value = tuple(dict.fromkeys(RENAMED.get(name, name) for name in value))
+        for name in value:
+            try:
+                get_fault(name)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
+        return value
 
 
 class _Section(BaseModel):

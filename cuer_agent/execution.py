@@ -65,15 +65,10 @@ from cuer_agent._lru import LRU
 from cuer_agent.agents import AgentSpec, Boundary, Factory, State, hop_of_key, load_agent
 from cuer_agent.data import Example
 from cuer_agent.errors import AgentNodeError, CuerError, node_of
-from cuer_agent.graphs.state import (
-    AgentState,
-    Condition,
-    hop_from_state,
-    hop_to_state,
-    to_state,
-)
+from cuer_agent.graphs.state import AgentState, hop_from_state, hop_to_state
 from cuer_agent.llm.backends import BackendError, RequestLog, SkillClient
 from cuer_agent.retrieval import Retriever
+from cuer_agent.run_context import Condition, to_state
 from cuer_agent.trace import Cost, Evidence, HopRecord, Trace, build_trace
 
 Mode = Literal["agentic", "single_shot"]

@@ -47,7 +47,6 @@ from pydantic import ConfigDict
 
 from cuer_agent.agents import AgentSpec, Boundary, Role, State
 from cuer_agent.graphs.nodes import evidence_view, hop_view
-from cuer_agent.graphs.state import AgentContext
 from cuer_agent.llm.skills import (
     AnswerRequest,
     AnswerResponse,
@@ -57,6 +56,7 @@ from cuer_agent.llm.skills import (
     ReadRequest,
     ReadResponse,
 )
+from cuer_agent.run_context import AgentContext
 from cuer_agent.trace import Cost, Trace
 
 SEARCH = {"name": "search", "description": "Search the corpus; returns the top passages.",

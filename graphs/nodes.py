@@ -29,6 +29,7 @@ from cuer_agent.llm.skills import (
     ReadRequest,
     ReadResponse,
 )
+from cuer_agent.run_context import AgentContext
 from cuer_agent.trace import (
     Action,
     AnswerData,
@@ -39,7 +40,7 @@ from cuer_agent.trace import (
     StepStateData,
 )
 
-from .state import AgentContext, AgentState, wants_retry
+from .state import AgentState, wants_retry
 
 BUDGET_SPENT = "answer: the hop budget is spent"
 """The note of the PLAN step that ends a run whose hop budget is spent (no skill call)."""

@@ -38,8 +38,9 @@ from typing_extensions import TypedDict
 from cuer_agent.data import dataset_help
 from cuer_agent.errors import CuerError
 from cuer_agent.graphs import nodes
-from cuer_agent.graphs.state import AgentContext, AgentState, initial_state
+from cuer_agent.graphs.state import AgentState, initial_state
 from cuer_agent.llm.backends import backend_help
+from cuer_agent.run_context import AgentContext
 from cuer_agent.trace import build_trace
 
 

@@ -10,9 +10,11 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
+from cuer_agent.run_context import AgentContext
+
 from . import nodes
 from .spec import SINGLE_SHOT_SPEC, OurAgentSpec
-from .state import AgentContext, AgentState, InProcessSerializer
+from .state import AgentState, InProcessSerializer
 
 Graph = CompiledStateGraph[AgentState, AgentContext, AgentState, AgentState]
 

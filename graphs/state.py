@@ -1,4 +1,4 @@
-"""The state both graphs share, and the run-scoped context their nodes read.
+"""The state both graphs share.
 
 State is JSON-native (dicts, lists, str, numbers, bools): a checkpoint round-trip and a
 fork must give back exactly what a live run has. Its values are the JSON forms of the
@@ -8,29 +8,20 @@ state becomes a model again (a whole trace: `cuer_agent.trace.build_trace`). Nod
 return new lists and dicts and never mutate what they were given, so a fork can never
 change its prefix.
 
-The context carries what is not state: the skills, the retriever, and — only when an
-experimenter injects a fault — the `Condition` in force. A condition is how a fault
-becomes a property of the run's tools rather than an edit of a saved state: the nodes
-ask it for the sub-query actually issued and for the evidence actually returned, so a
-retry, a regenerated suffix or a probe meets the same fault the run met
-(`cuer_agent.interventions.persistence`). The agent's skills never see it.
+What the nodes read besides state (`AgentContext`: skills, retriever, the fault in
+force) is in `cuer_agent.run_context`.
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Annotated, Any, Protocol, cast
+from typing import Annotated, Any, cast
 
 from typing_extensions import TypedDict  # typing's TypedDict has no JSON schema on 3.11
 
-from cuer_agent.llm.backends import SkillClient
-from cuer_agent.retrieval import Retriever
 from cuer_agent.trace import (
     AnswerData,
     CostData,
-    Evidence,
     EvidenceData,
     HopData,
     HopRecord,
@@ -75,13 +66,6 @@ class AgentState(TypedDict, total=False):
     """Observable steps, append-only via the reducer."""
 
 
-def to_state(evidence: Iterable[Evidence]) -> list[EvidenceData]:
-    """Evidence as the state holds it: the one place a model becomes JSON-native state
-    (the retrieve node's tools, a fork's edit). `model_dump(mode="json")` keeps the field
-    order and every field, so the bytes are those of a live retrieval."""
-    return [cast(EvidenceData, ev.model_dump(mode="json")) for ev in evidence]
-
-
 def hop_to_state(record: HopRecord) -> HopData:
     """A hop record as the state holds it (a frozen re-answer's replaced hop): every
     field, in the order the `read` node writes them."""
@@ -91,48 +75,6 @@ def hop_to_state(record: HopRecord) -> HopData:
 def hop_from_state(data: HopData) -> HopRecord:
     """A hop of the state (ours or a user's agent's, `AgentSpec.hops`) as the model."""
     return HopRecord.model_validate(data)
-
-
-class Condition(Protocol):
-    """A fault in force during a run: consulted by the nodes where a deployed system's
-    tools would misbehave. Implemented by `cuer_agent.interventions.FaultCondition`."""
-
-    def issue(self, hop: int, attempt: int, planned: str) -> str:
-        """The sub-query actually issued when the planner planned `planned`."""
-        ...
-
-    def retrieve(self, retriever: Retriever, hop: int, query: str,
-                 k: int) -> list[Evidence]:
-        """The evidence actually returned for `query` at `hop`."""
-        ...
-
-    def hop_budget(self, budget: int) -> int:
-        """The hop budget a run has under the fault (a forced early stop lowers it)."""
-        ...
-
-    def repaired(self, hop: int) -> Condition:
-        """The same fault with hop `hop` repaired: clean there, in force elsewhere."""
-        ...
-
-
-@dataclass(frozen=True)
-class AgentContext:
-    """What nodes need besides state: not serialised, supplied per invocation."""
-
-    skills: SkillClient
-    retriever: Retriever
-    condition: Condition | None = None
-    """The fault in force, if an experimenter injected one; None for a clean run."""
-
-    def issue(self, hop: int, attempt: int, planned: str) -> str:
-        return planned if self.condition is None else self.condition.issue(hop, attempt, planned)
-
-    def retrieve(self, hop: int, query: str, k: int) -> list[EvidenceData]:
-        """The evidence the tool returns for `query` at `hop`, as state (under the fault
-        in force, if any). A user's agent gets the same JSON-native items."""
-        if self.condition is not None:
-            return to_state(self.condition.retrieve(self.retriever, hop, query, k))
-        return to_state(self.retriever.retrieve(query, k))
 
 
 def wants_retry(state: AgentState) -> bool:

@@ -88,7 +88,7 @@ import sys
 sys.path.insert(0, {examples!r})
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
-from cuer_agent.graphs.state import AgentContext
+from cuer_agent.run_context import AgentContext
 from two_node_agent import S, build as working, decide
 
 

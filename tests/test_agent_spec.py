@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from recording import Recorder
 
 from cuer_agent.agents import load_agent
+from cuer_agent.config import DEFAULT_FAULTS, PropagationConfig
 from cuer_agent.data import Dataset, load_dataset
 from cuer_agent.errors import ConfigError
 from cuer_agent.execution import AgentConfig, Executor, RunResult, identity
@@ -24,8 +25,6 @@ from cuer_agent.interventions.facts import fact_source
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.retrieval import BM25Retriever
 from cuer_agent.studies.propagation.runner import (
-    DEFAULT_FAULTS,
-    PropagationConfig,
     _Injector,
     distractor_answers,
     inject,

@@ -202,7 +202,7 @@ def test_trace_rows_of_an_unrecorded_example_are_dropped_on_resume(
 
 
 def test_per_hop_questions_of_one_example_are_bootstrapped_as_one_cluster() -> None:
-    from cuer_agent.studies.cuer.runner import CuerConfig
+    from cuer_agent.config import CuerConfig
     from cuer_agent.studies.cuer.summary import _ci
 
     config = CuerConfig(bootstrap_resamples=2000)

@@ -12,6 +12,7 @@ import pytest
 from recording import Recorder
 from test_execution import EXAMPLE, PASSAGES
 
+from cuer_agent.config import PropagationConfig
 from cuer_agent.data import load_dataset
 from cuer_agent.execution import AgentConfig, Executor, RunResult, identity
 from cuer_agent.graphs.spec import OurAgentSpec
@@ -20,7 +21,7 @@ from cuer_agent.llm.cache import ResponseCache
 from cuer_agent.llm.extractive import ExtractiveBackend
 from cuer_agent.retrieval import BM25Retriever
 from cuer_agent.studies._common.run_agent import retriever_factory
-from cuer_agent.studies.propagation.runner import PropagationConfig, example_rows
+from cuer_agent.studies.propagation.runner import example_rows
 
 
 def _streams(monkeypatch: pytest.MonkeyPatch) -> list[RunResult]:

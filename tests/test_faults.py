@@ -354,7 +354,7 @@ def test_faults_depend_on_the_seed(name: str) -> None:
 
 
 def test_a_config_naming_false_premise_gets_conflicting_evidence() -> None:
-    from cuer_agent.studies.propagation.runner import PropagationConfig
+    from cuer_agent.config import PropagationConfig
 
     config = PropagationConfig(faults=("false_premise", "stale_evidence"))
     assert config.faults == ("conflicting_evidence", "stale_evidence")

@@ -34,7 +34,7 @@ from cuer_agent.data._select import load_study_data
 from cuer_agent.diagnosers import BaseDiagnoser, get_diagnoser, make_view
 from cuer_agent.errors import ConfigError
 from cuer_agent.execution import AgentConfig, Executor
-from cuer_agent.studies.propagation.runner import PropagationConfig
+from cuer_agent.config import PropagationConfig
 from cuer_agent.interventions import FaultInput, get_fault
 from cuer_agent.llm.backends import SkillClient, default_concurrency, make_backend
 from cuer_agent.retrieval import BM25Retriever

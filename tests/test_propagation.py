@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import PROPAGATE, QUIET, Studies, invoke, run_study
 
-from cuer_agent.studies.propagation.runner import DEFAULT_FAULTS
+from cuer_agent.config import DEFAULT_FAULTS
 
 pytestmark = pytest.mark.background(PROPAGATE)  # the shared study, made in the background lane
 

@@ -67,6 +67,39 @@ def test_the_import_graph_has_no_cycle() -> None:
     assert cycles == []
 
 
+def _folder(module: str) -> str:
+    """The room a module stands in, as the house's picture draws it: a top-level module
+    or a folder of `cuer_agent` (`cuer_agent.studies.cuer.runner` → `cuer_agent.studies`)."""
+    return ".".join(module.split(".")[:2])
+
+
+def test_no_folder_imports_a_folder_that_imports_it_back() -> None:
+    folders = nx.DiGraph()
+    for a, b in _import_graph().edges():
+        if _folder(a) != _folder(b):
+            folders.add_edge(_folder(a), _folder(b))
+    assert list(nx.simple_cycles(folders)) == []
+
+
+STUDY_ROOMS_BELOW = {"_common": set(), "cuer": {"_common"}, "propagation": {"_common"},
+                     "diagnose": {"_common"},
+                     "evaluate": {"_common", "cuer", "propagation", "diagnose"}}
+"""What each room of `cuer_agent.studies` may import from its siblings: `evaluate` stands
+on the three studies it combines, they stand on `_common` only; `schemas` and `replay`
+stand above all the rooms."""
+
+
+def test_a_study_room_imports_only_the_rooms_below_it() -> None:
+    upward = []
+    for a, b in _import_graph().edges():
+        if a.startswith("cuer_agent.studies.") and b.startswith("cuer_agent.studies."):
+            room, other = a.split(".")[2], b.split(".")[2]
+            if room in STUDY_ROOMS_BELOW and other != room \
+                    and other not in STUDY_ROOMS_BELOW[room]:
+                upward.append((a, b))
+    assert upward == []
+
+
 def test_importing_the_backend_protocol_imports_no_http_client() -> None:
     code = ("import sys, cuer_agent.llm.backends; "
             "print(sorted(m for m in ('openai', 'ollama') if m in sys.modules))")

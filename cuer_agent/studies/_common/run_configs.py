@@ -34,12 +34,16 @@ from pydantic import (
 )
 
 from cuer_agent._validation import problem
-from cuer_agent.config import BackendSection, DataSection, StudyConfig
+from cuer_agent.config import (
+    BackendSection,
+    CuerConfig,
+    DataSection,
+    PropagationConfig,
+    StudyConfig,
+)
 from cuer_agent.errors import DataError
 from cuer_agent.execution import AgentConfig, Mode
 from cuer_agent.runs import CONFIG_FILE, RunDir, read_config
-from cuer_agent.studies.cuer.runner import CuerConfig
-from cuer_agent.studies.propagation.runner import PropagationConfig
 
 
 def _gold_hops_as_flag(schema: dict[str, Any]) -> None:

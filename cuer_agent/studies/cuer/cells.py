@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag
 
+from cuer_agent.config import CuerConfig
 from cuer_agent.studies._common.cells import Interval, Ledger, MeanCI, Part, Skipped, absent
-from cuer_agent.studies.cuer.runner import CuerConfig
 
 RoleLabel = Literal["corrective", "constructive", "distractive", "confidence-distorting",
                     "redundant", "neutral"]

@@ -6,12 +6,13 @@ from typing import Any
 
 from rich.table import Table
 
+from cuer_agent.config import CuerConfig
 from cuer_agent.metrics.stats import MIN_CELL
 from cuer_agent.runs import RunDir
 from cuer_agent.studies._common.run_agent import ledger_from_rows
 from cuer_agent.studies.cuer.cells import CuerSummary
 from cuer_agent.studies.cuer.roles import roles_summary
-from cuer_agent.studies.cuer.runner import RECORDS, TRACES, CuerConfig
+from cuer_agent.studies.cuer.runner import RECORDS, TRACES
 from cuer_agent.studies.cuer.summary import summarize_cuer
 
 # The paper's qualitative pattern: REMOVE and REPLACE hurt correctness, DUPLICATE does not.

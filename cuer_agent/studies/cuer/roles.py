@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from cuer_agent.config import CuerConfig
 from cuer_agent.roles import (
     CONSTRUCTIVE,
     ConditionEffects,
@@ -18,7 +19,6 @@ from cuer_agent.roles import (
     item_roles,
     role_counts,
 )
-from cuer_agent.studies.cuer.runner import CuerConfig
 from cuer_agent.studies.cuer.summary import (
     by_condition,
     delta,

@@ -17,13 +17,12 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rich.progress import Progress
 
+from cuer_agent.config import CuerConfig
 from cuer_agent.data import Dataset, Example
-from cuer_agent.errors import ConfigError
 from cuer_agent.execution import Executor, RunResult, replace_evidence
 from cuer_agent.interventions import (
     ConditionInput,
@@ -42,7 +41,6 @@ from cuer_agent.metrics.utility import (
 )
 from cuer_agent.parallel import Parallelism, fan_out, ordered_map
 from cuer_agent.retrieval import BM25Retriever
-from cuer_agent.roles import RoleThresholds
 from cuer_agent.runs import RunDir, example_of, request_failed
 from cuer_agent.trace import Trace
 
@@ -50,77 +48,6 @@ TRACES, RECORDS = "traces.jsonl", "records.jsonl"
 AXES = ("correctness", "em", "f1", "grounding", "confidence_error", "divergence")
 Row = dict[str, Any]
 """A row of traces.jsonl or records.jsonl, as written."""
-
-
-class CuerConfig(BaseModel):
-    """Every threshold, weight and count of the study, with the paper's defaults."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    k: int = Field(5, ge=1)
-    questions: Literal["auto", "whole", "per_hop"] = "whole"
-    """What the single-shot system is asked: each example's `whole` question over its
-    own pool (the paper's system; `auto` means the same), or each hop's gold
-    sub-question with its bridge resolved (`per_hop`: the system is given the gold
-    decomposition — a single-hop oracle, not the paper's system)."""
-    pool_size: int = Field(10, ge=2)
-    """Open-corpus data (the synthetic world): passages in each question's own pool —
-    one per hop stating its fact, the rest lexical confusers
-    (`cuer_agent.studies._common.pools`), as in HotpotQA's distractor setting."""
-
-    def asks_per_hop(self, dataset: str = "") -> bool:
-        """Is the single-shot system given the gold decomposition?"""
-        return self.questions == "per_hop"
-    seed: int = 0
-    """Seed of the interventions' randomness (random targets, easy replacements)."""
-    replace_hardness: Literal["easy", "medium", "hard"] = "medium"
-    duplicate_position: Literal["end", "front", "after"] = "end"
-    f1_threshold: float = Field(0.8, gt=0, le=1)
-    divergence_weights: tuple[float, float, float] = (0.5, 0.3, 0.2)
-    """(used ids, answer change, confidence change)."""
-    bootstrap_resamples: int = Field(5000, ge=100)
-    bootstrap_seed: int = 42
-    two_support: bool = False
-    duplicate_positions: bool = False
-    replace_hardness_sweep: bool = False
-    weight_sensitivity: bool = False
-    weight_grid_step: float = Field(0.1, gt=0, lt=0.5)
-    roles: dict[str, Any] = Field(default_factory=dict)
-    """Overrides of `cuer_agent.roles.RoleThresholds` fields."""
-
-    @field_validator("roles")
-    @classmethod
-    def _known_role_thresholds(cls, value: dict[str, Any]) -> dict[str, Any]:
-        known = {f.name for f in dataclasses.fields(RoleThresholds)}
-        unknown = sorted(set(value) - known)
-        if unknown:
-            raise ValueError(f"unknown role threshold(s) {unknown}; known: {sorted(known)}")
-        try:
-            RoleThresholds(**value)  # its own checks: positive numbers, known conditions
-        except ConfigError as exc:
-            raise ValueError(str(exc)) from None
-        return value
-
-    def conditions(self) -> list[tuple[str, str, dict[str, Any]]]:
-        """(condition name, registered condition, params) in run order."""
-        out: list[tuple[str, str, dict[str, Any]]] = [
-            ("remove", "remove", {}),
-            ("replace", "replace", {"hardness": self.replace_hardness}),
-            ("duplicate", "duplicate", {"position": self.duplicate_position}),
-            ("zero_retrieval", "zero_retrieval", {}),
-            ("random_target", "random_target", {}),
-        ]
-        if self.duplicate_positions:
-            out += [(f"duplicate_{p}", "duplicate", {"position": p})
-                    for p in ("end", "front", "after") if p != self.duplicate_position]
-        if self.replace_hardness_sweep:
-            out += [(f"replace_{h}", "replace", {"hardness": h})
-                    for h in ("easy", "medium", "hard") if h != self.replace_hardness]
-        if self.two_support:
-            out += [("remove_support_1", "remove_support", {"which": 0}),
-                    ("remove_support_2", "remove_support", {"which": 1}),
-                    ("remove_both_supports", "remove_support", {"which": "both"})]
-        return out
 
 
 def trace_axes(trace: Trace, example: Example, original: Trace | None,

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from cuer_agent.config import CuerConfig
 from cuer_agent.metrics.stats import (
     bootstrap_ci,
     cluster_bootstrap_ci,
@@ -23,7 +24,7 @@ from cuer_agent.metrics.stats import (
     sign_flip_test,
 )
 from cuer_agent.metrics.utility import DivergenceWeights, weigh
-from cuer_agent.studies.cuer.runner import AXES, CuerConfig
+from cuer_agent.studies.cuer.runner import AXES
 
 Rows = list[dict[str, Any]]
 

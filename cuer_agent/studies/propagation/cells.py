@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from cuer_agent.config import PropagationConfig
 from cuer_agent.interventions.persistence import Persistence
 from cuer_agent.studies._common.cells import (
     HopKey,
@@ -18,7 +19,6 @@ from cuer_agent.studies._common.cells import (
     Skipped,
     absent,
 )
-from cuer_agent.studies.propagation.runner import PropagationConfig
 
 # -------------------------------------------------------------------------- propagation
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from rich.table import Table
 
+from cuer_agent.config import PropagationConfig
 from cuer_agent.data import Dataset
 from cuer_agent.execution import Executor
 from cuer_agent.parallel import Parallelism
@@ -13,12 +14,7 @@ from cuer_agent.runs import RunDir
 from cuer_agent.studies._common.run_agent import ledger_from_rows, retriever_factory
 from cuer_agent.studies.propagation.cells import PropagateSummary
 from cuer_agent.studies.propagation.invisibility import invisibility
-from cuer_agent.studies.propagation.runner import (
-    RECORDS,
-    TRACES,
-    PropagationConfig,
-    run_propagation,
-)
+from cuer_agent.studies.propagation.runner import RECORDS, TRACES, run_propagation
 from cuer_agent.studies.propagation.summary import summarize_propagation, verify_rates
 
 

@@ -37,11 +37,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rich.progress import Progress
 
+from cuer_agent.config import PropagationConfig
 from cuer_agent.data import Dataset, Example
-from cuer_agent.errors import ConfigError
 from cuer_agent.execution import (
     Edit,
     Executor,
@@ -63,9 +62,7 @@ from cuer_agent.interventions import (
     get_condition,
     get_fault,
 )
-from cuer_agent.interventions._fault_types import default_faults
 from cuer_agent.interventions.facts import FactSource, PoolFacts, fact_source
-from cuer_agent.interventions.misleading_faults import RENAMED
 from cuer_agent.interventions.persistence import (
     Persistence,
     edit_condition,
@@ -94,49 +91,7 @@ and with (example, None, 0, clean run) for each clean, correct, unfaulted run, t
 rate a diagnoser should name no hop on; returns diagnosis rows (the evaluate command
 diagnoses there, while the run is live). A run that ended in a request error or a parse
 failure is never diagnosed."""
-DEFAULT_FAULTS = default_faults()
-"""Every fault that declares a `default_rank`, in that order."""
 HOP_OPERATORS = ("remove", "replace", "duplicate")
-
-
-class PropagationConfig(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    faults: tuple[str, ...] = DEFAULT_FAULTS
-    fault_persistence: Persistence = "corpus"
-    """How long a fault holds: `corpus` (a retrieval fault is a state of the index from
-    hop h on; query drift and early termination as under `query`), `query` (whenever the
-    faulted sub-query is asked again), `hop` (every retrieval at the hop: unrecoverable
-    by design), `once` (a one-shot snapshot edit). See
-    `cuer_agent.interventions.persistence`."""
-    retries_control: bool = True
-    """Run every injection a second time with the agent's retries off: the control that
-    says what the retry did for recovery (only where the fork retried)."""
-    hop_operators: bool = True
-    """Also run REMOVE / REPLACE / DUPLICATE on each hop's target."""
-    strict: bool = True
-    """Inject only into clean traces whose answer was correct."""
-    seed: int = 0
-    recall_threshold: float = Field(0.8, gt=0, le=1)
-    distractor_pool: int = Field(200, ge=1)
-    """How many other examples' gold answers serve as entity distractors."""
-    agentic_weights: tuple[float, float, float, float] = (0.4, 0.24, 0.16, 0.2)
-    bootstrap_resamples: int = Field(1000, ge=100)
-    bootstrap_seed: int = 42
-
-    @field_validator("faults")
-    @classmethod
-    def _registered(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        """Every fault is registered (a built-in or an entry point): a config file or
-        flag naming another fails here, naming its key, before any work. A renamed
-        fault's old name (`false_premise`) means its new one."""
-        value = tuple(dict.fromkeys(RENAMED.get(name, name) for name in value))
-        for name in value:
-            try:
-                get_fault(name)
-            except ConfigError as exc:
-                raise ValueError(str(exc)) from None
-        return value
 
 
 def used_across_hops(trace: Trace) -> list[str]:

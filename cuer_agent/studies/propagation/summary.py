@@ -35,9 +35,9 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from cuer_agent.config import PropagationConfig
 from cuer_agent.interventions import get_fault
 from cuer_agent.metrics.stats import MIN_CELL, bootstrap_ci, wilson_interval
-from cuer_agent.studies.propagation.runner import PropagationConfig
 
 Rows = list[dict[str, Any]]
 
