@@ -1,0 +1,2 @@
+"""The diagnosers scored against the certified first-error hop, and `diagnose --traces`
+for any agent's traces."""

@@ -1,0 +1,1 @@
+"""`evaluate`: the three studies together, with the headline table and the caveats."""

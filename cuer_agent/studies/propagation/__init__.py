@@ -1,0 +1,2 @@
+"""Fault propagation: a certified fault injected at hop h, the agent re-executing the
+suffix from the saved state, and whether it recovers."""
