@@ -76,7 +76,9 @@ class RunTask:
 
 def run_dataset(dataset: Dataset, executor: Executor, run_dir: RunDir, *,
                 engine: str = "bm25s", show_progress: bool = True,
-                parallel: Parallelism | int = 1) -> dict[str, Any]:
+                parallel: Parallelism | int = 1) -> RunSummary:
+    """Run every example not yet done into `run_dir`'s trace rows, write `summary.json`
+    and return it as its model."""
     rows = run_dir.rows(TRACES)
     failed = request_failed(rows)  # the server's failure, not the agent's: redone
     done = {example_of(row) for row in rows} - failed
@@ -92,8 +94,7 @@ def run_dataset(dataset: Dataset, executor: Executor, run_dir: RunDir, *,
     rows = run_dir.rows(TRACES)
     summary = summarize(dataset, rows)
     summary["mode"] = executor.spec.mode
-    run_dir.write_summary(summary, RunSummary)
-    return summary
+    return run_dir.write_summary(summary, RunSummary)
 
 
 def summarize(dataset: Dataset, rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from rich.table import Table
 from cuer_agent.metrics.stats import MIN_CELL
 from cuer_agent.runs import RunDir
 from cuer_agent.studies._common.run_agent import ledger_from_rows
-from cuer_agent.studies.cuer.cells import CuerSummary
+from cuer_agent.studies.cuer.cells import CuerSummary, DeltaStat
 from cuer_agent.studies.cuer.roles import roles_summary
 from cuer_agent.studies.cuer.runner import RECORDS, TRACES, CuerConfig
 from cuer_agent.studies.cuer.summary import summarize_cuer
@@ -55,7 +55,9 @@ def pattern_findings(summary: dict[str, Any]) -> list[str]:
     return findings
 
 
-def write_cuer_summary(run_dir: RunDir, config: CuerConfig) -> dict[str, Any]:
+def cuer_summary(run_dir: RunDir, config: CuerConfig) -> dict[str, Any]:
+    """The CUE-R study's summary, from the run directory's record and trace rows alone,
+    as `summary.json` holds it (`CuerSummary`)."""
     records = run_dir.rows(RECORDS)
     summary = summarize_cuer(records, config)
     summary["findings"] = pattern_findings(summary)
@@ -64,8 +66,12 @@ def write_cuer_summary(run_dir: RunDir, config: CuerConfig) -> dict[str, Any]:
         summary["roles"]["dataset"] = {"suppressed": reason}
     summary["ledger"] = ledger_from_rows(run_dir.rows(TRACES))
     summary["config"] = config.model_dump(mode="json")
-    run_dir.write_summary(summary, CuerSummary)
     return summary
+
+
+def write_cuer_summary(run_dir: RunDir, config: CuerConfig) -> CuerSummary:
+    """Write the CUE-R study's `summary.json` (`cuer_summary`); return it as its model."""
+    return run_dir.write_summary(cuer_summary(run_dir, config), CuerSummary)
 
 
 def _fmt(value: float | None) -> str:
@@ -78,22 +84,22 @@ def _p(value: float | None) -> str:
     return "<0.001" if value < 0.001 else f"{value:.3f}"
 
 
-def cuer_table(summary: dict[str, Any], title: str) -> Table:
+def _dp(d: DeltaStat | None) -> str:
+    return "—" if d is None or d.mean is None else f"{d.mean:+.3f} ({_p(d.p)})"
+
+
+def cuer_table(summary: CuerSummary, title: str) -> Table:
     """Rows: conditions. Columns: mean correctness, grounding, confidence error and D,
     then Δcorrectness and ΔD with their p-values (Δ > 0: the intervention hurt)."""
     table = Table(title=title)
     for col in ("condition", "n", "correct.", "ground.", "conf. err", "D", "Δcorrect. (p)",
                 "Δground. (p)", "D (p)"):
         table.add_column(col, justify="left" if col == "condition" else "right")
-    for name, cond in summary["conditions"].items():
-        delta = cond.get("delta", {})
-
-        def dp(axis: str, delta: dict[str, Any] = delta) -> str:
-            d = delta.get(axis)
-            return "—" if not d or d["mean"] is None else f"{d['mean']:+.3f} ({_p(d['p'])})"
-
-        table.add_row(name, str(cond["n"]), _fmt(cond["correctness"]["mean"]),
-                      _fmt(cond["grounding"]["mean"]), _fmt(cond["confidence_error"]["mean"]),
-                      _fmt(cond["divergence"]["mean"]), dp("correctness"), dp("grounding"),
-                      dp("divergence"))
+    for name, cond in summary.conditions.items():
+        d = cond.delta
+        deltas = ((None, None, None) if d is None else
+                  (d.correctness, d.grounding, d.divergence))
+        table.add_row(name, str(cond.n), _fmt(cond.correctness.mean),
+                      _fmt(cond.grounding.mean), _fmt(cond.confidence_error.mean),
+                      _fmt(cond.divergence.mean), *(_dp(delta) for delta in deltas))
     return table
