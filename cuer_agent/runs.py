@@ -121,6 +121,15 @@ class RunDir:
         write_atomic(self.path / SUMMARY_FILE, canonical_json(summary, indent=2) + "\n")
         return validated
 
+    def write_model(self, summary: M) -> M:
+        """Write `summary.json` from a summary built as its model: the keys it was given
+        (a key left unset stays absent), by their JSON names, sorted as every summary's
+        are. Returns `summary`."""
+        raise_if_interrupted()
+        data = summary.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        write_atomic(self.path / SUMMARY_FILE, canonical_json(data, indent=2) + "\n")
+        return summary
+
 
 def read_config(run_dir: str | Path) -> dict[str, Any]:
     """A run directory's `config.json`. Missing, or not a JSON object (a damaged file) →
