@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -24,6 +24,8 @@ from cuer_agent.interrupts import raise_if_interrupted
 
 CONFIG_FILE = "config.json"
 SUMMARY_FILE = "summary.json"
+M = TypeVar("M", bound=BaseModel)
+"""The model a summary validates through."""
 RUN_OUTPUTS = frozenset({SUMMARY_FILE, "ledger.json", "report.md", "report.html",
                          "single_shot", "agentic"})
 """What a run directory holds besides its config and JSONL rows (`evaluate`'s two
@@ -109,16 +111,24 @@ class RunDir:
                 self.rewrite(name, [r for _, r in sorted(zip(ranks, rows, strict=True),
                                                           key=lambda pair: pair[0])])
 
-    def write_summary(self, summary: dict[str, Any],
-                      model: type[BaseModel] | None = None) -> None:
-        """Write `summary.json`. With `model` (`cuer_agent.studies.schemas`), the
-        summary is validated through it first — a mismatch is a bug: pydantic's
+    def write_summary(self, summary: dict[str, Any], model: type[M]) -> M:
+        """Write `summary.json` and return it as `model` (`cuer_agent.studies.schemas`).
+        The summary is validated through `model` first — a mismatch is a bug: pydantic's
         `ValidationError`, and nothing is written. The dict is written as given, so the
         bytes do not depend on the model."""
         raise_if_interrupted()
-        if model is not None:
-            model.model_validate(summary)
+        validated = model.model_validate(summary)
         write_atomic(self.path / SUMMARY_FILE, canonical_json(summary, indent=2) + "\n")
+        return validated
+
+    def write_model(self, summary: M) -> M:
+        """Write `summary.json` from a summary built as its model: the keys it was given
+        (a key left unset stays absent), by their JSON names, sorted as every summary's
+        are. Returns `summary`."""
+        raise_if_interrupted()
+        data = summary.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        write_atomic(self.path / SUMMARY_FILE, canonical_json(data, indent=2) + "\n")
+        return summary
 
 
 def read_config(run_dir: str | Path) -> dict[str, Any]:

@@ -354,11 +354,13 @@ def test_early_termination_is_reported_as_forced(run: Path) -> None:
 
 
 def test_no_single_shot_verdict_when_the_original_answers_almost_nothing() -> None:
+    from test_report import condition
+
+    from cuer_agent.studies.cuer.cells import CuerCondition
     from cuer_agent.studies.cuer.report import pattern_findings
 
-    floor = {"conditions": {"original": {"n": 100, "correctness": {"mean": 0.0}},
-                            "remove": {"n": 100, "delta": {"correctness": {
-                                "mean": 0.0, "ci": [0.0, 0.0]}}}}}
+    floor = {name: CuerCondition.model_validate({**condition(0.0, delta), "n": 100})
+             for name, delta in (("original", None), ("remove", 0.0))}
     (finding,) = pattern_findings(floor)
     assert finding.startswith("No correctness verdict") and "0%" in finding
 

@@ -7,18 +7,33 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
+from test_report import diagnoser, summary
 
 from cuer_agent.metrics.stats import bound_digits
 from cuer_agent.report._format import ci
 from cuer_agent.report._plots import MEMBER_STYLES, exact_hop_families
+from cuer_agent.studies.diagnose.cells import DiagnoserSummary
 from cuer_agent.studies.evaluate.caveats import caveat, honest_caveats, ranked
+from cuer_agent.studies.evaluate.cells import EvaluateResults
 from cuer_agent.studies.evaluate.headline import best_of, family, headline
+from cuer_agent.studies.propagation.cells import PropagationResults
 
 
-def diag(acc: float | None, **declared: Any) -> dict[str, Any]:
-    cell = {"acc": acc, "ci": [0.0, 1.0], "n": 10}
-    return {"exact_hop_acc": {"mean": acc}, "by_depth": {"1": cell},
-            "by_fault_depth": {"query_drift": {"1": cell}}, **declared}
+def diag(acc: float | None, **declared: Any) -> DiagnoserSummary:
+    """A diagnoser with exact-hop accuracy `acc` at depth 1 and pooled, on query_drift,
+    and `declared` over the rest of test_report's diagnoser."""
+    full = diagnoser(0.5)
+    cell = {"acc": acc, "ci": [0.0, 1.0], "n": 10, "descriptive_only": False}
+    return DiagnoserSummary.model_validate({
+        **full, "exact_hop_acc": {**full["exact_hop_acc"], "mean": acc},
+        "by_depth": {"1": {**full["by_depth"]["1"], **cell}},
+        "by_fault_depth": {"query_drift": {"1": cell}}, **declared})
+
+
+def results(**parts: Any) -> EvaluateResults:
+    """test_report's full summary without its caveats, `parts` replaced."""
+    content = {k: v for k, v in summary().items() if k != "caveats"}
+    return EvaluateResults.model_validate({**content, **parts})
 
 
 def test_families_follow_what_a_diagnoser_declares() -> None:
@@ -37,14 +52,16 @@ def test_the_best_of_a_family_is_its_highest_pooled_accuracy_ties_by_name() -> N
 
 
 def test_the_headline_sets_the_best_gold_free_beside_the_controls_and_the_oracle() -> None:
-    summary = {"diagnosers": {"x": diag(0.7), "trace-rule": diag(0.3, control=True),
-                              "chance": diag(0.2, control=True),
-                              "probe": diag(1.0, uses_environment_oracle=True)},
-               "agentic": {"faults": {"query_drift": {"1": {
-                   "injected": 10, "effective": 9, "recovery_effective": 0.1,
-                   "recovery_effective_ci": [0.0, 0.4],
-                   "control": {"recovery": 0.0, "ci": [0.0, 0.3], "n": 9}}}}}}
-    head = headline(summary)
+    diagnosers = {"x": diag(0.7), "trace-rule": diag(0.3, control=True),
+                  "chance": diag(0.2, control=True),
+                  "probe": diag(1.0, uses_environment_oracle=True)}
+    agentic = summary()["agentic"]
+    cell = {**agentic["faults"]["empty_retrieval"]["1"], "injected": 10, "effective": 9,
+            "recovery_effective": 0.1, "recovery_effective_ci": [0.0, 0.4],
+            "control": {"recovery": 0.0, "ci": [0.0, 0.3], "n": 9, "recovered": 0,
+                        "same_run": 0}}
+    head = headline(diagnosers, PropagationResults.model_validate(
+        {**agentic, "faults": {"query_drift": {"1": cell}}}))
     assert head.columns == ("x", "trace-rule", "chance", "probe")
     [row] = head.rows
     assert (row.recovery.value, row.control.value, row.recovery.n) == (0.1, 0.0, 9)
@@ -53,18 +70,17 @@ def test_the_headline_sets_the_best_gold_free_beside_the_controls_and_the_oracle
 
 def test_caveats_rank_by_impact_keeping_the_order_of_equals() -> None:
     made = [caveat("a"), caveat("b", impact=0.2), caveat("c"), caveat("d", impact=0.5)]
-    assert [c["text"] for c in ranked(made)] == ["d", "b", "a", "c"]
+    assert [c.text for c in ranked(made)] == ["d", "b", "a", "c"]
 
 
 def test_a_caveat_is_said_once_with_every_diagnoser_it_concerns() -> None:
-    summary = {"diagnosers": {
-        name: {**diag(0.4), "by_depth": {"1": {"acc": 0.4, "ci": [0.3, 0.5],
-                                               "independence": 0.45,
-                                               "beats_independence": False}}}
-        for name in ("p", "q", "r")}}
-    caveats = honest_caveats(summary, "ollama")
-    independence = [c for c in caveats if "independence baseline" in c["text"]]
-    assert len(independence) == 1 and independence[0]["concerns"] == ["p", "q", "r"]
+    below = {**diagnoser(0.4)["by_depth"]["1"], "acc": 0.4, "ci": [0.3, 0.5],
+             "independence": 0.45, "beats_independence": False}
+    diagnosers = {name: {**diagnoser(0.4), "by_depth": {"1": below}}
+                  for name in ("p", "q", "r")}
+    caveats = honest_caveats(results(diagnosers=diagnosers), "ollama")
+    independence = [c for c in caveats if "independence baseline" in c.text]
+    assert len(independence) == 1 and independence[0].concerns == ["p", "q", "r"]
 
 
 @given(st.floats(min_value=-0.5, max_value=0.5, allow_nan=False, allow_subnormal=False))
@@ -75,8 +91,8 @@ def test_a_nonzero_bound_never_prints_as_zero(value: float) -> None:
 
 
 def test_an_interval_that_excludes_zero_shows_it() -> None:
-    assert ci([0.000125, 0.021], sign=True) == "[+0.0001, +0.021]"
-    assert ci([0.0, 0.021]) == "[0.000, 0.021]"
+    assert ci((0.000125, 0.021), sign=True) == "[+0.0001, +0.021]"
+    assert ci((0.0, 0.021)) == "[0.000, 0.021]"
 
 
 def test_a_family_never_draws_more_members_than_there_are_styles() -> None:

@@ -275,19 +275,20 @@ def test_the_full_summary_is_a_valid_evaluate_summary() -> None:
     EvaluateSummary.model_validate(summary())
 
 
-def test_missing_agentic_and_diagnosers_parts_say_not_run() -> None:
-    partial = {k: v for k, v in summary().items() if k not in {"agentic", "diagnosers"}}
-    md, _, figures = build_report(partial)
-    for title in ("Agentic fault propagation", "Fault diagnosers"):
+def test_parts_that_hold_nothing_say_not_run_in_every_section() -> None:
+    content = summary()
+    content["single_shot"]["conditions"] = {}
+    content["comparison"].update(n=0, with_critical_hop=0, points_at_critical=0,
+                                 critical_hops={}, examples=[])
+    content.update(diagnosers={}, provenance={})
+    md, _, figures = build_report(EvaluateSummary.model_validate(content))
+    assert all(f"## {title}" in md for title in SECTIONS)
+    for title in ("Single-shot CUE-R study", "Single-shot vs agentic analysis, per example",
+                  "Fault diagnosers", "Provenance"):
         section = md.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
         assert "Not run" in section
-    assert sorted(figures) == ["cuer_deltas.png", "roles.png"]
-
-
-def test_an_empty_summary_still_renders_every_section() -> None:
-    md, page, figures = build_report({})
-    assert all(f"## {title}" in md for title in SECTIONS)
-    assert md.count("Not run") == 7 and "<img" not in page and not figures
+    assert md.count("Not run") == 4
+    assert sorted(figures) == ["recovery.png", "roles.png"]
 
 
 @pytest.mark.parametrize(("mutate", "where"), [
@@ -348,8 +349,9 @@ def test_our_diagnoser_rows_sit_next_to_the_papers(full: tuple[str, str]) -> Non
 
 def test_the_extractive_backend_is_flagged_as_a_stand_in(full: tuple[str, str]) -> None:
     assert "rule-based extractive stand-in, not a language model" in full[0]
-    config = {"backend": {"name": "ollama", "model": "qwen3:8b", "base_url": None}}
-    md = build_report({"config": config})[0]
+    content = summary()
+    content["config"]["backend"].update(name="ollama", model="qwen3:8b")
+    md = build_report(EvaluateSummary.model_validate(content))[0]
     assert "extractive stand-in" not in md and "ollama, model qwen3:8b" in md
 
 

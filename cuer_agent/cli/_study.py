@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import typer
 
@@ -20,6 +20,9 @@ from cuer_agent.data._example import Dataset
 from cuer_agent.data._select import load_study_data
 from cuer_agent.errors import CuerError
 from cuer_agent.parallel import Parallelism
+
+if TYPE_CHECKING:  # the studies load when a command runs, not when the CLI starts
+    from cuer_agent.studies._common.cells import Ledger
 
 
 def on_command_line(ctx: typer.Context, name: str) -> bool:
@@ -61,11 +64,11 @@ def open_study(engine: Any, data: Any, flags: ExecutionFlags,
     return OpenedStudy(parallel, skills, ds)
 
 
-def warn_request_errors(summary: dict[str, Any]) -> None:
-    """Say (on stderr) how many traces a failed request cut short, and how to repair
-    them: the scores above count them as they are, and only the warning tells a server
-    outage from a weak agent."""
-    errors = summary.get("ledger", {}).get("errors")
+def warn_request_errors(ledger: Ledger) -> None:
+    """Say (on stderr) how many traces a failed request cut short (a study's `ledger`),
+    and how to repair them: the scores above count them as they are, and only the
+    warning tells a server outage from a weak agent."""
+    errors = ledger.errors
     if errors:
         typer.echo(f"warning: {errors} trace(s) stopped early: a request to the model server "
                    "failed after every retry (their `error` in traces.jsonl says why). Run "

@@ -99,14 +99,14 @@ def run_cmd(
                           parallel=parallel)
     invocation = skills.ledger.to_dict()
     (out / "ledger.json").write_text(canonical_json(invocation, indent=2) + "\n")
-    acc = summary["accuracy"]
-    typer.echo(f"{summary['n']} examples  soft {acc['soft']:.3f}  em {acc['em']:.3f}  "
-               f"f1 {acc['f1']:.3f}  hops used {summary['hops_used']}")
-    typer.echo(f"skill requests {summary['ledger']['requests']} (distinct "
-               f"{summary['ledger']['calls']}); this invocation: backend calls "
+    acc = summary.accuracy
+    typer.echo(f"{summary.n} examples  soft {acc.soft:.3f}  em {acc.em:.3f}  "
+               f"f1 {acc.f1:.3f}  hops used {summary.hops_used}")
+    typer.echo(f"skill requests {summary.ledger.requests} (distinct "
+               f"{summary.ledger.calls}); this invocation: backend calls "
                f"{invocation['calls']}, cache hits {invocation['cache_hits']}, parse "
                f"failures {invocation['parse_failures']}  → {out}")
-    warn_request_errors(summary)
+    warn_request_errors(summary.ledger)
 
 
 @app.command("cuer")
@@ -157,10 +157,10 @@ def cuer_cmd(
              parallel=parallel)
     summary = write_cuer_summary(run_dir, cfg)
     Console(width=max(Console().width, 120)).print(
-        cuer_table(summary, title=f"CUE-R on {ds.name} (n={summary['n']})"))
-    for finding in summary["findings"]:
+        cuer_table(summary, title=f"CUE-R on {ds.name} (n={summary.n})"))
+    for finding in summary.findings:
         typer.echo(finding)
-    warn_request_errors(summary)
+    warn_request_errors(summary.ledger)
     typer.echo(f"→ {out}")
 
 
@@ -214,5 +214,5 @@ def propagate_cmd(
                                 show_progress=execution.progress, parallel=parallel)
     for table in propagation_tables(summary):
         Console(width=max(Console().width, 120)).print(table)
-    warn_request_errors(summary)
+    warn_request_errors(summary.ledger)
     typer.echo(f"→ {out}")

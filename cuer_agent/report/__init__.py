@@ -3,8 +3,8 @@ evaluate run directory's `summary.json`.
 
 Both files (and the PNG figures `report.md` links in `report_figures/`) are a pure
 function of the summary: rebuilding from the same summary gives the same bytes.
-`write_report` reads the summary through its model (`EvaluateSummary`); `build_report`
-renders any part of one (a missing part's section says "Not run").
+`write_report` reads the summary as its model (`EvaluateSummary`); `build_report`
+renders one (a part that holds nothing says "Not run").
 
     from cuer_agent.report import write_report
     md_path, html_path = write_report(Path("runs/eval"))
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from cuer_agent.errors import DataError
 from cuer_agent.report._render import FIGURE_DIR, Block, Figure, Row, to_html, to_markdown
@@ -26,7 +25,7 @@ __all__ = ["build_report", "write_report"]
 TITLE = "cuer-agent evaluation report"
 
 
-def build_report(summary: dict[str, Any]) -> tuple[str, str, dict[str, bytes]]:
+def build_report(summary: EvaluateSummary) -> tuple[str, str, dict[str, bytes]]:
     """(markdown, html, {figure file name: PNG bytes}) for one evaluate summary."""
     blocks: list[Block] = all_sections(summary)
     figures = {f"{b.name}.png": b.png

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from cuer_agent.metrics.stats import bound_digits
+from cuer_agent.studies._common.cells import Interval, MeanCI
 
 DASH = "—"
 
@@ -30,24 +31,23 @@ def pval(value: Any) -> str:
     return "<0.001" if value < 0.001 else f"{value:.3f}"
 
 
-def ci(bounds: Any, digits: int = 3, *, sign: bool = False) -> str:
+def ci(bounds: Interval | None, digits: int = 3, *, sign: bool = False) -> str:
     """A confidence interval `[lo, hi]`, or an empty string when there is none. A bound
     that is not 0 never prints as 0: it gets the digits that show its sign, because
     decisions ("excludes 0") are taken on the unrounded bound."""
-    if not isinstance(bounds, list | tuple) or len(bounds) != 2 or None in bounds:
+    if bounds is None:
         return ""
     fmt = signed if sign else num
     return (f"[{fmt(bounds[0], bound_digits(bounds[0], digits))}, "
             f"{fmt(bounds[1], bound_digits(bounds[1], digits))}]")
 
 
-def mean_ci(stat: Any, digits: int = 3, *, sign: bool = False) -> str:
-    """`mean [lo, hi]` from a `{mean, ci}` dict; a dash when the mean is missing."""
-    if not isinstance(stat, dict) or stat.get("mean") is None:
+def mean_ci(stat: MeanCI, digits: int = 3, *, sign: bool = False) -> str:
+    """`mean [lo, hi]` of a mean with its interval; a dash when the mean is null."""
+    if stat.mean is None:
         return DASH
     fmt = signed if sign else num
-    interval = ci(stat.get("ci"), digits, sign=sign)
-    return f"{fmt(stat['mean'], digits)} {interval}".rstrip()
+    return f"{fmt(stat.mean, digits)} {ci(stat.ci, digits, sign=sign)}".rstrip()
 
 
 def share(count: Any, total: Any) -> str:

@@ -7,14 +7,17 @@ Every function returns None when its part of the summary has nothing to draw."""
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 import matplotlib
 from matplotlib.figure import Figure
 
-from cuer_agent.studies._common.cells import hop_key
+from cuer_agent.studies._common.cells import Interval, hop_key
+from cuer_agent.studies.cuer.cells import CuerCondition
+from cuer_agent.studies.diagnose.cells import DiagnoserSummary
+from cuer_agent.studies.propagation.cells import FaultCell
 
 DPI = 100
 SIZE = (7.0, 3.8)
@@ -40,23 +43,23 @@ def _png(fig: Figure) -> bytes:
     return buf.getvalue()
 
 
-def _yerr(values: list[float], cis: list[Any]) -> list[list[float]]:
+def _yerr(values: list[float], cis: list[Interval | None]) -> list[list[float]]:
     """Asymmetric error bars from `[lo, hi]` (zero length where the CI is missing)."""
     lower, upper = [], []
     for value, bounds in zip(values, cis, strict=True):
-        ok = isinstance(bounds, list | tuple) and len(bounds) == 2 and None not in bounds
-        lower.append(max(0.0, value - bounds[0]) if ok else 0.0)
-        upper.append(max(0.0, bounds[1] - value) if ok else 0.0)
+        lower.append(0.0 if bounds is None else max(0.0, value - bounds[0]))
+        upper.append(0.0 if bounds is None else max(0.0, bounds[1] - value))
     return [lower, upper]
 
 
-def _lines_by_depth(series: dict[str, dict[str, dict[str, Any]]], value_key: str,
-                    ylabel: str, title: str, note: str) -> bytes | None:
+Point = tuple[float, Interval | None, bool]
+"""A value on a line, its interval, and whether it is descriptive only."""
+
+
+def _lines_by_depth(series: Mapping[str, Mapping[str, Point]], ylabel: str, title: str,
+                    note: str) -> bytes | None:
     """One line per series over hop depth, CI error bars; hollow markers = descriptive only."""
-    drawable = {name: {h: c for h, c in cells.items()
-                       if isinstance(c, dict) and c.get(value_key) is not None}
-                for name, cells in series.items()}
-    drawable = {name: cells for name, cells in drawable.items() if cells}
+    drawable = {name: points for name, points in series.items() if points}
     if not drawable:
         return None
     with _style():
@@ -64,19 +67,16 @@ def _lines_by_depth(series: dict[str, dict[str, dict[str, Any]]], value_key: str
         ax = fig.add_subplot()
         width = 0.5 / max(1, len(drawable))
         depths: set[int] = set()
-        for i, (name, cells) in enumerate(drawable.items()):
-            keys = sorted((h for h in cells if str(h).isdigit()), key=hop_key)
-            if not keys:
-                continue
+        for i, (name, points) in enumerate(drawable.items()):
+            keys = sorted(points, key=hop_key)
             offset = (i - (len(drawable) - 1) / 2) * width
             xs = [int(h) + offset for h in keys]
             depths.update(int(h) for h in keys)
-            ys = [float(cells[h][value_key]) for h in keys]
-            err = _yerr(ys, [cells[h].get("ci") for h in keys])
+            ys = [points[h][0] for h in keys]
+            err = _yerr(ys, [points[h][1] for h in keys])
             line = ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=name)
             colour = line.lines[0].get_color()
-            hollow = [(x, y) for h, x, y in zip(keys, xs, ys, strict=True)
-                      if cells[h].get("descriptive_only")]
+            hollow = [(x, y) for h, x, y in zip(keys, xs, ys, strict=True) if points[h][2]]
             if hollow:
                 ax.plot([p[0] for p in hollow], [p[1] for p in hollow], "o", color=colour,
                         markerfacecolor="white", zorder=3)
@@ -99,7 +99,7 @@ REFERENCES = ("trace-rule", "chance")
 """Controls drawn in every other family's panel, as the line to beat."""
 
 
-def exact_hop_families(diagnosers: dict[str, Any],
+def exact_hop_families(diagnosers: Mapping[str, DiagnoserSummary],
                        families: dict[str, list[str]]) -> tuple[bytes, list[str]] | None:
     """Exact-hop accuracy vs fault depth, one panel per family (colour = family, marker and
     line style = member), the controls `trace-rule` and `chance` in grey in every panel;
@@ -120,15 +120,14 @@ def exact_hop_families(diagnosers: dict[str, Any],
                 drawn += [(r, FAMILY_COLOURS["controls"], control_style[r], 0.9)
                           for r in REFERENCES if r in control_style]
             for member, colour, (marker, dash), width in drawn:
-                cells = {h: c for h, c in ((diagnosers.get(member) or {}).get("by_depth")
-                                           or {}).items()
-                         if str(h).isdigit() and c.get("acc") is not None}
-                keys = sorted(cells, key=hop_key)
+                accuracy = {h: (c.acc, c.ci) for h, c in diagnosers[member].by_depth.items()
+                            if c.acc is not None}
+                keys = sorted(accuracy, key=hop_key)
                 if not keys:
                     continue
-                ys = [float(cells[h]["acc"]) for h in keys]
+                ys = [accuracy[h][0] for h in keys]
                 ax.errorbar([int(h) for h in keys], ys,
-                            yerr=_yerr(ys, [cells[h].get("ci") for h in keys]), color=colour,
+                            yerr=_yerr(ys, [accuracy[h][1] for h in keys]), color=colour,
                             marker=marker, linestyle=dash, linewidth=width, markersize=4,
                             capsize=2, label=member)
             ax.set_title(name, fontsize=9, color=FAMILY_COLOURS[name])
@@ -138,36 +137,43 @@ def exact_hop_families(diagnosers: dict[str, Any],
         for ax in axes[len(panels):]:
             ax.set_visible(False)
         for ax in axes:
-            ax.set_xticks(sorted({int(h) for d in diagnosers.values() if isinstance(d, dict)
-                                  for h in (d.get("by_depth") or {}) if str(h).isdigit()}))
+            ax.set_xticks(sorted({int(h) for d in diagnosers.values() for h in d.by_depth}))
         fig.supxlabel("hop depth of the fault", fontsize=9)
         fig.supylabel("exact-hop accuracy", fontsize=9)
         return _png(fig), left_out
 
 
-def recovery_by_depth(faults: dict[str, Any]) -> bytes | None:
+def recovery_by_depth(faults: Mapping[str, Mapping[str, FaultCell]]) -> bytes | None:
     """Recovery (correct after re-execution) vs fault depth per fault, 95% CI error bars."""
-    return _lines_by_depth({k: v for k, v in faults.items() if isinstance(v, dict)},
-                           "recovery", "recovery = P(correct | fault at h)",
+    return _lines_by_depth({fault: {h: (c.recovery, c.ci, c.descriptive_only)
+                                    for h, c in per_hop.items() if c.recovery is not None}
+                            for fault, per_hop in faults.items()},
+                           "recovery = P(correct | fault at h)",
                            "Recovery after a fault at hop h",
                            "hollow: < 10 failed traces, descriptive only")
 
 
-def cuer_deltas(conditions: dict[str, Any]) -> bytes | None:
+def cuer_deltas(conditions: Mapping[str, CuerCondition]) -> bytes | None:
     """Grouped bars: per operator, Δ on each axis with its 95% CI (Δ > 0: it hurt)."""
-    ops = [op for op in MAIN_OPERATORS if (conditions.get(op) or {}).get("delta")]
-    if not ops:
+    deltas = [(op, delta) for op in MAIN_OPERATORS
+              if (cond := conditions.get(op)) is not None and (delta := cond.delta) is not None]
+    if not deltas:
         return None
+    ops = [op for op, _ in deltas]
+    by_axis = {"correctness": [d.correctness for _, d in deltas],
+               "grounding": [d.grounding for _, d in deltas],
+               "confidence_error": [d.confidence_error for _, d in deltas],
+               "divergence": [d.divergence for _, d in deltas]}
     with _style():
         fig = Figure(figsize=SIZE, layout="constrained")
         ax = fig.add_subplot()
         width = 0.8 / len(CUER_AXES)
         for j, axis in enumerate(CUER_AXES):
-            cells = [conditions[op]["delta"].get(axis) or {} for op in ops]
-            ys = [float(c["mean"]) if c.get("mean") is not None else 0.0 for c in cells]
+            cells = by_axis[axis]
+            ys = [c.mean if c.mean is not None else 0.0 for c in cells]
             xs = [i + (j - (len(CUER_AXES) - 1) / 2) * width for i in range(len(ops))]
             label = "D (vs original)" if axis == "divergence" else f"Δ{axis}"
-            ax.bar(xs, ys, width, yerr=_yerr(ys, [c.get("ci") for c in cells]), capsize=2,
+            ax.bar(xs, ys, width, yerr=_yerr(ys, [c.ci for c in cells]), capsize=2,
                    label=label)
         ax.axhline(0, color="black", linewidth=0.8)
         ax.set_xticks(range(len(ops)), ops)
@@ -195,15 +201,12 @@ def role_distribution(items: dict[str, int], order: tuple[str, ...]) -> bytes | 
         return _png(fig)
 
 
-def cost_per_correct(diagnosers: dict[str, Any]) -> bytes | None:
+def cost_per_correct(diagnosers: Mapping[str, DiagnoserSummary]) -> bytes | None:
     """Bars: backend calls per correct localisation, per diagnoser ("n/a": none correct)."""
-    names = [n for n, d in diagnosers.items() if isinstance(d, dict)]
+    names = [n for n, d in diagnosers.items() if d.calls_per_diagnosis]  # no calls: no cost
     if not names:
         return None
-    names = [n for n in names if diagnosers[n].get("calls_per_diagnosis")]  # no calls: no cost
-    if not names:
-        return None
-    values = [((diagnosers[n].get("cost_per_correct") or {}).get("calls")) for n in names]
+    values = [diagnosers[n].cost_per_correct.calls for n in names]
     with _style():
         fig = Figure(figsize=SIZE, layout="constrained")
         ax = fig.add_subplot()

@@ -1,11 +1,12 @@
 """The report's sections, each a list of blocks built from one part of the summary. A
-part that is missing or empty gives a section that says it was not run."""
+part that holds nothing (no condition, no diagnoser, no compared example, no provenance)
+gives a section that says it was not run."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from cuer_agent.config import StudyConfig
 from cuer_agent.llm.backends import backend_about
 from cuer_agent.report import _plots, _tables
 from cuer_agent.report._format import ci, num
@@ -20,7 +21,9 @@ from cuer_agent.report._render import (
     Row,
     Table,
 )
+from cuer_agent.studies.cuer.cells import SupportCheck, SuppressedRoles
 from cuer_agent.studies.evaluate.caveats import SHOWN
+from cuer_agent.studies.evaluate.cells import Caveat, EvaluateSummary, NoProvenance
 from cuer_agent.studies.evaluate.headline import FAMILIES, family
 from cuer_agent.studies.evaluate.headline import headline as headline_of
 
@@ -40,57 +43,41 @@ def _figure(name: str, png: bytes | None, caption: str) -> list[Block]:
     return [Figure(name, png, caption)] if png is not None else []
 
 
-def _part(summary: dict[str, Any], key: str) -> dict[str, Any]:
-    part = summary.get(key)
-    return part if isinstance(part, dict) else {}
+def backend_facts(config: StudyConfig) -> tuple[str, str | None, str | None]:
+    """(backend name, model, base URL) from the run config."""
+    backend = config.backend
+    return backend.name or "unknown", backend.model, backend.base_url
 
 
-def backend_facts(config: dict[str, Any]) -> tuple[str, str | None, str | None]:
-    """(backend name, model, base URL) from the run config, tolerant of its layout."""
-    backend = config.get("backend")
-    if isinstance(backend, dict):
-        return (str(backend.get("name") or "unknown"), backend.get("model"),
-                backend.get("base_url"))
-    return str(backend or "unknown"), config.get("model"), config.get("base_url")
+def _data_facts(config: StudyConfig) -> str:
+    data, agent = config.data, config.agent
+    text = (data.dataset or "unknown") + (f" ({data.path})" if data.path else "")
+    text += f", n = {data.n}" if data.n else ""
+    return text + f", hop budget {agent.hops}" + f", top k {agent.k}"
 
 
-def _data_facts(config: dict[str, Any]) -> str:
-    data = _part(config, "data")
-    name = data.get("dataset") or config.get("dataset") or "unknown"
-    source = data.get("path") or config.get("source") or config.get("path")
-    agent = _part(config, "agent")
-    hops = agent.get("hops") or config.get("hop_budget") or data.get("hops")
-    text = str(name) + (f" ({source})" if source else "")
-    text += f", n = {data['n']}" if data.get("n") else ""
-    text += f", hop budget {hops}" if hops else ""
-    return text + (f", top k {agent['k']}" if agent.get("k") else "")
-
-
-def _agent_facts(config: dict[str, Any]) -> str:
-    agent = _part(config, "agent")
-    factory = agent.get("factory") or config.get("agent")
-    if isinstance(factory, str):
+def _agent_facts(config: StudyConfig) -> str:
+    factory = config.agent.factory
+    if factory:
         return (f"`{factory}` (yours; the single-shot CUE-R baseline is cuer-agent's own "
                 "system)")
     return "cuer-agent's retrieve-select-verify agent (graphs/agent.py)"
 
 
-def headline(summary: dict[str, Any]) -> list[Block]:
+def headline(summary: EvaluateSummary) -> list[Block]:
     """The first screen: what ran, the headline table beside the exact-hop plot, and the
     caveats that move its numbers most."""
-    config = _part(summary, "config")
+    config = summary.config
     name, model, base_url = backend_facts(config)
     backend = name + (f", model {model}" if model else "") + (f", {base_url}" if base_url
                                                               else "")
-    clean = _part(_part(summary, "agentic"), "clean")
-    failed = max((d.get("n") or 0 for d in _part(summary, "diagnosers").values()
-                  if isinstance(d, dict)), default=0)
+    failed = max((d.n for d in summary.diagnosers.values()), default=0)
     blocks: list[Block] = [
         Heading(1, "cuer-agent evaluation report"),
         Para(f"Agent under test: {_agent_facts(config)}. Data: {_data_facts(config)}. "
              f"Backend: {backend}. Single-shot CUE-R: "
-             f"{_part(summary, 'single_shot').get('n', 0)} examples; agentic clean runs: "
-             f"{clean.get('n', 0)}; failed traces each diagnoser diagnosed: {failed}."),
+             f"{summary.single_shot.n} examples; agentic clean runs: "
+             f"{summary.agentic.clean.n}; failed traces each diagnoser diagnosed: {failed}."),
     ]
     if backend_about(name).rule_based:
         blocks.append(Para(f"The backend is the rule-based {name} stand-in, not a "
@@ -99,8 +86,8 @@ def headline(summary: dict[str, Any]) -> list[Block]:
     else:
         blocks.append(Para(f"The backend is {name}; the paper columns still come from the "
                            "papers' own models, data and retrievers."))
-    table = _tables.headline(headline_of(summary))
-    diagnosers = {k: v for k, v in _part(summary, "diagnosers").items() if isinstance(v, dict)}
+    table = _tables.headline(headline_of(summary.diagnosers, summary.agentic))
+    diagnosers = summary.diagnosers
     families = {f: [n for n, d in diagnosers.items() if family(d) == f] for f in FAMILIES}
     plot = _plots.exact_hop_families(diagnosers, families)
     shown: list[Table | Figure] = [table] if table is not None else []
@@ -117,10 +104,10 @@ def headline(summary: dict[str, Any]) -> list[Block]:
     return [*blocks, *notes(summary)]
 
 
-def notes(summary: dict[str, Any]) -> list[Block]:
+def notes(summary: EvaluateSummary) -> list[Block]:
     """The evaluate command's caveats: the five that move a headline number most, ranked,
     then the rest behind a fold."""
-    caveats = [c for c in summary.get("caveats") or [] if isinstance(c, dict)]
+    caveats = summary.caveats
     if not caveats:
         return [Heading(2, NOTES_TITLE), Para("The evaluate command recorded no caveats.")]
     top, rest = caveats[:SHOWN], caveats[SHOWN:]
@@ -136,90 +123,81 @@ def notes(summary: dict[str, Any]) -> list[Block]:
     return blocks
 
 
-def _caveat_text(c: dict[str, Any]) -> str:
-    impact = c.get("impact") or 0.0
-    return str(c.get("text", "")) + (f" (weight {impact:.2f})" if impact >= 0.005 else "")
+def _caveat_text(c: Caveat) -> str:
+    return c.text + (f" (weight {c.impact:.2f})" if c.impact >= 0.005 else "")
 
 
-def single_shot(summary: dict[str, Any]) -> list[Block]:
+def single_shot(summary: EvaluateSummary) -> list[Block]:
     """Main CUE-R table with the paper's row, the delta plot, findings and skips."""
     blocks: list[Block] = [Heading(2, "Single-shot CUE-R study")]
-    part = _part(summary, "single_shot")
-    if not part or not part.get("conditions"):
+    part = summary.single_shot
+    if not part.conditions:
         return [*blocks, _not_run("single-shot CUE-R")]
-    conditions = part["conditions"]
-    per_hop = part.get("questions") == "per_hop"
+    conditions = part.conditions
+    per_hop = part.questions == "per_hop"
     asked = ("each hop's gold sub-question (bridge resolved), one single-shot call per hop — "
              "the system is given the gold decomposition: a single-hop oracle, not the "
              "paper's system" if per_hop
              else "each example's whole question, once, over the example's own pool (on the "
                   "synthetic world: one passage per hop's fact plus lexical confusers, as in "
                   "HotpotQA's distractor setting) — the paper's system")
-    blocks += [Para(f"{part.get('n', '?')} questions: the single-shot system (BM25 top k → "
+    blocks += [Para(f"{part.n} questions: the single-shot system (BM25 top k → "
                     f"answer) asked {asked}; run once, then forked after retrieval with one "
                     "evidence item perturbed."),
                _tables.cuer_main(conditions),
                *_figure("cuer_deltas", _plots.cuer_deltas(conditions),
                         "CUE-R deltas per operator and axis, 95% bootstrap CIs"),
                Heading(3, "Findings against the paper's pattern")]
-    findings = [str(f) for f in part.get("findings") or []]
+    findings = part.findings
     blocks.append(Bullets(tuple(findings)) if findings else Para("No findings were recorded."))
     skipped = [f"{cond}: {reason} ({count})"
-               for cond, reasons in sorted((part.get("skipped") or {}).items())
-               for reason, count in sorted((reasons or {}).items())]
+               for cond, reasons in sorted(part.skipped.items())
+               for reason, count in sorted(reasons.items())]
     if skipped:
         blocks += [Heading(3, "Skipped conditions"), Bullets(tuple(skipped))]
     return blocks
 
 
-def roles(summary: dict[str, Any]) -> list[Block]:
+def roles(summary: EvaluateSummary) -> list[Block]:
     """Item-level role counts (table and bars) and the data-set level verdicts."""
-    blocks: list[Block] = [Heading(2, "Evidence-role distribution")]
-    part = _part(_part(summary, "single_shot"), "roles")
-    if not part:
-        return [*blocks, _not_run("evidence-role (single-shot CUE-R)")]
-    items = part.get("items") or {}
-    dataset = part.get("dataset") or {}
-    blocks += [Para("Operational labels about behaviour under intervention, not claims about "
-                    "the model's internals."),
-               _table(_tables.roles_items(items, part.get("items_holding") or {},
-                                          part.get("n_items")), "No item was labelled."),
-               *_support_check(_part(part, "support_check")),
-               *_figure("roles", _plots.role_distribution(items, _tables.ROLE_ORDER),
-                        "Evidence-role distribution of the CUE-R targets")]
-    if dataset.get("suppressed"):
-        blocks.append(Para(f"Data-set level: {dataset['suppressed']}"))
-    elif dataset:
-        labels = ", ".join(dataset.get("labels") or []) or "none"
-        blocks.append(Para(f"Data-set level: primary label {dataset.get('primary', '?')}; "
+    part = summary.single_shot.roles
+    dataset = part.dataset
+    blocks: list[Block] = [
+        Heading(2, "Evidence-role distribution"),
+        Para("Operational labels about behaviour under intervention, not claims about "
+             "the model's internals."),
+        _tables.roles_items(part.items, part.items_holding, part.n_items),
+        *_support_check(part.support_check),
+        *_figure("roles", _plots.role_distribution(_tables.role_counts(part.items),
+                                                   _tables.ROLE_ORDER),
+                 "Evidence-role distribution of the CUE-R targets")]
+    if isinstance(dataset, SuppressedRoles):
+        blocks.append(Para(f"Data-set level: {dataset.suppressed}"))
+    elif dataset is not None:
+        labels = ", ".join(dataset.labels) or "none"
+        blocks.append(Para(f"Data-set level: primary label {dataset.primary}; "
                            f"labels that hold: {labels}."))
-        verdicts = _tables.roles_verdicts(dataset)
-        if verdicts is not None:
-            blocks.append(verdicts)
+        blocks.append(_tables.roles_verdicts(dataset))
     return blocks
 
 
-def agentic(summary: dict[str, Any]) -> list[Block]:
+def agentic(summary: EvaluateSummary) -> list[Block]:
     """Clean accuracy, recovery by fault × hop, tampering outcomes by hop."""
     blocks: list[Block] = [Heading(2, "Agentic fault propagation")]
-    part = _part(summary, "agentic")
-    if not part:
-        return [*blocks, _not_run("agentic (fault-propagation)")]
-    clean = _part(part, "clean")
-    hops = ", ".join(f"{h} hop(s): {n}" for h, n in (clean.get("hops_used") or {}).items())
-    blocks.append(Para(f"Clean runs: n = {clean.get('n', '?')}, accuracy "
-                       f"{num(clean.get('accuracy'))} {ci(clean.get('accuracy_ci'))}".rstrip()
+    part = summary.agentic
+    clean = part.clean
+    hops = ", ".join(f"{h} hop(s): {n}" for h, n in clean.hops_used.items())
+    blocks.append(Para(f"Clean runs: n = {clean.n}, accuracy "
+                       f"{num(clean.accuracy)} {ci(clean.accuracy_ci)}".rstrip()
                        + (f"; hops used — {hops}" if hops else "")
-                       + (f"; hops retried after VERIFY — {clean['retried_hops']} of "
-                          f"{clean.get('hops', '?')}" if "retried_hops" in clean else "")
+                       + f"; hops retried after VERIFY — {clean.retried_hops} of {clean.hops}"
                        + "."))
-    blocks.append(Para(PERSISTENCE_TEXT.get(str(part.get("persistence", "once")), "")))
-    prefix = _part(part, "prefix_calls")
-    if prefix:
-        blocks.append(Para(f"Skill calls spent re-running prefixes: {prefix.get('total', '?')} "
-                           f"over {prefix.get('forks', '?')} forks (must be 0: the suffix is "
-                           "re-executed from the saved state)."))
-    faults = _part(part, "faults")
+    blocks.append(Para(PERSISTENCE_TEXT[part.persistence]))
+    prefix = part.prefix_calls
+    blocks.append(Para(f"Skill calls spent re-running prefixes: {prefix.total} "
+                       f"over {prefix.forks} forks (must be 0: the suffix is "
+                       "re-executed from the saved state)."))
+    faults = part.faults
     blocks += [Heading(3, "Recovery that means recovery"),
                _table(_tables.recovery_effective(faults), "No fault was injected.")]
     by_redundancy = _tables.redundancy(faults)
@@ -229,22 +207,19 @@ def agentic(summary: dict[str, Any]) -> list[Block]:
                _table(_tables.recovery(faults), "No fault was injected."),
                *_figure("recovery", _plots.recovery_by_depth(faults),
                         "Recovery vs fault depth per fault, 95% Wilson intervals")]
-    tamper = _part(part, "tampering")
     blocks += [Heading(3, "Content tampering"),
-               _table(_tables.tampering(tamper), "No tampering was injected.")]
-    cert = _part(part, "tampering_certification")
-    if cert:
-        reasons = "; ".join(f"{r} ({c})" for r, c in (cert.get("not_certified") or {}).items())
-        blocks.append(Para(f"Certified {cert.get('certified', '?')} of "
-                           f"{cert.get('eligible', '?')} eligible hops "
-                           f"(share {num(cert.get('certified_share'), 2)})"
-                           + (f"; not certified: {reasons}" if reasons else "") + "."))
-    operators = _tables.hop_operators(_part(part, "hop_operators"))
+               _table(_tables.tampering(part.tampering), "No tampering was injected.")]
+    cert = part.tampering_certification
+    reasons = "; ".join(f"{r} ({c})" for r, c in cert.not_certified.items())
+    blocks.append(Para(f"Certified {cert.certified} of {cert.eligible} eligible hops "
+                       f"(share {num(cert.certified_share, 2)})"
+                       + (f"; not certified: {reasons}" if reasons else "") + "."))
+    operators = _tables.hop_operators(part.hop_operators)
     if operators is not None:
         blocks += [Heading(3, "Per-hop CUE-R operators"), operators]
     skipped = [f"{fault}: {reason} — {count} injections"
-               for fault, reasons in sorted(_part(part, "skipped").items())
-               for reason, count in sorted((reasons or {}).items())]
+               for fault, reasons in sorted(part.skipped.items())
+               for reason, count in sorted(reasons.items())]
     if skipped:
         blocks += [Heading(3, "Skipped injections"),
                    Para("Counted per injection, one per example and hop: an example skipped "
@@ -253,9 +228,9 @@ def agentic(summary: dict[str, Any]) -> list[Block]:
     return blocks
 
 
-def _support_check(check: dict[str, Any]) -> list[Block]:
+def _support_check(check: SupportCheck) -> list[Block]:
     """What the check that separates corrective from constructive saw in this run."""
-    changed, supported = check.get("changed"), check.get("supported")
+    changed, supported = check.changed, check.supported
     if not changed:
         return []
     text = (f"Corrective needs the answer after REMOVE to be contained in another in-view "
@@ -299,54 +274,51 @@ PERSISTENCE_TEXT = {
 }
 
 
-def construction(summary: dict[str, Any]) -> list[Block]:
+def construction(summary: EvaluateSummary) -> list[Block]:
     """What the figures rest on: can injections be told apart, how often VERIFY fires,
     how much the reader's word table carries."""
     blocks: list[Block] = [Heading(2, "What the figures rest on")]
-    verify = _tables.verify_rates(_part(summary, "verify"))
-    invisible = _tables.invisibility(_part(summary, "invisibility"))
-    reader = _tables.reader(_part(summary, "reader"))
-    if verify is None and invisible is None and reader is None:
-        return [*blocks, _not_run("verify, invisibility or reader")]
+    invisible = _tables.invisibility(summary.invisibility)
     blocks.append(Para("A figure that follows from how the world, the faults and the agent "
                        "were written is not a finding. These controls say which ones could: "
                        "whether a classifier tells injected items from real ones, how often "
                        "VERIFY flags a hop with and without a fault, and how much of the "
                        "agent's accuracy its reader's word table carries."))
-    return [*blocks, *(t for t in (invisible, verify, reader) if t is not None)]
+    return [*blocks, *([] if invisible is None else [invisible]),
+            _tables.verify_rates(summary.verify), _tables.reader(summary.reader)]
 
 
-def comparison(summary: dict[str, Any]) -> list[Block]:
+def comparison(summary: EvaluateSummary) -> list[Block]:
     """Single-shot CUE-R's target next to the agentic critical hop, per example."""
     blocks: list[Block] = [Heading(2, "Single-shot vs agentic analysis, per example")]
-    part = _part(summary, "comparison")
-    if not part or not part.get("n"):
+    part = summary.comparison
+    if not part.n:
         return [*blocks, _not_run("single-shot vs agentic comparison")]
     blocks.append(Para(
         "Single-shot CUE-R flags an item when removing it breaks that single-shot answer; the "
         "agentic analysis removes hop h's item inside the agent, which may retry, and takes the "
         "hop whose REMOVE hurts the final answer most as the critical hop. "
-        f"Of {part['n']} examples whose clean agentic run was right, "
-        f"{part['with_critical_hop']} have one critical hop "
-        f"(by hop: {', '.join(f'{h}: {c}' for h, c in part['critical_hops'].items()) or 'none'}"
-        f"); in {part.get('ties', 0)} several hops hurt as much (ties, left out)"
+        f"Of {part.n} examples whose clean agentic run was right, "
+        f"{part.with_critical_hop} have one critical hop "
+        f"(by hop: {', '.join(f'{h}: {c}' for h, c in part.critical_hops.items()) or 'none'}"
+        f"); in {part.ties} several hops hurt as much (ties, left out)"
         f". The single-shot analysis flags the critical hop's item in "
-        f"{part['points_at_critical']} of them ({num(part.get('points_at_critical_share'), 2)} "
-        f"{ci(part.get('points_at_critical_ci'), 2)}); flags blind to the hop would score "
-        f"{num(part.get('independent_share'), 2)} (the share of all compared hops' items it "
-        f"flags). Of its {part['single_shot_flags']} flags, "
-        f"{part['flags_recovered']} ({num(part.get('flags_recovered_share'), 2)}) are items "
+        f"{part.points_at_critical} of them ({num(part.points_at_critical_share, 2)} "
+        f"{ci(part.points_at_critical_ci, 2)}); flags blind to the hop would score "
+        f"{num(part.independent_share, 2)} (the share of all compared hops' items it "
+        f"flags). Of its {part.single_shot_flags} flags, "
+        f"{part.flags_recovered} ({num(part.flags_recovered_share, 2)}) are items "
         "whose removal the agent recovered from."))
     rows = []
-    for row in part["examples"][:15]:
-        single = "; ".join(f"{'h' + str(s['hop']) if s['hop'] else 'q'} {s['target']} "
-                           f"Δ{s['delta']:+.0f}" for s in row["single_shot"])
-        critical = (f"hop {row['critical_hop']}: {row['critical_item']} "
-                    f"Δ{row['critical_delta']:+.0f}" if row["critical_hop"] else
-                    f"tie: hops {', '.join(map(str, row.get('tied_hops') or []))}"
-                    if row.get("tied_hops") else "none")
-        points = {True: "yes", False: "no", None: "—"}[row["points_at_critical"]]
-        rows.append((row["example_id"], single, critical, points))
+    for row in part.examples[:15]:
+        single = "; ".join(f"{'h' + str(s.hop) if s.hop else 'q'} {s.target} "
+                           f"Δ{s.delta:+.0f}" for s in row.single_shot)
+        critical = (f"hop {row.critical_hop}: {row.critical_item} "
+                    f"Δ{row.critical_delta:+.0f}" if row.critical_hop else
+                    f"tie: hops {', '.join(map(str, row.tied_hops))}"
+                    if row.tied_hops else "none")
+        points = {True: "yes", False: "no", None: "—"}[row.points_at_critical]
+        rows.append((row.example_id, single, critical, points))
     blocks.append(Table(caption="First examples: single-shot targets (Δcorrectness of REMOVE) "
                                 "next to the agentic critical hop",
                         headers=("example", "single-shot targets", "critical hop (agentic)",
@@ -354,10 +326,10 @@ def comparison(summary: dict[str, Any]) -> list[Block]:
     return blocks
 
 
-def diagnosers(summary: dict[str, Any]) -> list[Block]:
+def diagnosers(summary: EvaluateSummary) -> list[Block]:
     """Exact-hop accuracy by depth (ours and the paper's), other metrics and cost."""
     blocks: list[Block] = [Heading(2, "Fault diagnosers")]
-    part = {k: v for k, v in _part(summary, "diagnosers").items() if isinstance(v, dict)}
+    part = summary.diagnosers
     if not part:
         return [*blocks, _not_run("diagnosers"), _tables.paper_diagnosers()]
     return [*blocks,
@@ -370,31 +342,27 @@ def diagnosers(summary: dict[str, Any]) -> list[Block]:
                      "Backend calls per correct diagnosis, per diagnoser")]
 
 
-def ledger_and_config(summary: dict[str, Any]) -> list[Block]:
+def ledger_and_config(summary: EvaluateSummary) -> list[Block]:
     """The backend ledger and the run config, for reproducing the numbers."""
-    blocks: list[Block] = [Heading(2, "Ledger and configuration"),
-                           _table(_tables.ledger(_part(summary, "ledger")),
-                                  "No ledger in this summary.")]
-    config = _part(summary, "config")
-    if config:
-        blocks.append(Code(json.dumps(config, sort_keys=True, indent=2, ensure_ascii=False)))
-    return blocks
+    config = summary.config.model_dump(mode="json")
+    return [Heading(2, "Ledger and configuration"), _tables.ledger(summary.ledger),
+            Code(json.dumps(config, sort_keys=True, indent=2, ensure_ascii=False))]
 
 
-def provenance(summary: dict[str, Any]) -> list[Block]:
+def provenance(summary: EvaluateSummary) -> list[Block]:
     """Footer: the command, version, commit and data file behind these numbers."""
-    part = _part(summary, "provenance")
-    if not part:
+    part = summary.provenance
+    if isinstance(part, NoProvenance):
         return [Heading(2, "Provenance"), _not_run("provenance")]
-    facts = [f"command: `{part.get('command') or '?'}`",
-             f"cuer-agent {part.get('version') or '?'}"
-             + (f", commit {part['commit']}" if part.get("commit") else ""),
-             f"data file sha256: {part.get('data_sha256') or 'none (built in memory)'}",
-             f"Python {part.get('python') or '?'} on {part.get('platform') or '?'}"]
+    facts = [f"command: `{part.command or '?'}`",
+             f"cuer-agent {part.version or '?'}"
+             + (f", commit {part.commit}" if part.commit else ""),
+             f"data file sha256: {part.data_sha256 or 'none (built in memory)'}",
+             f"Python {part.python or '?'} on {part.platform or '?'}"]
     return [Heading(2, "Provenance"), Bullets(tuple(facts))]
 
 
-def all_sections(summary: dict[str, Any]) -> list[Block]:
+def all_sections(summary: EvaluateSummary) -> list[Block]:
     """The whole report, in reading order."""
     return [*headline(summary), *single_shot(summary), *roles(summary),
             *agentic(summary), *construction(summary), *comparison(summary),

@@ -3,13 +3,34 @@ returns a `Table` (or None when that part holds nothing to tabulate)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from cuer_agent.report import _reference as ref
 from cuer_agent.report._format import DASH, ci, mean_ci, num, pval, share, signed
 from cuer_agent.report._render import Table
 from cuer_agent.studies._common.cells import hop_key
+from cuer_agent.studies.cuer.cells import (
+    CuerCondition,
+    DatasetRoles,
+    DeltaStat,
+    RoleCounts,
+    Verdict,
+)
+from cuer_agent.studies.diagnose.cells import Abstention, DiagnoserSummary
+from cuer_agent.studies.evaluate.cells import EvaluateLedger, ReaderCheck
 from cuer_agent.studies.evaluate.headline import Cell, Headline
+from cuer_agent.studies.propagation.cells import (
+    FaultCell,
+    HopOperatorCell,
+    Invisibility,
+    TamperingCell,
+    VerifyRates,
+)
+
+Faults = Mapping[str, Mapping[str, FaultCell]]
+"""Fault → injected hop → its cell (`PropagationResults.faults`)."""
+Diagnosers = Mapping[str, DiagnoserSummary]
+"""Diagnoser name → its summary (`EvaluateSummary.diagnosers`)."""
 
 _VERDICT: dict[object, str] = {True: "yes", False: "no"}
 _BEATS: dict[object, str] = {True: "yes", False: "NO"}
@@ -25,11 +46,18 @@ def _ordered(keys: list[str], first: tuple[str, ...]) -> list[str]:
     return [k for k in first if k in keys] + sorted(k for k in keys if k not in first)
 
 
-def _delta(delta: dict[str, Any], axis: str) -> str:
-    d = delta.get(axis)
-    if not isinstance(d, dict) or d.get("mean") is None:
+def role_counts(counts: RoleCounts) -> dict[str, int]:
+    """Role label (as `cuer_agent.roles` spells it) → count, in `ROLE_ORDER`."""
+    return {"constructive": counts.constructive, "corrective": counts.corrective,
+            "distractive": counts.distractive,
+            "confidence-distorting": counts.confidence_distorting,
+            "redundant": counts.redundant, "neutral": counts.neutral}
+
+
+def _delta(d: DeltaStat) -> str:
+    if d.mean is None:
         return DASH
-    return f"{signed(d['mean'])} {ci(d.get('ci'), sign=True)} (p {pval(d.get('p'))})"
+    return f"{signed(d.mean)} {ci(d.ci, sign=True)} (p {pval(d.p)})"
 
 
 def _cell(cell: Cell, *, interval: bool = True) -> str:
@@ -72,20 +100,22 @@ def headline(head: Headline) -> Table | None:
                            "(see the caveats)."))
 
 
-def cuer_main(conditions: dict[str, Any]) -> Table:
+def cuer_main(conditions: Mapping[str, CuerCondition]) -> Table:
     """Per condition: our mean axes next to the paper's HotpotQA / Qwen-3 8B row, then
     the deltas against the original with 95% CIs and p-values."""
     rows = []
     for name in _ordered(list(conditions), CONDITION_ORDER):
-        cond = conditions[name] or {}
+        cond = conditions[name]
         paper = ref.CUER_HOTPOTQA_QWEN3_8B.get(name, (None, None, None, None))
-        cells = [name, str(cond.get("n", DASH))]
-        for axis, paper_value in zip(("correctness", "grounding", "confidence_error",
-                                      "divergence"), paper, strict=True):
-            cells += [num((cond.get(axis) or {}).get("mean")), num(paper_value)]
-        delta = cond.get("delta") or {}
-        cells += [_delta(delta, a) for a in ("correctness", "grounding", "confidence_error",
-                                             "divergence")]
+        cells = [name, str(cond.n)]
+        for stat, paper_value in zip((cond.correctness, cond.grounding,
+                                      cond.confidence_error, cond.divergence), paper,
+                                     strict=True):
+            cells += [num(stat.mean), num(paper_value)]
+        delta = cond.delta
+        cells += ([DASH] * 4 if delta is None else
+                  [_delta(d) for d in (delta.correctness, delta.grounding,
+                                       delta.confidence_error, delta.divergence)])
         rows.append(tuple(cells))
     return Table(
         caption="Single-shot CUE-R: mean per condition (ours | paper), deltas vs original",
@@ -99,15 +129,13 @@ def cuer_main(conditions: dict[str, Any]) -> Table:
                   "exact (correctness), paired sign-flip permutation (others)."))
 
 
-def roles_items(items: dict[str, int], holding: dict[str, int], n_items: Any) -> Table | None:
+def roles_items(primary: RoleCounts, holding: RoleCounts, n_items: int) -> Table:
     """Item-level labels: per role, the targets whose primary label it is and the targets
     for which it holds at all (count and share)."""
-    if not items:
-        return None
-    total = n_items if isinstance(n_items, int) and n_items else sum(
-        v for v in items.values() if isinstance(v, int))
-    rows = tuple((label, share(items[label], total), share(holding.get(label), total))
-                 for label in _ordered(list(items), ROLE_ORDER))
+    items, holds = role_counts(primary), role_counts(holding)
+    total = n_items or sum(items.values())
+    rows = tuple((label, share(items[label], total), share(holds[label], total))
+                 for label in ROLE_ORDER)
     return Table(caption=f"Evidence roles, item level (n = {total} targets)",
                  headers=("role", "primary label (share)", "holds (share)"), rows=rows,
                  footnote=("Primary: the highest-priority label that holds (corrective > "
@@ -116,63 +144,64 @@ def roles_items(items: dict[str, int], holding: dict[str, int], n_items: Any) ->
                            "constructive, which is what the data-set level tests."))
 
 
-def roles_verdicts(dataset: dict[str, Any]) -> Table | None:
+def roles_verdicts(dataset: DatasetRoles) -> Table:
     """Data-set level verdicts: does each role hold, and the CI evidence for it."""
-    verdicts = dataset.get("verdicts") or {}
-    if not verdicts:
-        return None
-    rows = []
-    for label in _ordered(list(verdicts), ROLE_ORDER):
-        v = verdicts[label] or {}
-        holds = _VERDICT.get(v.get("holds"), "not decided")
-        rows.append((label, holds, str(v.get("reason", ""))))
+    v = dataset.verdicts
+    verdicts: dict[str, Verdict] = {
+        "constructive": v.constructive, "corrective": v.corrective,
+        "distractive": v.distractive, "confidence-distorting": v.confidence_distorting,
+        "redundant": v.redundant}
+    rows = [(label, _VERDICT.get(verdict.holds, "not decided"), verdict.reason)
+            for label, verdict in verdicts.items()]
     return Table(caption="Evidence roles, data-set level (from the bootstrap CIs of the deltas)",
                  headers=("role", "holds", "why"), rows=tuple(rows))
 
 
-def _recovery_cell(cell: Any) -> str:
-    if not isinstance(cell, dict) or not cell.get("injected"):
+def _recovery_cell(cell: FaultCell | None) -> str:
+    if cell is None or not cell.injected:
         return DASH
-    label = "correct after a forced stop " if cell.get("forced") else ""
-    text = (f"{label}{cell.get('recovered', 0)}/{cell['injected']} = "
-            f"{num(cell.get('recovery'), 2)} {ci(cell.get('ci'), 2)}").rstrip()
-    text += DESCRIPTIVE if cell.get("descriptive_only") else ""
-    if "effective" in cell:
-        text += (f"; retried {cell.get('retried', 0)}, effective {cell['effective']}"
-                 f" → {cell.get('recovered_effective', 0)}/{cell['effective']}")
-    hit = cell.get("first_hit") or {}
-    if hit.get("later") or hit.get("never"):
-        text += f"; first reached the agent later in {hit.get('later', 0)}, never in " \
-                f"{hit.get('never', 0)}"
-    if cell.get("errors"):
-        text += f"; {cell['errors']} ended in an error or a parse failure (apart)"
+    label = "correct after a forced stop " if cell.forced else ""
+    text = (f"{label}{cell.recovered}/{cell.injected} = "
+            f"{num(cell.recovery, 2)} {ci(cell.ci, 2)}").rstrip()
+    text += DESCRIPTIVE if cell.descriptive_only else ""
+    text += (f"; retried {cell.retried}, effective {cell.effective}"
+             f" → {cell.recovered_effective}/{cell.effective}")
+    hit = cell.first_hit
+    if hit.later or hit.never:
+        text += f"; first reached the agent later in {hit.later}, never in {hit.never}"
+    if cell.errors:
+        text += f"; {cell.errors} ended in an error or a parse failure (apart)"
     return text
 
 
-def _effective_cell(cell: Any) -> str:
+def _effective_cell(cell: FaultCell | None) -> str:
     """Recovery over the effective injections, then the retries-off control."""
-    if not isinstance(cell, dict) or not cell.get("effective"):
+    if cell is None or not cell.effective:
         return DASH
-    if cell.get("forced"):
-        return (f"forced stop: {cell.get('recovered', 0)}/{cell['injected']} right "
-                f"{ci(cell.get('ci'), 2)}").rstrip()
-    text = (f"{num(cell.get('recovery_effective'), 2)} "
-            f"{ci(cell.get('recovery_effective_ci'), 2)}").rstrip()
-    control = cell.get("control")
-    text += (f" | {num(control.get('recovery'), 2)} {ci(control.get('ci'), 2)}".rstrip()
-             if isinstance(control, dict) else " | —")
-    text += f" (n={cell['effective']}, VERIFY {cell.get('verify_detected', 0)})"
-    return text + (DESCRIPTIVE if cell["effective"] < 10 else "")
+    if cell.forced:
+        return (f"forced stop: {cell.recovered}/{cell.injected} right "
+                f"{ci(cell.ci, 2)}").rstrip()
+    text = f"{num(cell.recovery_effective, 2)} {ci(cell.recovery_effective_ci, 2)}".rstrip()
+    control = cell.control
+    text += (f" | {num(control.recovery, 2)} {ci(control.ci, 2)}".rstrip()
+             if control is not None else " | —")
+    text += f" (n={cell.effective}, VERIFY {cell.verify_detected})"
+    return text + (DESCRIPTIVE if cell.effective < 10 else "")
 
 
-def recovery_effective(faults: dict[str, Any]) -> Table | None:
+def _hops(faults: Faults) -> list[str]:
+    """Every injected hop of any fault, in hop order."""
+    return sorted({h for per_hop in faults.values() for h in per_hop}, key=hop_key)
+
+
+def recovery_effective(faults: Faults) -> Table | None:
     """The headline: fault × hop, recovery over effective injections with retries on |
     off (the control, same injections)."""
     if not faults:
         return None
-    hops = sorted({h for per_hop in faults.values() for h in (per_hop or {})}, key=hop_key)
-    rows = tuple((fault, *(_effective_cell((faults[fault] or {}).get(h)) for h in hops))
-                 for fault in faults)
+    hops = _hops(faults)
+    rows = tuple((fault, *(_effective_cell(per_hop.get(h)) for h in hops))
+                 for fault, per_hop in faults.items())
     return Table(caption="Recovery over effective injections: the agent [95% Wilson CI] | "
                          "the same injections with its retries off (the control); n = "
                          "effective injections, VERIFY = how many of them it flagged",
@@ -184,16 +213,16 @@ def recovery_effective(faults: dict[str, Any]) -> Table | None:
                            "be the same without it."))
 
 
-def redundancy(faults: dict[str, Any]) -> Table | None:
+def redundancy(faults: Faults) -> Table | None:
     """Fault × redundancy of the faulted fact: recovery of effective injections."""
     rows = []
     for fault, per_hop in faults.items():
         pooled: dict[str, list[int]] = {}
-        for cell in (per_hop or {}).values():
-            for r, c in ((cell or {}).get("by_redundancy") or {}).items():
+        for cell in per_hop.values():
+            for r, c in cell.by_redundancy.items():
                 acc = pooled.setdefault(r, [0, 0])
-                acc[0] += c.get("recovered", 0)
-                acc[1] += c.get("n", 0)
+                acc[0] += c.recovered
+                acc[1] += c.n
         if pooled:
             rows.append((fault, *(f"{pooled[r][0]}/{pooled[r][1]}" if r in pooled else DASH
                                   for r in ("1", "2", "3"))))
@@ -205,16 +234,14 @@ def redundancy(faults: dict[str, Any]) -> Table | None:
                  rows=tuple(rows))
 
 
-def verify_rates(verify: dict[str, Any]) -> Table | None:
+def verify_rates(verify: VerifyRates) -> Table:
     """VERIFY's false alarms on clean hops and its detection per fault."""
-    if not verify:
-        return None
-    alarm = verify.get("false_alarm") or {}
-    rows = [("clean hops (false alarm)", str(alarm.get("n", 0)),
-             f"{num(alarm.get('rate'), 3)} {ci(alarm.get('ci'), 3)}".rstrip())]
-    for fault, cell in (verify.get("detection") or {}).items():
-        rows.append((f"{fault} (detection)", str(cell.get("n", 0)),
-                     f"{num(cell.get('rate'), 3)} {ci(cell.get('ci'), 3)}".rstrip()))
+    alarm = verify.false_alarm
+    rows = [("clean hops (false alarm)", str(alarm.n),
+             f"{num(alarm.rate, 3)} {ci(alarm.ci, 3)}".rstrip())]
+    for fault, cell in verify.detection.items():
+        rows.append((f"{fault} (detection)", str(cell.n),
+                     f"{num(cell.rate, 3)} {ci(cell.ci, 3)}".rstrip()))
     return Table(caption="VERIFY: how often it flags a hop's first attempt (unsupported, or "
                          "nothing selected)",
                  headers=("hops", "n", "flagged [95% Wilson CI]"), rows=tuple(rows),
@@ -222,27 +249,25 @@ def verify_rates(verify: dict[str, Any]) -> Table | None:
                           "False alarm: over every hop of the clean runs.")
 
 
-def invisibility(part: dict[str, Any]) -> Table | None:
+def invisibility(part: Invisibility) -> Table | None:
     """Per fault: can classifiers tell its injected items from real ones?"""
-    faults = part.get("faults") or {}
-    if not faults:
+    if not part.faults:
         return None
     rows = []
-    for name, c in faults.items():
-        view = c.get("in_view") or {}
-        top = c.get("top_feature") or DASH
-        top_auc = (c.get("feature_auc") or {}).get(top)
-        rows.append((name, str(c.get("injected", 0)),
-                     f"{num(c.get('auc'), 2)} {ci(c.get('ci'), 2)}".rstrip(),
-                     num(c.get("auc_independent"), 2), num(c.get("auc_words"), 2),
+    for name, c in part.faults.items():
+        view = c.in_view
+        top = c.top_feature or DASH
+        top_auc = c.feature_auc.get(top)
+        rows.append((name, str(c.injected), f"{num(c.auc, 2)} {ci(c.ci, 2)}".rstrip(),
+                     num(c.auc_independent, 2), num(c.auc_words, 2),
                      f"{top} ({num(top_auc, 2)})" if top_auc is not None else top,
-                     "DETECTABLE" if c.get("detectable") else "no",
-                     f"{num(view.get('auc'), 2)} / {num(view.get('auc_content'), 2)}"))
-    positional = ", ".join(part.get("positional") or [])
+                     "DETECTABLE" if c.detectable else "no",
+                     f"{num(view.auc, 2)} / {num(view.auc_content, 2)}"))
+    positional = ", ".join(part.positional)
     return Table(caption="Invisibility: ROC AUC of classifiers telling injected items from "
                          "the real items they stand in for (0.5 = invisible)",
                  headers=("fault", "injected", "AUC [95% CI]", "trees", "words only",
-                          "best single feature", f"> {num(part.get('threshold'), 2)}",
+                          "best single feature", f"> {num(part.threshold, 2)}",
                           "in view: all / without position"),
                  rows=tuple(rows),
                  footnote=("Stands in for: an edited passage's original; a passage added to "
@@ -253,34 +278,31 @@ def invisibility(part: dict[str, Any]) -> Table | None:
                            "Out-of-fold scores, folds grouped by example."))
 
 
-def reader(part: dict[str, Any]) -> Table | None:
+def reader(part: ReaderCheck) -> Table:
     """The reader's clean accuracy with and without its relation table."""
-    if not part:
-        return None
-    rows = [("as run", str(part.get("n", 0)),
-             f"{num(part.get('accuracy'), 3)} {ci(part.get('ci'), 3)}".rstrip())]
-    plain = part.get("without_relation_table")
-    if isinstance(plain, dict):
-        rows.append(("relation table off", str(part.get("n", 0)),
-                     f"{num(plain.get('accuracy'), 3)} {ci(plain.get('ci'), 3)}".rstrip()))
-    return Table(caption=f"The reader ({part.get('backend')}, {part.get('model')}, version "
-                         f"{part.get('version') or DASH}): clean accuracy of the agent",
+    rows = [("as run", str(part.n), f"{num(part.accuracy, 3)} {ci(part.ci, 3)}".rstrip())]
+    plain = part.without_relation_table
+    if plain is not None:
+        rows.append(("relation table off", str(part.n),
+                     f"{num(plain.accuracy, 3)} {ci(plain.ci, 3)}".rstrip()))
+    return Table(caption=f"The reader ({part.backend}, {part.model}, version "
+                         f"{part.version or DASH}): clean accuracy of the agent",
                  headers=("reader", "clean runs", "accuracy [95% Wilson CI]"),
                  rows=tuple(rows),
-                 footnote=(f"Its word table: {part.get('relation_groups', 0)} relation groups, "
-                           f"{part.get('relation_words', 0)} words "
+                 footnote=(f"Its word table: {part.relation_groups} relation groups, "
+                           f"{part.relation_words} words "
                            "(cuer_agent.llm._reading.RELATION_GROUPS)."
-                           if part.get("relation_groups") else "A language model: no word "
+                           if part.relation_groups else "A language model: no word "
                                                                "table to switch off."))
 
 
-def recovery(faults: dict[str, Any]) -> Table | None:
+def recovery(faults: Faults) -> Table | None:
     """Fault × hop: recovered / injected, recovery(h) with its 95% CI."""
     if not faults:
         return None
-    hops = sorted({h for per_hop in faults.values() for h in (per_hop or {})}, key=hop_key)
-    rows = tuple((fault, *(_recovery_cell((faults[fault] or {}).get(h)) for h in hops))
-                 for fault in faults)
+    hops = _hops(faults)
+    rows = tuple((fault, *(_recovery_cell(per_hop.get(h)) for h in hops))
+                 for fault, per_hop in faults.items())
     return Table(caption="Recovery after a fault at hop h (recovered/injected = recovery [95% "
                          "Wilson CI]; runs that retried hop h; effective injections → "
                          "recovered of them; runs that ended in a request error or a parse "
@@ -291,22 +313,21 @@ def recovery(faults: dict[str, Any]) -> Table | None:
                            "setup, not ours)."))
 
 
-def tampering(tamper: dict[str, Any]) -> Table | None:
+def tampering(by_hop: Mapping[str, TamperingCell]) -> Table | None:
     """Per hop: resisted / absorbed / derailed (shares of injected), query contamination,
     the certificate strategies, and the paper's shares at that depth."""
-    by_hop = tamper or {}
     if not by_hop:
         return None
     rows = []
     for h in sorted(by_hop, key=hop_key):
-        c = by_hop[h] or {}
-        n = c.get("injected", 0)
-        strategies = ", ".join(f"{k} {v}" for k, v in sorted((c.get("strategies") or {}).items()))
-        paper = ref.TAMPERING_BY_DEPTH.get(str(h))
+        c = by_hop[h]
+        n = c.injected
+        strategies = ", ".join(f"{k} {v}" for k, v in sorted(c.strategies.items()))
+        paper = ref.TAMPERING_BY_DEPTH.get(h)
         paper_text = (f"{paper[0]:.2f} / {paper[1]:.2f} / {paper[2]:.2f} (n={paper[3]})"
                       if paper else DASH)
-        rows.append((str(h), str(n), share(c.get("resisted"), n), share(c.get("absorbed"), n),
-                     share(c.get("derailed"), n), share(c.get("contaminated"), n),
+        rows.append((h, str(n), share(c.resisted, n), share(c.absorbed, n),
+                     share(c.derailed, n), share(c.contaminated, n),
                      strategies or DASH, paper_text))
     return Table(caption="Certified content tampering by hop: outcome counts (share of injected)",
                  headers=("hop", "injected", "resisted", "absorbed", "derailed",
@@ -316,17 +337,16 @@ def tampering(tamper: dict[str, Any]) -> Table | None:
                  footnote=f"Paper column: {ref.DIAG_SETUP} — their setup, not ours.")
 
 
-def hop_operators(ops: dict[str, Any]) -> Table | None:
+def hop_operators(ops: Mapping[str, Mapping[str, HopOperatorCell]]) -> Table | None:
     """Per-hop CUE-R operators in the agent: deltas and the multi-hop / plain D."""
     rows = []
     for op, by_hop in ops.items():
-        for h in sorted(by_hop or {}, key=hop_key):
-            c = by_hop[h] or {}
-            rows.append((op, str(h), str(c.get("n", DASH)),
-                         mean_ci(c.get("delta_correctness"), sign=True),
-                         mean_ci(c.get("delta_grounding"), sign=True),
-                         mean_ci(c.get("delta_confidence_error"), sign=True),
-                         mean_ci(c.get("divergence")), num(c.get("divergence_cuer"))))
+        for h in sorted(by_hop, key=hop_key):
+            c = by_hop[h]
+            rows.append((op, h, str(c.n), mean_ci(c.delta_correctness, sign=True),
+                         mean_ci(c.delta_grounding, sign=True),
+                         mean_ci(c.delta_confidence_error, sign=True),
+                         mean_ci(c.divergence), num(c.divergence_cuer)))
     if not rows:
         return None
     return Table(caption="Per-hop CUE-R operators in the agent (Δ > 0: it hurt)",
@@ -345,54 +365,50 @@ def _paper_depth(name: str, depth: str) -> tuple[str, str]:
     return cells[0], cells[1]
 
 
-def sees(d: dict[str, Any]) -> str:
+def sees(d: DiagnoserSummary) -> str:
     """What a diagnoser reads: the trace, the gold answer, a probe, its oracles."""
-    text = "trace" + (" + gold" if d.get("uses_gold") else "")
-    if d.get("probing"):
-        text += " + probe (gold oracle)" if d.get("uses_gold_oracle") else " + probe (gold-free)"
-    if d.get("uses_environment_oracle"):
+    text = "trace" + (" + gold" if d.uses_gold else "")
+    if d.probing:
+        text += " + probe (gold oracle)" if d.uses_gold_oracle else " + probe (gold-free)"
+    if d.uses_environment_oracle:
         text += " + clean tool (environment oracle)"
     return text
 
 
-def fault_mix(diagnosers: dict[str, Any]) -> str:
+def fault_mix(diagnosers: Diagnosers) -> str:
     """Which faults each depth pools, from any diagnoser's cells (they diagnose the same
     failed traces)."""
     for d in diagnosers.values():
-        by_depth = (d or {}).get("by_depth") or {}
+        by_depth = d.by_depth
         if by_depth:
             return "; ".join(
                 f"depth {h}: " + ", ".join(f"{f} {n}" for f, n in
-                                           sorted((by_depth[h].get("faults") or {}).items()))
+                                           sorted(by_depth[h].faults.items()))
                 for h in sorted(by_depth, key=hop_key))
     return ""
 
 
-def diagnoser_depths(diagnosers: dict[str, Any]) -> Table:
+def diagnoser_depths(diagnosers: Diagnosers) -> Table:
     """Diagnoser × depth: exact-hop accuracy with its Wilson interval (one interval per
     number: the clustered bootstrap stays in summary.json as a robustness check), the
     independence baseline and whether it beats it, the descriptive flag, chance's analytic
     expectation, and the paper's values."""
     rows = []
-    rule = (diagnosers.get("trace-rule") or {}).get("by_depth") or {}
+    rule = diagnosers["trace-rule"].by_depth if "trace-rule" in diagnosers else {}
     for name, d in diagnosers.items():
-        d = d or {}
-        analytic = d.get("expected_acc_analytic") or {}
-        for depth in sorted(d.get("by_depth") or {}, key=hop_key):
-            c = d["by_depth"][depth] or {}
-            beats = _BEATS.get(c.get("beats_independence"), DASH)
-            rows.append((name, str(depth), str(c.get("n", DASH)), num(c.get("acc"), 2),
-                         ci(c.get("ci"), 2) or DASH, num(c.get("independence"), 2), beats,
-                         num((rule.get(depth) or {}).get("acc"), 2),
-                         _BEATS.get(c.get("beats_trace_rule"), DASH),
-                         _abstention(c.get("abstention")),
-                         "yes" if c.get("descriptive_only") else "no",
-                         num(analytic.get(str(depth)), 2), *_paper_depth(name, str(depth))))
-        overall = d.get("exact_hop_acc") or {}
-        rows.append((name, "all", str(d.get("n", DASH)), num(overall.get("mean"), 2),
-                     ci(overall.get("ci"), 2) or DASH, num(d.get("independence"), 2), DASH,
-                     DASH, DASH,
-                     _abstention(d.get("abstention")), "",
+        analytic = d.expected_acc_analytic or {}
+        for depth in sorted(d.by_depth, key=hop_key):
+            c = d.by_depth[depth]
+            ruled = rule.get(depth)
+            rows.append((name, depth, str(c.n), num(c.acc, 2), ci(c.ci, 2) or DASH,
+                         num(c.independence, 2), _BEATS[c.beats_independence],
+                         num(None if ruled is None else ruled.acc, 2),
+                         _BEATS.get(c.beats_trace_rule, DASH), _abstention(c.abstention),
+                         "yes" if c.descriptive_only else "no",
+                         num(analytic.get(depth), 2), *_paper_depth(name, depth)))
+        overall = d.exact_hop_acc
+        rows.append((name, "all", str(d.n), num(overall.mean, 2), ci(overall.ci, 2) or DASH,
+                     num(d.independence, 2), DASH, DASH, DASH, _abstention(d.abstention), "",
                      num(analytic.get("overall"), 2), DASH, DASH))
     return Table(caption="Exact-hop accuracy by fault depth (over traces still wrong after "
                          "re-execution)",
@@ -420,41 +436,39 @@ def diagnoser_depths(diagnosers: dict[str, Any]) -> Table:
                            "diagnoser must clear."))
 
 
-def _abstention(cell: Any) -> str:
-    if not isinstance(cell, dict) or cell.get("coverage") is None:
+def _abstention(cell: Abstention) -> str:
+    if cell.coverage is None:
         return DASH
-    return (f"{num(cell['coverage'], 2)} / {num(cell.get('precision'), 2)} "
-            f"({num(cell.get('random_precision'), 2)})")
+    return (f"{num(cell.coverage, 2)} / {num(cell.precision, 2)} "
+            f"({num(cell.random_precision, 2)})")
 
 
-def diagnoser_fault_depths(diagnosers: dict[str, Any]) -> Table | None:
+def diagnoser_fault_depths(diagnosers: Diagnosers) -> Table | None:
     """The headline of the diagnosers: fault × depth cells (never pooled over faults),
     each diagnoser beside the trace-rule control in the same cell."""
-    faults = sorted({f for d in diagnosers.values()
-                     for f in ((d or {}).get("by_fault_depth") or {})})
+    faults = sorted({f for d in diagnosers.values() for f in d.by_fault_depth})
     if not faults:
         return None
-    rule = (diagnosers.get("trace-rule") or {}).get("by_fault_depth") or {}
+    rule = diagnosers["trace-rule"].by_fault_depth if "trace-rule" in diagnosers else {}
     depths = sorted({h for d in diagnosers.values()
-                     for cells in ((d or {}).get("by_fault_depth") or {}).values()
-                     for h in cells}, key=hop_key)
+                     for cells in d.by_fault_depth.values() for h in cells}, key=hop_key)
     rows = []
     for fault in faults:
         for name, d in diagnosers.items():
-            cells = ((d or {}).get("by_fault_depth") or {}).get(fault) or {}
+            cells = d.by_fault_depth.get(fault) or {}
             if not cells or name == "trace-rule":
                 continue
             row = [fault, name]
             for h in depths:
-                c, r = cells.get(h) or {}, (rule.get(fault) or {}).get(h) or {}
-                if not c:
+                c = cells.get(h)
+                if c is None:
                     row.append(DASH)
                     continue
-                mark = (" ▲" if c.get("ci") and r.get("acc") is not None
-                        and c["ci"][0] > r["acc"] else "")
-                row.append(f"{num(c.get('acc'), 2)}{mark} vs {num(r.get('acc'), 2)} "
-                           f"(n={c.get('n', 0)})"
-                           + (DESCRIPTIVE if c.get("descriptive_only") else ""))
+                ruled = rule.get(fault, {}).get(h)
+                rule_acc = None if ruled is None else ruled.acc
+                mark = " ▲" if rule_acc is not None and c.ci[0] > rule_acc else ""
+                row.append(f"{num(c.acc, 2)}{mark} vs {num(rule_acc, 2)} (n={c.n})"
+                           + (DESCRIPTIVE if c.descriptive_only else ""))
             rows.append(tuple(row))
     if not rows:
         return None
@@ -467,44 +481,41 @@ def diagnoser_fault_depths(diagnosers: dict[str, Any]) -> Table | None:
                            "only. A pooled depth mixes faults; these cells do not."))
 
 
-def diagnoser_faults(diagnosers: dict[str, Any]) -> Table | None:
+def diagnoser_faults(diagnosers: Diagnosers) -> Table | None:
     """Diagnoser × fault: exact-hop accuracy pooled over depths (when the summary has it)."""
-    faults = sorted({f for d in diagnosers.values() for f in (d or {}).get("by_fault") or {}})
+    faults = sorted({f for d in diagnosers.values() for f in d.by_fault})
     if not faults:
         return None
     rows = []
     for name, d in diagnosers.items():
-        by_fault = (d or {}).get("by_fault") or {}
-        cells = [f"{num((by_fault.get(f) or {}).get('acc'), 2)} "
-                 f"(n={(by_fault.get(f) or {}).get('n', 0)})" if f in by_fault else DASH
+        cells = [f"{num(cell.acc, 2)} (n={cell.n})" if (cell := d.by_fault.get(f)) is not None
+                 else DASH
                  for f in faults]
         rows.append((name, *cells))
     return Table(caption="Exact-hop accuracy by fault, pooled over depths (failed n)",
                  headers=("diagnoser", *faults), rows=tuple(rows))
 
 
-def _kind(d: dict[str, Any]) -> str:
-    return sees(d) + (f"; {d['stand_in']}" if d.get("stand_in") else "")
+def _kind(d: DiagnoserSummary) -> str:
+    return sees(d) + (f"; {d.stand_in}" if d.stand_in else "")
 
 
-def diagnoser_metrics(diagnosers: dict[str, Any]) -> Table:
+def diagnoser_metrics(diagnosers: Diagnosers) -> Table:
     """Per diagnoser: what it sees, stage / tolerance / ancestor / MAE and its cost."""
     rows = []
     for name, d in diagnosers.items():
-        d = d or {}
-        cost = d.get("cost_per_correct") or {}
-        calls = d.get("calls_per_diagnosis")
+        cost = d.cost_per_correct
+        calls = d.calls_per_diagnosis
         none = f"{DASH} (no model calls)"
         uncounted = f"{DASH} (not counted)"  # a backend that reports no token counts
-        tokens = d.get("tokens_per_diagnosis")
+        tokens = d.tokens_per_diagnosis
         spent = ((none,) * 4 if calls == 0 else
                  (num(calls, 2), uncounted if tokens == 0 else num(tokens, 1),
-                  num(cost.get("calls"), 2),
-                  uncounted if tokens == 0 else num(cost.get("tokens"), 1)))
-        rows.append((name, _kind(d), str(d.get("n", DASH)), str(d.get("errors", DASH)),
-                     f"{num(d.get('clean_blame_rate'), 2)} (n={d.get('clean_n', 0)})",
-                     mean_ci(d.get("stage_acc"), 2), mean_ci(d.get("hop_tol_acc"), 2),
-                     mean_ci(d.get("ancestor_hit"), 2), mean_ci(d.get("mae"), 2), *spent))
+                  num(cost.calls, 2), uncounted if tokens == 0 else num(cost.tokens, 1)))
+        rows.append((name, _kind(d), str(d.n), str(d.errors),
+                     f"{num(d.clean_blame_rate, 2)} (n={d.clean_n})",
+                     mean_ci(d.stage_acc, 2), mean_ci(d.hop_tol_acc, 2),
+                     mean_ci(d.ancestor_hit, 2), mean_ci(d.mae, 2), *spent))
     return Table(caption="Diagnosers: what they see, false blame, other accuracies and cost",
                  headers=("diagnoser", "sees", "n", "errors", "clean blame", "stage acc",
                           "hop ±1 acc",
@@ -530,13 +541,12 @@ def paper_diagnosers() -> Table:
                  rows=tuple(rows))
 
 
-def ledger(led: dict[str, Any]) -> Table | None:
+def ledger(led: EvaluateLedger) -> Table:
     """The backend ledger of the evaluate run."""
-    if not led:
-        return None
-    keys = _ordered(list(led), ("requests", "calls", "cache_hits", "parse_failures",
-                                "parse_failure_rate", "tokens"))
-    rows = tuple((k, num(led[k], 4) if isinstance(led[k], float) else str(led[k]))
-                 for k in keys if not isinstance(led[k], dict | list))
+    counters: dict[str, int | float] = led.model_dump()
+    keys = _ordered(list(counters), ("requests", "calls", "cache_hits", "parse_failures",
+                                     "parse_failure_rate", "tokens"))
+    rows = tuple((k, num(v, 4) if isinstance(v := counters[k], float) else str(v))
+                 for k in keys)
     return Table(caption="Backend ledger (whole evaluate run)", headers=("counter", "value"),
                  rows=rows)

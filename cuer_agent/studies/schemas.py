@@ -9,10 +9,13 @@
 
 Each model and its parts live in its study's room (`studies/<study>/cells.py`; the shared
 parts and `RunSummary` in `studies/_common/cells.py`); every part forbids unknown
-keys, so a renamed key is an error. A study validates its summary through its model
-before writing it, and writes the dict it computed: the bytes of `summary.json` do not
-depend on the models. `read_summary` reads one back, turning a mismatch into a
-`DataError` that names the file and the key.
+keys, so a renamed key is an error. A study that builds its summary as a dict validates
+it through its model before writing it, writes the dict it computed (the bytes of
+`summary.json` do not depend on the models) and hands the model on to what prints or
+reports it; `run` builds its `RunSummary` directly and writes the model
+(`RunDir.write_model`).
+`read_summary` reads one back as its model, turning a mismatch into a `DataError` that
+names the file and the key.
 
 The JSON Schemas in `docs/schemas/` are generated from these models:
 `python -m cuer_agent.studies.schemas` writes them again.
@@ -23,7 +26,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -46,7 +49,8 @@ __all__ = ["SCHEMAS", "CuerSummary", "EvaluateSummary", "PropagateSummary",
            "PropagationResults", "RunSummary", "read_summary", "schema_texts",
            "validate_summary", "write_schemas"]
 
-
+P = TypeVar("P", bound=Part)
+"""A summary model (or any part of one)."""
 
 SCHEMAS: dict[str, type[BaseModel]] = {
     "config.schema.json": RecordedConfig,
@@ -91,7 +95,7 @@ def write_schemas(directory: Path = SCHEMA_DIR) -> list[Path]:
     return paths
 
 
-def validate_summary(summary: Any, model: type[Part], path: object) -> Part:
+def validate_summary(summary: Any, model: type[P], path: object) -> P:
     """`model` of `summary`, or a `DataError` naming `path` and the first bad key."""
     try:
         return model.model_validate(summary)
@@ -100,9 +104,9 @@ def validate_summary(summary: Any, model: type[Part], path: object) -> Part:
                         ) from None
 
 
-def read_summary(path: Path, model: type[Part]) -> dict[str, Any]:
-    """A `summary.json` as written, once it validates through `model` (else a
-    `DataError` naming the file, and the line or key)."""
+def read_summary(path: Path, model: type[P]) -> P:
+    """A `summary.json` as its `model` (else a `DataError` naming the file, and the line
+    or key)."""
     if not path.exists():
         raise DataError(path, "no such file")
     try:
@@ -113,8 +117,7 @@ def read_summary(path: Path, model: type[Part]) -> dict[str, Any]:
         raise DataError(path, f"not valid JSON ({exc.msg})", line=exc.lineno) from None
     if not isinstance(summary, dict):
         raise DataError(path, "expected a JSON object")
-    validate_summary(summary, model, path)
-    return summary
+    return validate_summary(summary, model, path)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -16,13 +16,19 @@ from typing import Any
 from rich.progress import Progress
 
 from cuer_agent.data import Dataset, Example, Passage
-from cuer_agent.execution import Executor
+from cuer_agent.execution import Executor, Mode
 from cuer_agent.llm.cache import Ledger
 from cuer_agent.metrics import answer_scores
 from cuer_agent.parallel import Parallelism, ordered_map
 from cuer_agent.retrieval import BM25Retriever, Retriever
 from cuer_agent.runs import RunDir, example_of, request_failed
-from cuer_agent.studies._common.cells import RunSummary
+from cuer_agent.studies._common.cells import (
+    Accuracy,
+    GoldHopsAccuracy,
+    RunError,
+    RunSummary,
+)
+from cuer_agent.studies._common.cells import Ledger as RunLedger
 from cuer_agent.trace import Trace
 
 TRACES = "traces.jsonl"
@@ -76,7 +82,9 @@ class RunTask:
 
 def run_dataset(dataset: Dataset, executor: Executor, run_dir: RunDir, *,
                 engine: str = "bm25s", show_progress: bool = True,
-                parallel: Parallelism | int = 1) -> dict[str, Any]:
+                parallel: Parallelism | int = 1) -> RunSummary:
+    """Run every example not yet done into `run_dir`'s trace rows, write `summary.json`
+    and return it as its model."""
     rows = run_dir.rows(TRACES)
     failed = request_failed(rows)  # the server's failure, not the agent's: redone
     done = {example_of(row) for row in rows} - failed
@@ -89,16 +97,13 @@ def run_dataset(dataset: Dataset, executor: Executor, run_dir: RunDir, *,
             run_dir.append(TRACES, row)
             progress.advance(bar)
     run_dir.restore_data_order((TRACES,), [ex.id for ex in dataset.examples], done)
-    rows = run_dir.rows(TRACES)
-    summary = summarize(dataset, rows)
-    summary["mode"] = executor.spec.mode
-    run_dir.write_summary(summary, RunSummary)
-    return summary
+    return run_dir.write_model(summarize(dataset, run_dir.rows(TRACES), executor.spec.mode))
 
 
-def summarize(dataset: Dataset, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Accuracy, hops used, outcomes and the ledger, from the rows alone (deterministic:
-    the same rows give the same bytes, however many invocations wrote them)."""
+def summarize(dataset: Dataset, rows: list[dict[str, Any]], mode: Mode) -> RunSummary:
+    """Accuracy, hops used, outcomes and the ledger of the system that ran in `mode`,
+    from the rows alone (deterministic: the same rows give the same bytes, however many
+    invocations wrote them)."""
     gold = {ex.id: ex for ex in dataset.examples}
     traces = [Trace.model_validate(row["trace"]) for row in rows
               if row["trace"]["example_id"] in gold]
@@ -111,17 +116,15 @@ def summarize(dataset: Dataset, rows: list[dict[str, Any]]) -> dict[str, Any]:
     by_gold_hops: dict[int, list[float]] = {}
     for t, s in zip(traces, scores, strict=True):
         by_gold_hops.setdefault(gold[t.example_id].n_hops, []).append(s["soft"])
-    return {
-        "dataset": dataset.name,
-        "n": n,
-        "accuracy": {"soft": mean("soft"), "em": mean("em"), "f1": mean("f1")},
-        "accuracy_by_gold_hops": {str(h): {"n": len(v), "soft": round(sum(v) / len(v), 6)}
-                                  for h, v in sorted(by_gold_hops.items())},
-        "hops_used": {str(h): c for h, c in sorted(Counter(len(t.hops) for t in traces).items())},
-        "status": dict(sorted(Counter(t.status for t in traces).items())),
-        "errors": [{"example_id": t.example_id, "error": t.error} for t in traces if t.error],
-        "ledger": ledger_from_rows(rows),
-    }
+    return RunSummary(
+        dataset=dataset.name, mode=mode, n=n,
+        accuracy=Accuracy(soft=mean("soft"), em=mean("em"), f1=mean("f1")),
+        accuracy_by_gold_hops={str(h): GoldHopsAccuracy(n=len(v), soft=round(sum(v) / len(v), 6))
+                               for h, v in sorted(by_gold_hops.items())},
+        hops_used={str(h): c for h, c in sorted(Counter(len(t.hops) for t in traces).items())},
+        status=dict(sorted(Counter(t.status for t in traces).items())),
+        errors=[RunError(example_id=t.example_id, error=t.error) for t in traces if t.error],
+        ledger=RunLedger.model_validate(ledger_from_rows(rows)))
 
 
 def ledger_from_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:

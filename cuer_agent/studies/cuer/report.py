@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich.table import Table
@@ -10,7 +11,7 @@ from cuer_agent.config import CuerConfig
 from cuer_agent.metrics.stats import MIN_CELL
 from cuer_agent.runs import RunDir
 from cuer_agent.studies._common.run_agent import ledger_from_rows
-from cuer_agent.studies.cuer.cells import CuerSummary
+from cuer_agent.studies.cuer.cells import CuerCondition, CuerSummary, DeltaStat
 from cuer_agent.studies.cuer.roles import roles_summary
 from cuer_agent.studies.cuer.runner import RECORDS, TRACES
 from cuer_agent.studies.cuer.summary import summarize_cuer
@@ -21,52 +22,62 @@ FLOOR = 0.05
 """Below this original correctness, every correctness delta is ~0 by floor effect."""
 
 
-def no_verdict(summary: dict[str, Any]) -> str | None:
+def no_verdict(conditions: Mapping[str, CuerCondition]) -> str | None:
     """Why the data carry no correctness verdict at all (None: they do)."""
-    original = summary["conditions"].get("original", {})
-    mean = (original.get("correctness") or {}).get("mean")
+    original = conditions.get("original")
+    mean = None if original is None else original.correctness.mean
     if mean is not None and mean < FLOOR:
         return (f"No correctness verdict: the original answers {mean:.0%} correctly (below "
                 f"{FLOOR:.0%}), so every correctness delta is ~0 by floor effect, whatever the "
                 "evidence did.")
-    if original.get("n", 0) < MIN_CELL:
-        return f"No verdict: only {original.get('n', 0)} examples (fewer than {MIN_CELL})."
+    n = 0 if original is None else original.n
+    if n < MIN_CELL:
+        return f"No verdict: only {n} examples (fewer than {MIN_CELL})."
     return None
 
 
-def pattern_findings(summary: dict[str, Any]) -> list[str]:
+def pattern_findings(conditions: Mapping[str, CuerCondition]) -> list[str]:
     """One sentence per main operator: does our Δcorrectness follow the paper's pattern?
     Suppressed, with the reason, where the data cannot carry a verdict."""
-    if (reason := no_verdict(summary)) is not None:
+    if (reason := no_verdict(conditions)) is not None:
         return [reason]
     findings = []
     for name, expected in PAPER_PATTERN.items():
-        cond = summary["conditions"].get(name, {})
-        delta = cond.get("delta", {}).get("correctness")
-        if not delta or delta["ci"] is None:
+        cond = conditions.get(name)
+        delta = None if cond is None or cond.delta is None else cond.delta.correctness
+        if cond is None or delta is None or delta.ci is None:
             continue
-        if cond.get("n", 0) < MIN_CELL:
-            findings.append(f"{name.upper()}: no verdict, only {cond.get('n', 0)} examples.")
+        if cond.n < MIN_CELL:
+            findings.append(f"{name.upper()}: no verdict, only {cond.n} examples.")
             continue
-        lo, hi = delta["ci"]
+        lo, hi = delta.ci
         observed = "hurts" if lo > 0 else "helps" if hi < 0 else "preserves"
         verdict = "as in the paper" if observed == expected else "UNLIKE the paper"
-        findings.append(f"{name.upper()} {observed} correctness (Δ {delta['mean']:+.3f}, 95% CI "
+        findings.append(f"{name.upper()} {observed} correctness (Δ {delta.mean:+.3f}, 95% CI "
                         f"[{lo:+.3f}, {hi:+.3f}]) — {verdict}, where it {expected} correctness.")
     return findings
 
 
-def write_cuer_summary(run_dir: RunDir, config: CuerConfig) -> dict[str, Any]:
+def cuer_summary(run_dir: RunDir, config: CuerConfig) -> dict[str, Any]:
+    """The CUE-R study's summary, from the run directory's record and trace rows alone,
+    as `summary.json` holds it (`CuerSummary`); the findings and the roles' verdict read
+    its conditions through their model."""
     records = run_dir.rows(RECORDS)
     summary = summarize_cuer(records, config)
-    summary["findings"] = pattern_findings(summary)
+    conditions = {name: CuerCondition.model_validate(cond)
+                  for name, cond in summary["conditions"].items()}
+    summary["findings"] = pattern_findings(conditions)
     summary["roles"] = roles_summary(records, config)
-    if (reason := no_verdict(summary)) is not None and "dataset" in summary["roles"]:
+    if (reason := no_verdict(conditions)) is not None and "dataset" in summary["roles"]:
         summary["roles"]["dataset"] = {"suppressed": reason}
     summary["ledger"] = ledger_from_rows(run_dir.rows(TRACES))
     summary["config"] = config.model_dump(mode="json")
-    run_dir.write_summary(summary, CuerSummary)
     return summary
+
+
+def write_cuer_summary(run_dir: RunDir, config: CuerConfig) -> CuerSummary:
+    """Write the CUE-R study's `summary.json` (`cuer_summary`); return it as its model."""
+    return run_dir.write_summary(cuer_summary(run_dir, config), CuerSummary)
 
 
 def _fmt(value: float | None) -> str:
@@ -79,22 +90,22 @@ def _p(value: float | None) -> str:
     return "<0.001" if value < 0.001 else f"{value:.3f}"
 
 
-def cuer_table(summary: dict[str, Any], title: str) -> Table:
+def _dp(d: DeltaStat | None) -> str:
+    return "—" if d is None or d.mean is None else f"{d.mean:+.3f} ({_p(d.p)})"
+
+
+def cuer_table(summary: CuerSummary, title: str) -> Table:
     """Rows: conditions. Columns: mean correctness, grounding, confidence error and D,
     then Δcorrectness and ΔD with their p-values (Δ > 0: the intervention hurt)."""
     table = Table(title=title)
     for col in ("condition", "n", "correct.", "ground.", "conf. err", "D", "Δcorrect. (p)",
                 "Δground. (p)", "D (p)"):
         table.add_column(col, justify="left" if col == "condition" else "right")
-    for name, cond in summary["conditions"].items():
-        delta = cond.get("delta", {})
-
-        def dp(axis: str, delta: dict[str, Any] = delta) -> str:
-            d = delta.get(axis)
-            return "—" if not d or d["mean"] is None else f"{d['mean']:+.3f} ({_p(d['p'])})"
-
-        table.add_row(name, str(cond["n"]), _fmt(cond["correctness"]["mean"]),
-                      _fmt(cond["grounding"]["mean"]), _fmt(cond["confidence_error"]["mean"]),
-                      _fmt(cond["divergence"]["mean"]), dp("correctness"), dp("grounding"),
-                      dp("divergence"))
+    for name, cond in summary.conditions.items():
+        d = cond.delta
+        deltas = ((None, None, None) if d is None else
+                  (d.correctness, d.grounding, d.divergence))
+        table.add_row(name, str(cond.n), _fmt(cond.correctness.mean),
+                      _fmt(cond.grounding.mean), _fmt(cond.confidence_error.mean),
+                      _fmt(cond.divergence.mean), *(_dp(delta) for delta in deltas))
     return table

@@ -157,8 +157,9 @@ class Caveat(Part):
     """How far it moves a number of the headline table (0–1; 0: none of them)."""
 
 
-class EvaluateSummary(Part):
-    """`summary.json` of `cuer-agent evaluate`; the report is built from it alone."""
+class EvaluateResults(Part):
+    """`summary.json` of `cuer-agent evaluate` but its caveats: what the caveats are
+    drawn from (`cuer_agent.studies.evaluate.caveats`)."""
 
     single_shot: SingleShot
     agentic: PropagationResults
@@ -174,6 +175,11 @@ class EvaluateSummary(Part):
     provenance: Annotated[Annotated[Provenance, Tag("Provenance")]
                           | Annotated[NoProvenance, Tag("NoProvenance")],
                           Discriminator(lambda v: "NoProvenance" if v == {} else "Provenance")]
+
+
+class EvaluateSummary(EvaluateResults):
+    """`summary.json` of `cuer-agent evaluate`; the report is built from it alone."""
+
     caveats: list[Caveat]
     """Caveats a reader needs before quoting a number, derived from the results, ranked
     by their impact on the headline table (`evaluate_notes`)."""

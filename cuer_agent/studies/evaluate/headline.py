@@ -12,29 +12,30 @@ the whole table (a choice per cell would select on noise).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from cuer_agent.studies._common.cells import hop_key
+from cuer_agent.studies._common.cells import Interval, hop_key
+from cuer_agent.studies.diagnose.cells import DiagnoserSummary
+from cuer_agent.studies.propagation.cells import PropagationResults
 
 FAMILIES = ("gold-free", "reads gold", "oracle probes", "controls")
 
 
-def family(d: dict[str, Any]) -> str:
+def family(d: DiagnoserSummary) -> str:
     """A diagnoser's family, from its declarations in the summary."""
-    if d.get("control"):
+    if d.control:
         return "controls"
-    if d.get("uses_environment_oracle") or d.get("uses_gold_oracle"):
+    if d.uses_environment_oracle or d.uses_gold_oracle:
         return "oracle probes"
-    return "reads gold" if d.get("uses_gold") else "gold-free"
+    return "reads gold" if d.uses_gold else "gold-free"
 
 
-def best_of(diagnosers: dict[str, Any], wanted: str) -> str | None:
+def best_of(diagnosers: Mapping[str, DiagnoserSummary], wanted: str) -> str | None:
     """The member of family `wanted` with the best pooled exact-hop accuracy (ties: the
     first name in order), or None when the family has none with an accuracy."""
-    scored = [(-float(acc), name) for name, d in sorted(diagnosers.items())
-              if isinstance(d, dict) and family(d) == wanted
-              and (acc := (d.get("exact_hop_acc") or {}).get("mean")) is not None]
+    scored = [(-acc, name) for name, d in sorted(diagnosers.items())
+              if family(d) == wanted and (acc := d.exact_hop_acc.mean) is not None]
     return min(scored)[1] if scored else None
 
 
@@ -43,7 +44,7 @@ class Cell:
     """One accuracy (or recovery) with its 95% Wilson interval and its n."""
 
     value: float | None
-    ci: tuple[float, float] | None = None
+    ci: Interval | None = None
     n: int | None = None
 
 
@@ -73,41 +74,32 @@ class Headline:
     rows: tuple[HeadlineRow, ...]
 
 
-def headline(summary: dict[str, Any]) -> Headline:
-    """The headline table's content, from the summary alone."""
-    diagnosers = {n: d for n, d in (summary.get("diagnosers") or {}).items()
-                  if isinstance(d, dict)}
+def headline(diagnosers: Mapping[str, DiagnoserSummary],
+             agentic: PropagationResults) -> Headline:
+    """The headline table's content, from the summary's diagnosers and agentic study."""
     best = best_of(diagnosers, "gold-free")
     oracle = best_of(diagnosers, "oracle probes")
     columns = tuple(n for n in (best, "trace-rule", "chance", oracle)
                     if n is not None and n in diagnosers)
     rows = []
-    faults = (summary.get("agentic") or {}).get("faults") or {}
-    for fault, per_depth in faults.items():
+    for fault, per_depth in agentic.faults.items():
         for depth in sorted(per_depth, key=hop_key):
-            cell = per_depth[depth] or {}
-            if not cell.get("injected"):
+            cell = per_depth[depth]
+            if not cell.injected:
                 continue
-            given = cell.get("control")
-            control: dict[str, Any] = given if isinstance(given, dict) else {}
+            control = (Cell(None) if cell.control is None else
+                       Cell(cell.control.recovery, cell.control.ci, cell.control.n))
             rows.append(HeadlineRow(
-                fault=fault, depth=str(depth),
-                recovery=Cell(cell.get("recovery_effective"),
-                              _pair(cell.get("recovery_effective_ci")), cell.get("effective")),
-                control=Cell(control.get("recovery"), _pair(control.get("ci")),
-                             control.get("n")),
-                forced=bool(cell.get("forced")),
-                diagnosers={name: _accuracy(diagnosers[name], fault, str(depth))
+                fault=fault, depth=depth,
+                recovery=Cell(cell.recovery_effective, cell.recovery_effective_ci,
+                              cell.effective),
+                control=control, forced=bool(cell.forced),
+                diagnosers={name: _accuracy(diagnosers[name], fault, depth)
                             for name in columns}))
-    stand_ins = frozenset(n for n in columns if diagnosers[n].get("stand_in"))
+    stand_ins = frozenset(n for n in columns if diagnosers[n].stand_in)
     return Headline(best, oracle, columns, stand_ins, tuple(rows))
 
 
-def _accuracy(d: dict[str, Any], fault: str, depth: str) -> Cell:
-    cell = ((d.get("by_fault_depth") or {}).get(fault) or {}).get(depth) or {}
-    return Cell(cell.get("acc"), _pair(cell.get("ci")), cell.get("n"))
-
-
-def _pair(bounds: Any) -> tuple[float, float] | None:
-    ok = isinstance(bounds, list | tuple) and len(bounds) == 2 and None not in bounds
-    return (float(bounds[0]), float(bounds[1])) if ok else None
+def _accuracy(d: DiagnoserSummary, fault: str, depth: str) -> Cell:
+    cell = d.by_fault_depth.get(fault, {}).get(depth)
+    return Cell(None) if cell is None else Cell(cell.acc, cell.ci, cell.n)

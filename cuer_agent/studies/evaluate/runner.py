@@ -25,14 +25,15 @@ from cuer_agent.runs import RunDir
 from cuer_agent.studies._common.pools import single_shot_data
 from cuer_agent.studies._common.run_agent import ledger_from_rows, retriever_factory
 from cuer_agent.studies._common.run_configs import cuer_record, open_run_dir, propagate_record
-from cuer_agent.studies.cuer.report import write_cuer_summary
+from cuer_agent.studies.cuer.cells import CuerSummary
+from cuer_agent.studies.cuer.report import cuer_summary
 from cuer_agent.studies.cuer.runner import RECORDS as CUER_RECORDS
 from cuer_agent.studies.cuer.runner import TRACES as CUER_TRACES
 from cuer_agent.studies.cuer.runner import run_cuer
 from cuer_agent.studies.diagnose.runner import DiagnoseFailed, build_diagnosers
 from cuer_agent.studies.diagnose.summary import constant_guesses, diagnoser_summaries
 from cuer_agent.studies.evaluate.caveats import honest_caveats
-from cuer_agent.studies.evaluate.cells import EvaluateSummary
+from cuer_agent.studies.evaluate.cells import EvaluateResults, EvaluateSummary
 from cuer_agent.studies.evaluate.comparison import compare_analyses
 from cuer_agent.studies.evaluate.reader_check import reader_summary
 from cuer_agent.studies.propagation.invisibility import invisibility
@@ -42,7 +43,9 @@ from cuer_agent.studies.propagation.summary import summarize_propagation, verify
 
 def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config: StudyConfig,
                  *, show_progress: bool = True, parallel: Parallelism | int = 1,
-                 provenance: dict[str, Any] | None = None) -> dict[str, Any]:
+                 provenance: dict[str, Any] | None = None) -> EvaluateSummary:
+    """Run the three studies and the diagnosers into `run_dir`, write `summary.json`,
+    and return it as its model."""
     diagnosers = build_diagnosers(config, skills)
     retriever_for = retriever_factory(dataset)
     meta = {"backend": config.backend.name, "model": skills.backend.model}
@@ -57,8 +60,9 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
     run_cuer(single_data, single, single_dir, config.cuer,
              retriever_for=retriever_factory(single_data),
              show_progress=show_progress, parallel=parallel)
-    single_summary = {**write_cuer_summary(single_dir, config.cuer),
-                      "questions": "per_hop" if per_hop else "whole"}
+    single_summary = cuer_summary(single_dir, config.cuer)
+    single_dir.write_summary(single_summary, CuerSummary)
+    single_summary = {**single_summary, "questions": "per_hop" if per_hop else "whole"}
 
     agentic_dir = open_run_dir(run_dir.path / "agentic", propagate_record(
         source=dataset.source, hops=config.agent.hops,
@@ -95,7 +99,7 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
         "config": config.model_dump(mode="json"),
         "provenance": provenance or {},
     }
-    summary["caveats"] = honest_caveats(summary, config.backend.name,
-                                        constant_guesses(diagnoses))
-    run_dir.write_summary(summary, EvaluateSummary)
-    return summary
+    caveats = honest_caveats(EvaluateResults.model_validate(summary), config.backend.name,
+                             constant_guesses(diagnoses))
+    summary["caveats"] = [c.model_dump() for c in caveats]
+    return run_dir.write_summary(summary, EvaluateSummary)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.table import Table
 
 from cuer_agent.config import PropagationConfig
@@ -12,7 +10,11 @@ from cuer_agent.execution import Executor
 from cuer_agent.parallel import Parallelism
 from cuer_agent.runs import RunDir
 from cuer_agent.studies._common.run_agent import ledger_from_rows, retriever_factory
-from cuer_agent.studies.propagation.cells import PropagateSummary
+from cuer_agent.studies.propagation.cells import (
+    FaultCell,
+    PropagateSummary,
+    PropagationResults,
+)
 from cuer_agent.studies.propagation.invisibility import invisibility
 from cuer_agent.studies.propagation.runner import RECORDS, TRACES, run_propagation
 from cuer_agent.studies.propagation.summary import summarize_propagation, verify_rates
@@ -20,7 +22,9 @@ from cuer_agent.studies.propagation.summary import summarize_propagation, verify
 
 def run_and_summarize(dataset: Dataset, executor: Executor, run_dir: RunDir,
                       config: PropagationConfig, *, show_progress: bool = True,
-                      parallel: Parallelism | int = 1) -> dict[str, Any]:
+                      parallel: Parallelism | int = 1) -> PropagateSummary:
+    """Run the propagation study into `run_dir`, write `summary.json`, and return it as
+    its model."""
     run_propagation(dataset, executor, run_dir, config,
                     retriever_for=retriever_factory(dataset), show_progress=show_progress,
                     parallel=parallel)
@@ -31,49 +35,49 @@ def run_and_summarize(dataset: Dataset, executor: Executor, run_dir: RunDir,
     summary["invisibility"] = invisibility(traces, config.faults)
     summary["ledger"] = ledger_from_rows(traces)
     summary["config"] = config.model_dump(mode="json")
-    run_dir.write_summary(summary, PropagateSummary)
-    return summary
+    return run_dir.write_summary(summary, PropagateSummary)
 
 
-def propagation_tables(summary: dict[str, Any]) -> list[Table]:
-    clean = summary["clean"]
+def propagation_tables(summary: PropagationResults) -> list[Table]:
+    """The console's recovery table (fault × hop) and content-tampering table."""
+    clean = summary.clean
     recovery = Table(title=f"Recovery over effective injections at hop h — the agent | the "
-                           f"same injections, retries off (clean n={clean['n']}, accuracy "
-                           f"{clean['accuracy']}; persistence "
-                           f"{summary.get('persistence', 'once')})",
+                           f"same injections, retries off (clean n={clean.n}, accuracy "
+                           f"{clean.accuracy}; persistence {summary.persistence})",
                      caption="e = effective injections (hop h's first attempt changed), v = "
                              "VERIFY flagged, r = retried hop h, x = ended in a request error "
                              "or a parse failure (apart); forced = the agent did not choose to "
                              "stop (its row counts every injection)")
-    hops = sorted({h for per_hop in summary["faults"].values() for h in per_hop}, key=int)
+    hops = sorted({h for per_hop in summary.faults.values() for h in per_hop}, key=int)
     recovery.add_column("fault")
     for h in hops:
         recovery.add_column(f"hop {h}", justify="right")
-    for fault, per_hop in summary["faults"].items():
-        forced = any(c.get("forced") for c in per_hop.values())
+    for fault, per_hop in summary.faults.items():
+        forced = any(c.forced for c in per_hop.values())
         cells = [_console_cell(per_hop.get(h), forced) for h in hops]
         recovery.add_row(fault + (" (forced)" if forced else ""), *cells)
-    cert = summary["tampering_certification"]
-    tampering = Table(title=f"Content tampering (certified {cert['certified']}"
-                            f"/{cert['eligible']} eligible hops)")
+    cert = summary.tampering_certification
+    tampering = Table(title=f"Content tampering (certified {cert.certified}"
+                            f"/{cert.eligible} eligible hops)")
     for col in ("hop", "injected", "resisted", "absorbed", "derailed", "query contaminated"):
         tampering.add_column(col, justify="right")
-    for h, cell in summary["tampering"].items():
-        tampering.add_row(h, *(str(cell[k]) for k in ("injected", "resisted", "absorbed",
-                                                      "derailed", "contaminated")))
+    for h, cell in summary.tampering.items():
+        tampering.add_row(h, *(str(count) for count in (cell.injected, cell.resisted,
+                                                        cell.absorbed, cell.derailed,
+                                                        cell.contaminated)))
     return [recovery, tampering]
 
 
-def _console_cell(cell: dict[str, Any] | None, forced: bool) -> str:
-    if not cell or not cell["injected"]:
+def _console_cell(cell: FaultCell | None, forced: bool) -> str:
+    if cell is None or not cell.injected:
         return "—"
-    if forced or "effective" not in cell:
-        return f"{cell['recovered']}/{cell['injected']} ({cell['recovery']:.2f})"
-    if not cell["effective"]:
-        return f"e0 of {cell['injected']}"
-    text = f"{cell['recovered_effective']}/{cell['effective']} ({cell['recovery_effective']:.2f})"
-    control = cell.get("control")
-    if control:
-        text += f" | {control['recovered']}/{control['n']}"
-    text += f" v{cell.get('verify_detected', 0)} r{cell['retried']}"
-    return text + (f" x{cell['errors']}" if cell.get("errors") else "")
+    if forced:
+        return f"{cell.recovered}/{cell.injected} ({cell.recovery:.2f})"
+    if not cell.effective:
+        return f"e0 of {cell.injected}"
+    text = f"{cell.recovered_effective}/{cell.effective} ({cell.recovery_effective:.2f})"
+    control = cell.control
+    if control is not None:
+        text += f" | {control.recovered}/{control.n}"
+    text += f" v{cell.verify_detected} r{cell.retried}"
+    return text + (f" x{cell.errors}" if cell.errors else "")
