@@ -246,9 +246,13 @@ class Background:
     def _run(self, job: Job) -> None:
         if self._start(job):
             assert job.proc is not None
-            _, status, usage = os.wait4(job.proc.pid, 0)
-            job.proc.returncode = os.waitstatus_to_exitcode(status)
-            job.cpu = usage.ru_utime + usage.ru_stime
+            try:
+                _, status, usage = os.wait4(job.proc.pid, 0)
+            except ChildProcessError:  # `stop` killed and reaped it (the session ended first)
+                job.proc.wait()
+            else:
+                job.proc.returncode = os.waitstatus_to_exitcode(status)
+                job.cpu = usage.ru_utime + usage.ru_stime
             job.ended = time.monotonic()
             job.done.set()
 
