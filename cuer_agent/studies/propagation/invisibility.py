@@ -286,7 +286,12 @@ def in_view(items: list[Item]) -> dict[str, Any]:
 def invisibility(trace_rows: Rows, faults: Sequence[str]) -> dict[str, Any]:
     """`summary.invisibility`: per fault, how well the classifiers do. One thread for the
     classifiers' native code: a parallel sum may round differently on another machine,
-    and the figures must be the same bytes everywhere."""
+    and the figures must be the same bytes everywhere (and the trees' threaded binning
+    polls with sleeps: on these small matrices one thread takes half the wall time)."""
+    # The classifiers' native libraries (scikit-learn's OpenMP) must be loaded before the
+    # limit is set: threadpoolctl limits only the libraries loaded when it is entered.
+    import sklearn.ensemble
+    import sklearn.linear_model  # noqa: F401
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=1):
