@@ -5,12 +5,16 @@ when that is a generator's finaliser (LangGraph's `Pregel.stream` closing) or a 
 the interpreter prints "Exception ignored" and carries on — a Ctrl-C that the study never
 sees. So the handler also records the interrupt, and `raise_if_interrupted()` — called
 before every row is written — raises it again: an interrupt stops the study at the next
-finished example at the latest, and never lets it run to the end.
+finished example at the latest, and never lets it run to the end. The interpreter's
+"Exception ignored" report of such a swallowed interrupt is not printed: the interrupt is
+not lost, and the user is told once, in the interrupted command's one line.
 """
 
 from __future__ import annotations
 
 import signal
+import sys
+from typing import Any
 
 _REQUESTED = {"signal": 0}
 
@@ -33,3 +37,16 @@ def install_interrupt_handlers() -> None:
     signal.signal(signal.SIGTERM, request_interrupt)
     if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
         signal.signal(signal.SIGINT, request_interrupt)
+    sys.unraisablehook = _quiet_about_recorded_interrupts(sys.unraisablehook)
+
+
+def _quiet_about_recorded_interrupts(report: Any) -> Any:
+    """An unraisable-exception hook that says nothing of a recorded interrupt (it will be
+    raised again) and hands everything else to `report`."""
+
+    def hook(unraisable: Any) -> None:
+        if issubclass(unraisable.exc_type, KeyboardInterrupt) and _REQUESTED["signal"]:
+            return
+        report(unraisable)
+
+    return hook

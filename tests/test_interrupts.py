@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Annotated
 
 import pytest
@@ -95,8 +96,9 @@ def test_an_interrupted_study_stops_within_5_s_and_its_resume_is_byte_identical(
     waited = time.monotonic() - sent
 
     assert process.returncode == INTERRUPTED and waited <= 5.0, (waited, err)
-    [line] = [x for x in err.splitlines() if x.strip()]
-    command = shlex.split(line.split("resume with: ", 1)[1])
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert len(lines) == 1, err
+    command = shlex.split(lines[0].split("resume with: ", 1)[1])
     assert command[:2] == ["cuer-agent", "evaluate"]
     resumed = _start(command[1:], tmp_path)
     whole = _start([*STUDY, "--out", "whole"], tmp_path)
@@ -154,3 +156,18 @@ def test_an_interrupt_swallowed_by_a_finaliser_stops_the_next_row(
     with pytest.raises(KeyboardInterrupt):
         run.append("rows.jsonl", {"example_id": "q1"})
     assert not (tmp_path / "rows.jsonl").exists()
+
+
+def test_a_swallowed_interrupt_is_not_reported_as_an_ignored_exception(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from cuer_agent import interrupts
+
+    reported: list[type[BaseException] | None] = []
+    hook = interrupts._quiet_about_recorded_interrupts(
+        lambda unraisable: reported.append(unraisable.exc_type))
+    monkeypatch.setitem(interrupts._REQUESTED, "signal", signal.SIGINT)
+
+    for exc_type in (KeyboardInterrupt, ValueError):
+        hook(SimpleNamespace(exc_type=exc_type))
+
+    assert reported == [ValueError]
