@@ -224,7 +224,10 @@ class SuppressedRoles(Part):
 
 
 def _roles_kind(value: Any) -> str:
-    suppressed = isinstance(value, dict) and "suppressed" in value
+    """Which of the two `roles.dataset` shapes `value` is — a dict being validated, or a
+    model being dumped (the typed report's summaries)."""
+    suppressed = isinstance(value, SuppressedRoles) or (isinstance(value, dict)
+                                                         and "suppressed" in value)
     return "SuppressedRoles" if suppressed else "DatasetRoles"
 
 
