@@ -116,19 +116,21 @@ class RunDir:
         The summary is validated through `model` first — a mismatch is a bug: pydantic's
         `ValidationError`, and nothing is written. The dict is written as given, so the
         bytes do not depend on the model."""
-        raise_if_interrupted()
         validated = model.model_validate(summary)
-        write_atomic(self.path / SUMMARY_FILE, canonical_json(summary, indent=2) + "\n")
+        self._write_summary_json(summary)
         return validated
 
     def write_model(self, summary: M) -> M:
         """Write `summary.json` from a summary built as its model: the keys it was given
         (a key left unset stays absent), by their JSON names, sorted as every summary's
         are. Returns `summary`."""
-        raise_if_interrupted()
-        data = summary.model_dump(mode="json", by_alias=True, exclude_unset=True)
-        write_atomic(self.path / SUMMARY_FILE, canonical_json(data, indent=2) + "\n")
+        self._write_summary_json(summary.model_dump(mode="json", by_alias=True,
+                                                    exclude_unset=True))
         return summary
+
+    def _write_summary_json(self, summary: dict[str, Any]) -> None:
+        raise_if_interrupted()
+        write_atomic(self.path / SUMMARY_FILE, canonical_json(summary, indent=2) + "\n")
 
 
 def read_config(run_dir: str | Path) -> dict[str, Any]:

@@ -290,8 +290,7 @@ def invisibility(trace_rows: Rows, faults: Sequence[str]) -> dict[str, Any]:
     polls with sleeps: on these small matrices one thread takes half the wall time)."""
     # The classifiers' native libraries (scikit-learn's OpenMP) must be loaded before the
     # limit is set: threadpoolctl limits only the libraries loaded when it is entered.
-    import sklearn.ensemble
-    import sklearn.linear_model  # noqa: F401
+    from sklearn import ensemble, linear_model  # noqa: F401
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=1):
