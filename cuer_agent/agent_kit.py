@@ -28,11 +28,12 @@ from __future__ import annotations
 import filecmp
 import inspect
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cuer_agent._json import JsonRow
 from cuer_agent.agents import BOUNDARIES, Factory, load_agent
 from cuer_agent.data import Example, load_dataset
 from cuer_agent.errors import CuerError
@@ -210,7 +211,7 @@ def _check_resume(ref: str, *, n: int, hops: int, seed: int) -> list[str]:
                     f"{(done.stderr or done.stdout).strip().splitlines()[-1:]}"]
         original: Callable[..., None] = RunDir.append_rows
 
-        def dying(self: RunDir, name: str, rows: list[dict[str, Any]]) -> None:
+        def dying(self: RunDir, name: str, rows: Sequence[JsonRow]) -> None:
             original(self, name, rows)
             raise _Killed
 

@@ -13,12 +13,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from cuer_agent._json import JsonObject, JsonRow
 from cuer_agent.errors import ConfigError, DataError
 from cuer_agent.interrupts import raise_if_interrupted
 
@@ -41,7 +42,7 @@ class RunDir:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
 
-    def open(self, config: dict[str, Any]) -> None:
+    def open(self, config: JsonRow) -> None:
         """Create the directory, or check that an existing one was made by the same config.
         Run files without a config are refused: what made them is unknown."""
         self.path.mkdir(parents=True, exist_ok=True)
@@ -61,13 +62,13 @@ class RunDir:
                               "--out or delete it")
         write_atomic(cfg_path, text)
 
-    def rows(self, name: str) -> list[dict[str, Any]]:
+    def rows(self, name: str) -> list[JsonObject]:
         return list(read_rows(self.path / name))
 
-    def append(self, name: str, row: dict[str, Any]) -> None:
+    def append(self, name: str, row: JsonRow) -> None:
         self.append_rows(name, [row])
 
-    def append_rows(self, name: str, rows: list[dict[str, Any]]) -> None:
+    def append_rows(self, name: str, rows: Sequence[JsonRow]) -> None:
         """Append rows and make them durable with one fsync (one per example, not per
         row: a kill mid-batch leaves a torn tail, which resuming drops)."""
         raise_if_interrupted()  # an interrupt swallowed by a finaliser stops here
@@ -78,12 +79,12 @@ class RunDir:
             fh.flush()
             os.fsync(fh.fileno())
 
-    def rewrite(self, name: str, rows: list[dict[str, Any]]) -> None:
+    def rewrite(self, name: str, rows: Sequence[JsonRow]) -> None:
         """Replace a JSONL file's rows at once (write + rename: never half a file)."""
         write_atomic(self.path / name, "".join(canonical_json(r) + "\n" for r in rows))
 
     def keep_examples(self, name: str, example_ids: set[str],
-                      rows: list[dict[str, Any]] | None = None) -> None:
+                      rows: list[JsonObject] | None = None) -> None:
         """Drop the rows of `name` whose example is not in `example_ids` (the rows of an
         example cut off mid-write), so a resumed run writes them exactly once. `rows`:
         the file's rows, when the caller has just read them."""
@@ -111,7 +112,7 @@ class RunDir:
                 self.rewrite(name, [r for _, r in sorted(zip(ranks, rows, strict=True),
                                                           key=lambda pair: pair[0])])
 
-    def write_summary(self, summary: dict[str, Any], model: type[M]) -> M:
+    def write_summary(self, summary: JsonRow, model: type[M]) -> M:
         """Write `summary.json` and return it as `model` (`cuer_agent.studies.schemas`).
         The summary is validated through `model` first — a mismatch is a bug: pydantic's
         `ValidationError`, and nothing is written. The dict is written as given, so the
@@ -128,12 +129,12 @@ class RunDir:
                                                     exclude_unset=True))
         return summary
 
-    def _write_summary_json(self, summary: dict[str, Any]) -> None:
+    def _write_summary_json(self, summary: JsonRow) -> None:
         raise_if_interrupted()
         write_atomic(self.path / SUMMARY_FILE, canonical_json(summary, indent=2) + "\n")
 
 
-def read_config(run_dir: str | Path) -> dict[str, Any]:
+def read_config(run_dir: str | Path) -> JsonObject:
     """A run directory's `config.json`. Missing, or not a JSON object (a damaged file) →
     a `CuerError` naming the file (and the line), and nothing is touched."""
     path = Path(run_dir) / CONFIG_FILE
@@ -154,7 +155,7 @@ def read_config(run_dir: str | Path) -> dict[str, Any]:
     return config
 
 
-def example_of(row: dict[str, Any]) -> str:
+def example_of(row: JsonRow) -> str:
     """The example a row belongs to (study rows carry it in their intervention record,
     a `run` row in its trace)."""
     record = row.get("record")
@@ -164,14 +165,17 @@ def example_of(row: dict[str, Any]) -> str:
     return str(trace["example_id"] if isinstance(trace, dict) else row["example_id"])
 
 
-def request_failed(rows: Iterable[dict[str, Any]]) -> set[str]:
+def request_failed(rows: Iterable[JsonRow]) -> set[str]:
     """Examples with a trace cut short by a request that failed after all its attempts
     (`trace.error`). That is the model server's failure, not the agent's — a server that
     went down mid-run fails every request after it — so a resumed run redoes these
     examples instead of keeping them: rerunning the command once the server is back
     completes the run. A request that fails on every attempt fails the same way again."""
-    return {example_of(r) for r in rows
-            if isinstance(r.get("trace"), dict) and r["trace"].get("error")}
+    return {example_of(r) for r in rows if _trace_error(r.get("trace"))}
+
+
+def _trace_error(trace: object) -> bool:
+    return isinstance(trace, dict) and bool(trace.get("error"))
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -181,7 +185,7 @@ def write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _row(raw: bytes) -> dict[str, Any]:
+def _row(raw: bytes) -> JsonObject:
     """One JSONL line as a JSON object; ValueError if it is not one."""
     row = json.loads(raw)
     if not isinstance(row, dict):
@@ -189,7 +193,7 @@ def _row(raw: bytes) -> dict[str, Any]:
     return row
 
 
-def scan_rows(path: Path, *, torn_tail_ok: bool = False) -> Iterator[dict[str, Any]]:
+def scan_rows(path: Path, *, torn_tail_ok: bool = False) -> Iterator[JsonObject]:
     """JSONL rows, read only (`read_rows` repairs a run directory it resumes; this never
     writes). A bad line raises `DataError` naming the file and line — except an unfinished
     last line (no newline) when `torn_tail_ok`, as a run still being written has."""
@@ -208,7 +212,7 @@ def scan_rows(path: Path, *, torn_tail_ok: bool = False) -> Iterator[dict[str, A
         yield row
 
 
-def read_rows(path: Path) -> Iterator[dict[str, Any]]:
+def read_rows(path: Path) -> Iterator[JsonObject]:
     """JSONL rows; a torn last line is repaired (truncated off), other bad lines raise."""
     if not path.exists():
         return
