@@ -36,7 +36,7 @@ import math
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired, TypedDict, Unpack
 
 import numpy as np
 from numpy.typing import NDArray
@@ -53,8 +53,114 @@ DEFAULT_SEED = 42
 DEFAULT_MIN_CELL = MIN_CELL
 _DIGITS = 6
 
-__all__ = ["Attribution", "abstention", "attribution_summary", "blame_histogram",
+__all__ = ["AbstentionScore", "Attribution", "AttributionSummary", "ChanceAccuracy",
+           "IndependenceBaseline", "abstention", "attribution_summary", "blame_histogram",
            "chance_expected_accuracy", "independence_baseline"]
+
+Interval = list[float | None]
+"""[low, high] of a 95% interval."""
+
+
+class MeanWithCI(TypedDict):
+    """A mean and its interval (Wilson for a proportion, else percentile bootstrap); the
+    interval clustered by example when clusters were given. None without items."""
+
+    mean: float | None
+    ci: Interval | None
+    ci_clustered: NotRequired[Interval | None]
+
+
+class DepthAccuracy(TypedDict):
+    """Exact-hop accuracy at one injected depth."""
+
+    n: int
+    acc: float | None
+    ci: Interval | None
+    ci_clustered: Interval | None
+    descriptive_only: bool
+    faults: dict[str, int]
+    """Fault → items."""
+
+
+class CostPerCorrect(TypedDict):
+    """Calls and tokens per exact-hop correct diagnosis (None without any)."""
+
+    calls: float | None
+    tokens: float | None
+
+
+class FaultAccuracy(TypedDict):
+    """Exact-hop accuracy over one fault's items."""
+
+    n: int
+    acc: float | None
+
+
+class FaultDepthCell(TypedDict):
+    """Exact-hop accuracy over one fault × depth cell, with its Wilson interval."""
+
+    acc: float | None
+    n: int
+    ci: Interval
+    descriptive_only: bool
+
+
+class AttributionSummary(TypedDict):
+    """What `attribution_summary` returns (the module docstring defines each metric)."""
+
+    n: int
+    errors: int
+    error_rate: float | None
+    by_depth: dict[str, DepthAccuracy]
+    exact_hop_acc: MeanWithCI
+    stage_acc: MeanWithCI
+    hop_tol_acc: MeanWithCI
+    ancestor_hit: MeanWithCI
+    mae: MeanWithCI
+    calls_per_diagnosis: float | None
+    tokens_per_diagnosis: float | None
+    cost_per_correct: CostPerCorrect
+    by_fault: dict[str, FaultAccuracy]
+    by_fault_depth: dict[str, dict[str, FaultDepthCell]]
+
+
+class IndependenceBaseline(TypedDict):
+    """The independence baseline overall and per depth (see `independence_baseline`)."""
+
+    overall: float | None
+    by_depth: dict[str, float | None]
+
+
+class AbstentionScore(TypedDict):
+    """A diagnoser scored as one that may abstain (see `abstention`)."""
+
+    coverage: float | None
+    named: int
+    precision: float | None
+    precision_ci: Interval | None
+    random_precision: float | None
+
+
+class ChanceDepth(TypedDict):
+    """Expected exact-hop accuracy of a uniform hop at one depth."""
+
+    n: int
+    expected_acc: float | None
+
+
+class ChanceAccuracy(TypedDict):
+    """What `chance_expected_accuracy` returns."""
+
+    n: int
+    expected_acc: float | None
+    by_depth: dict[str, ChanceDepth]
+
+
+class _Resampling(TypedDict):
+    """The bootstrap settings every interval of one summary shares."""
+
+    n_resamples: int
+    seed: int
 
 
 def _as_int(value: object, name: str, *, optional: bool = False) -> int | None:
@@ -125,16 +231,16 @@ def _num(value: float | np.floating | None) -> float | None:
     return None if math.isnan(value) else round(value, _DIGITS)
 
 
-def _interval(ci: NDArray[np.float64]) -> list[float | None] | None:
+def _interval(ci: NDArray[np.float64]) -> Interval | None:
     lo, hi = (_num(x) for x in ci)
     return None if lo is None or hi is None else [lo, hi]
 
 
 def _mean_ci(values: NDArray[np.float64], *, n_resamples: int, seed: int,
-             clusters: Sequence[str] | None = None, wilson: bool = False) -> dict[str, Any]:
+             clusters: Sequence[str] | None = None, wilson: bool = False) -> MeanWithCI:
     """Mean with its bootstrap interval — or, for a 0/1 indicator (`wilson`), its Wilson
     interval — and a clustered bootstrap interval when `clusters` are given."""
-    out: dict[str, Any] = {"mean": None, "ci": None}
+    out: MeanWithCI = {"mean": None, "ci": None}
     if clusters is not None:
         out["ci_clustered"] = None
     if values.size == 0:
@@ -148,9 +254,10 @@ def _mean_ci(values: NDArray[np.float64], *, n_resamples: int, seed: int,
     return out
 
 
-def _proportion(hits: NDArray[np.float64], **kw: Any) -> dict[str, Any]:
+def _proportion(hits: NDArray[np.float64], clusters: Sequence[str] | None = None,
+                **resampling: Unpack[_Resampling]) -> MeanWithCI:
     """Mean of a 0/1 indicator with its Wilson interval (and a clustered bootstrap)."""
-    return _mean_ci(hits, wilson=True, **kw)
+    return _mean_ci(hits, wilson=True, clusters=clusters, **resampling)
 
 
 def _indicator(items: Sequence[Attribution], attr: str) -> NDArray[np.float64]:
@@ -168,23 +275,23 @@ def _group(items: Sequence[Attribution], key: str) -> dict[Any, list[Attribution
 
 def attribution_summary(items: Sequence[Attribution], *, n_resamples: int = DEFAULT_RESAMPLES,
                         seed: int = DEFAULT_SEED, min_cell: int = DEFAULT_MIN_CELL
-                        ) -> dict[str, Any]:
+                        ) -> AttributionSummary:
     """Exact-hop accuracy by depth and overall, plus stage / tolerance / ancestor / MAE /
     cost metrics, with percentile-bootstrap CIs (see the module docstring)."""
     items = list(items)
     n = len(items)
     errors = sum(it.errored for it in items)
-    kw: dict[str, Any] = {"n_resamples": n_resamples, "seed": seed}
+    kw: _Resampling = {"n_resamples": n_resamples, "seed": seed}
 
     exact = _indicator(items, "hop_correct")
     clusters = [it.example_id for it in items]
 
-    by_depth: dict[str, dict[str, Any]] = {}
+    by_depth: dict[str, DepthAccuracy] = {}
     for hop, cell in _group(items, "true_hop").items():
         stats = _proportion(_indicator(cell, "hop_correct"),
                             clusters=[it.example_id for it in cell], **kw)
         by_depth[str(hop)] = {"n": len(cell), "acc": stats["mean"], "ci": stats["ci"],
-                              "ci_clustered": stats["ci_clustered"],
+                              "ci_clustered": stats.get("ci_clustered"),
                               "descriptive_only": len(cell) < min_cell,
                               "faults": {f: len(c) for f, c in _group(cell, "fault").items()}}
 
@@ -223,7 +330,7 @@ def attribution_summary(items: Sequence[Attribution], *, n_resamples: int = DEFA
     }
 
 
-def _cell(items: Sequence[Attribution], min_cell: int) -> dict[str, Any]:
+def _cell(items: Sequence[Attribution], min_cell: int) -> FaultDepthCell:
     """{acc, n, ci (Wilson), descriptive_only} of one fault × depth cell."""
     hits = _indicator(items, "hop_correct")
     return {"acc": _num(hits.mean()), "n": len(items),
@@ -237,7 +344,7 @@ def blame_histogram(items: Sequence[Attribution]) -> dict[str, float | None]:
     return {str(h): _num(named.count(h) / len(named)) for h in sorted(set(named))}
 
 
-def independence_baseline(items: Sequence[Attribution]) -> dict[str, Any]:
+def independence_baseline(items: Sequence[Attribution]) -> IndependenceBaseline:
     """What a diagnoser scores if its predictions are independent of the true hop but keep
     their own distribution: Σ_h P(pred = h)·P(true = h), with P(pred) the diagnoser's
     blame histogram over all the failed traces and P(true) that of the cell. Within a
@@ -252,7 +359,7 @@ def independence_baseline(items: Sequence[Attribution]) -> dict[str, Any]:
             "by_depth": {str(d): hist.get(str(d), 0.0) for d in depths}}
 
 
-def abstention(items: Sequence[Attribution]) -> dict[str, Any]:
+def abstention(items: Sequence[Attribution]) -> AbstentionScore:
     """A diagnoser that may abstain (hop 0, the answer level, names no hop), scored as
     one: `coverage` = share of the items where it names a hop (>= 1); `precision` =
     exact-hop accuracy on those (Wilson `precision_ci`); `random_precision` = what a
@@ -272,7 +379,7 @@ def abstention(items: Sequence[Attribution]) -> dict[str, Any]:
     }
 
 
-def chance_expected_accuracy(items: Sequence[Attribution]) -> dict[str, Any]:
+def chance_expected_accuracy(items: Sequence[Attribution]) -> ChanceAccuracy:
     """Expected exact-hop accuracy of a uniform-random hop picker (analytic, no sampling):
     mean over items of 1/n_hops if 1 <= true_hop <= n_hops else 0, per depth and overall.
 

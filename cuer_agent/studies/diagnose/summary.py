@@ -62,8 +62,10 @@ def diagnoser_summaries(rows: Rows, diagnosers: list[Diagnoser],
     for d in diagnosers:
         mine = [r for r in rows if r["diagnoser"] == d.name]
         items = [attribution(r) for r in mine if r["fault"] != CLEAN]
-        summary = attribution_summary(items, n_resamples=config.diagnose.bootstrap_resamples,
-                                      seed=42, min_cell=config.diagnose.min_cell)
+        # A copy open to the keys added below (the cells are shared, so they gain them too).
+        summary: dict[str, Any] = dict(attribution_summary(
+            items, n_resamples=config.diagnose.bootstrap_resamples, seed=42,
+            min_cell=config.diagnose.min_cell))
         baseline = independence_baseline(items)
         for depth, cell in summary["by_depth"].items():
             cell["independence"] = baseline["by_depth"][depth]
