@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from cuer_agent._validation import message
 from cuer_agent.diagnosers._base import default_diagnosers
 from cuer_agent.errors import ConfigError
-from cuer_agent.interventions import get_fault
+from cuer_agent.interventions import HARDNESS, POSITIONS, ConditionParams, get_fault
 from cuer_agent.interventions._fault_types import default_faults
 from cuer_agent.interventions.misleading_faults import RENAMED
 from cuer_agent.interventions.persistence import Persistence
@@ -82,9 +82,9 @@ class CuerConfig(BaseModel):
             raise ValueError(str(exc)) from None
         return value
 
-    def conditions(self) -> list[tuple[str, str, dict[str, Any]]]:
+    def conditions(self) -> list[tuple[str, str, ConditionParams]]:
         """(condition name, registered condition, params) in run order."""
-        out: list[tuple[str, str, dict[str, Any]]] = [
+        out: list[tuple[str, str, ConditionParams]] = [
             ("remove", "remove", {}),
             ("replace", "replace", {"hardness": self.replace_hardness}),
             ("duplicate", "duplicate", {"position": self.duplicate_position}),
@@ -93,10 +93,10 @@ class CuerConfig(BaseModel):
         ]
         if self.duplicate_positions:
             out += [(f"duplicate_{p}", "duplicate", {"position": p})
-                    for p in ("end", "front", "after") if p != self.duplicate_position]
+                    for p in POSITIONS if p != self.duplicate_position]
         if self.replace_hardness_sweep:
             out += [(f"replace_{h}", "replace", {"hardness": h})
-                    for h in ("easy", "medium", "hard") if h != self.replace_hardness]
+                    for h in HARDNESS if h != self.replace_hardness]
         if self.two_support:
             out += [("remove_support_1", "remove_support", {"which": 0}),
                     ("remove_support_2", "remove_support", {"which": 1}),

@@ -21,6 +21,7 @@ from cuer_agent.interventions._fault_types import (
 from cuer_agent.interventions._record import InterventionRecord, seeded_rng, stable_seed
 from cuer_agent.interventions.conditions import (
     ConditionInput,
+    ConditionParams,
     condition,
     condition_names,
     get_condition,
@@ -40,6 +41,7 @@ __all__ = [
     "HARDNESS",
     "POSITIONS",
     "ConditionInput",
+    "ConditionParams",
     "CorpusItem",
     "FaultInput",
     "FaultOutcome",

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from cuer_agent._registry import Registry, SelectableAbout
 from cuer_agent.interventions._placement import by_score, place, scored
@@ -44,6 +44,21 @@ class CorpusItem:
     id: str
     title: str
     text: str
+
+
+class FaultOverrides(TypedDict, total=False):
+    """Overrides of a fault's rules (`FaultInput.params`); content tampering reads these
+    (`cuer_agent.interventions.tampering`: its module docstring)."""
+
+    strategies: Sequence[str]
+    min_answer_chars: int
+    min_salient_caps: int
+    year_range: tuple[int, int]
+    year_shifts: Sequence[int]
+    small_int_limit: int
+    small_int_shifts: Sequence[int]
+    scale_factors: Sequence[float]
+    fallback_names: Sequence[str]
 
 
 @dataclass(frozen=True)
@@ -66,7 +81,7 @@ class FaultInput:
     gold_answers: Sequence[str] = ()
     distractor_answers: Sequence[str] = ()
     """Gold answers of *other* examples: entity distractors for tampering."""
-    params: dict[str, Any] = field(default_factory=dict)
+    params: FaultOverrides = field(default_factory=lambda: FaultOverrides())
     score: Callable[[str, str, str], float] | None = None
     """The retriever's score for (query, title, text): injected and edited items are
     scored as the retriever scores what it returns (`_placement`)."""
@@ -169,7 +184,14 @@ def view_of(inp: FaultInput, corpus: CorpusEdit) -> list[Evidence]:
     return by_score(items) if inp.score is not None else items
 
 
-def fact_params(inp: FaultInput) -> dict[str, Any]:
+class FactParams(TypedDict, total=False):
+    """What a record says of the faulted fact (nothing without one)."""
+
+    fact_title: str
+    redundancy: int
+
+
+def fact_params(inp: FaultInput) -> FactParams:
     """What a record says of the faulted fact: its subject and redundancy."""
     if inp.fact is None:
         return {}

@@ -3,10 +3,25 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypedDict  # typing's TypedDict is no pydantic field on 3.11
+
+
+class TamperCertificate(TypedDict, total=False):
+    """What content tampering certifies (`cuer_agent.interventions.tampering`); empty
+    for every other intervention."""
+
+    hop: int
+    strategy: str
+    """The rule that found the span (`tampering.STRATEGIES`)."""
+    original_span: str
+    new_span: str
+    documents_touched: list[str]
+    """Ids of the edited items, in view order."""
+    replacements: int
+    """Occurrences of the span replaced."""
 
 
 class InterventionRecord(BaseModel):
@@ -34,9 +49,10 @@ class InterventionRecord(BaseModel):
     """Ids of items the intervention put in view (replacements, duplicates)."""
     provenance: dict[str, str] = Field(default_factory=dict)
     """New id → where it came from (a source chunk id)."""
-    params: dict[str, Any] = Field(default_factory=dict)
-    """Operator parameters: hardness, position, stage, boundary …"""
-    certificate: dict[str, Any] = Field(default_factory=dict)
+    params: dict[str, object] = Field(default_factory=dict)
+    """Operator parameters: hardness, position, stage, boundary … (each intervention its
+    own; written out as they are, never read back by the program)."""
+    certificate: TamperCertificate = Field(default_factory=TamperCertificate)
     """Content tampering: hop, strategy, original span, new span, documents touched,
     replacements (empty for other interventions)."""
     skipped: str = ""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from cuer_agent._registry import Registry
 from cuer_agent.interventions import operators as ops
@@ -26,6 +26,17 @@ from cuer_agent.interventions._placement import Taken, by_score, mint_id, scored
 from cuer_agent.interventions._record import InterventionRecord, seeded_rng
 from cuer_agent.interventions.targets import Target, random_target, select_target
 from cuer_agent.trace import Evidence
+
+
+class ConditionParams(TypedDict, total=False):
+    """A condition's parameters (`cuer_agent.config.CuerConfig.conditions`)."""
+
+    hardness: ops.Hardness
+    """replace: how hard the replacement is to tell from the target."""
+    position: ops.Position
+    """duplicate: where the copy goes."""
+    which: int | Literal["both"]
+    """remove_support: the gold support removed (0, 1) or both."""
 
 
 @dataclass(frozen=True)
@@ -41,7 +52,7 @@ class ConditionInput:
     pool: ops.ReplacementPool | None
     seed: int
     hop: int = 1
-    params: dict[str, Any] = field(default_factory=dict)
+    params: ConditionParams = field(default_factory=lambda: ConditionParams())
     score: Callable[[str, str, str], float] | None = None
     """The retriever's score for (query, title, text). Given (per-hop operators), a
     replacement takes the place its own score gives it for `question` (what the

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict
 
 import numpy as np
 
@@ -32,7 +32,7 @@ from cuer_agent.data import Example, Passage
 from cuer_agent.trace import evidence_id
 
 if TYPE_CHECKING:
-    from cuer_agent.data._synthetic_world import World
+    from cuer_agent.data._synthetic_world import Redundancy, World
 
 Kind = Literal["conflicting", "stale"]
 
@@ -87,11 +87,19 @@ class FactSource(Protocol):
         ...
 
 
+class _WorldArguments(TypedDict):
+    """What a `SyntheticFacts` pickles as."""
+
+    seed: int
+    size: int
+    redundancy: Redundancy
+
+
 class SyntheticFacts:
     """The synthetic world's facts (`cuer_agent.data.synthetic.world_of`). Pickles as the
     world's arguments: a worker process builds (or reuses) the world itself."""
 
-    def __init__(self, seed: int, size: int, redundancy: Any) -> None:
+    def __init__(self, seed: int, size: int, redundancy: Redundancy) -> None:
         self.seed, self.size, self.redundancy = seed, size, redundancy
 
     @property
@@ -126,10 +134,10 @@ class SyntheticFacts:
     def alternatives(self, span: str) -> Sequence[str]:
         return self.world.alternatives(span)
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> _WorldArguments:
         return {"seed": self.seed, "size": self.size, "redundancy": self.redundancy}
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
+    def __setstate__(self, state: _WorldArguments) -> None:
         self.__init__(**state)  # type: ignore[misc]
 
 

@@ -30,8 +30,8 @@ if TYPE_CHECKING:  # typing only: interventions do not depend on retrieval at ru
 
 Hardness = Literal["easy", "medium", "hard"]
 Position = Literal["end", "front", "after"]
-HARDNESS: tuple[str, ...] = ("easy", "medium", "hard")
-POSITIONS: tuple[str, ...] = ("end", "front", "after")
+HARDNESS: tuple[Hardness, ...] = ("easy", "medium", "hard")
+POSITIONS: tuple[Position, ...] = ("end", "front", "after")
 
 
 def rerank(evidence: Sequence[Evidence]) -> list[Evidence]:

@@ -72,10 +72,10 @@ with the study: `cuer_agent.studies.propagation.tampering_outcomes`.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, localcontext
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
 import numpy as np
 
@@ -83,6 +83,7 @@ from cuer_agent.errors import ConfigError
 from cuer_agent.interventions._fault_types import (
     FaultInput,
     FaultOutcome,
+    FaultOverrides,
     fact_params,
     fault,
     fault_record,
@@ -145,7 +146,7 @@ class _Rules:
     fallback_names: tuple[str, ...]
 
     @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> _Rules:
+    def from_params(cls, params: FaultOverrides) -> _Rules:
         lo, hi = params.get("year_range", YEAR_RANGE)
         return cls(
             strategies=tuple(params.get("strategies", STRATEGIES)),
@@ -374,7 +375,7 @@ class Swap:
     replacements: int
 
 
-Skipped = tuple[str, dict[str, Any]]
+Skipped = tuple[str, dict[str, str]]
 """Why no span could be certified (`SKIP_REASONS`), and what was found on the way."""
 
 

@@ -26,6 +26,7 @@ from cuer_agent.data import Dataset, Example
 from cuer_agent.execution import Executor, RunResult, replace_evidence
 from cuer_agent.interventions import (
     ConditionInput,
+    ConditionParams,
     InterventionRecord,
     ReplacementPool,
     get_condition,
@@ -108,7 +109,7 @@ def run_cuer(dataset: Dataset, executor: Executor, run_dir: RunDir, config: Cuer
 
 
 def _example_rows(example: Example, executor: Executor, config: CuerConfig,
-                  conditions: list[tuple[str, str, dict[str, Any]]],
+                  conditions: list[tuple[str, str, ConditionParams]],
                   retriever: BM25Retriever) -> list[tuple[Row | None, Row]]:
     base = executor.run(example, retriever)
     original = base.trace
@@ -118,7 +119,7 @@ def _example_rows(example: Example, executor: Executor, config: CuerConfig,
     evidence = original.hops[0].retrieved if original.hops else ()
     pool = ReplacementPool(retriever, example.supporting_titles)
 
-    def condition_rows(condition: tuple[str, str, dict[str, Any]]) -> tuple[Row | None, Row]:
+    def condition_rows(condition: tuple[str, str, ConditionParams]) -> tuple[Row | None, Row]:
         name, registered, params = condition
         inp = ConditionInput(example_id=example.id, question=example.question,
                              evidence=evidence, used_ids=original.used_ids,
