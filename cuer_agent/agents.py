@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from cuer_agent._json import JsonObject
 from cuer_agent.errors import ConfigError
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.retrieval import Retriever
@@ -66,7 +67,7 @@ from cuer_agent.trace import (
 
 Role = Literal["plan", "retrieve", "read", "answer"]
 Boundary = Literal["plan", "retrieve", "read", "answer"]
-State = dict[str, Any]
+State = JsonObject
 """An agent's LangGraph state: its own keys, JSON-native (the edge to a user's graph)."""
 ROLES: tuple[str, ...] = get_args(Role)
 BOUNDARIES: tuple[Boundary, ...] = get_args(Boundary)
@@ -151,7 +152,7 @@ class AgentSpec:
         """Has hop `hop` been read for good once the node execution `key` ran?"""
         return len(self.hops(state)) >= hop
 
-    def trace(self, state: State, *, example_id: str, question: str, meta: dict[str, Any],
+    def trace(self, state: State, *, example_id: str, question: str, meta: Mapping[str, object],
               cost: Cost, error: str = "") -> Trace:
         """The observable trace of a (possibly partial) final state."""
         return trace_from_hops(example_id, question, self.hops(state), self.answer(state),
@@ -178,7 +179,7 @@ def hop_of_key(key: str) -> int | None:
 
 def trace_from_hops(example_id: str, question: str, hops: Sequence[HopData],
                     answer: AnswerData, *, mode: Literal["agentic", "single_shot"],
-                    meta: dict[str, Any], cost: Cost, error: str = "") -> Trace:
+                    meta: Mapping[str, object], cost: Cost, error: str = "") -> Trace:
     """A trace from hop records: per hop PLAN, RETRIEVE, then — once the hop is read —
     SELECT, INFER, VERIFY; then ANSWER. For agents that keep no step log of their own."""
     steps: list[Step] = []
@@ -204,7 +205,7 @@ def trace_from_hops(example_id: str, question: str, hops: Sequence[HopData],
                  hops=tuple(records), answer=text, confidence=answer.get("confidence"),
                  used_ids=tuple(answer.get("used_ids", ())),
                  rationale=str(answer.get("rationale", "")), cost=cost,
-                 status="error" if error else "ok", error=error, meta=meta)
+                 status="error" if error else "ok", error=error, meta=dict(meta))
 
 
 # ---------------------------------------------------------------------------- checking

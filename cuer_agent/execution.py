@@ -59,7 +59,7 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypedDict, TypeVar
 
 from cuer_agent._lru import LRU
 from cuer_agent.agents import AgentSpec, Boundary, Factory, State, hop_of_key, load_agent
@@ -133,13 +133,22 @@ def our_system(mode: Mode) -> tuple[Any, AgentSpec]:
     return agent.build() if mode == "agentic" else single_shot.build()
 
 
+class _Recipe(TypedDict):
+    """What an `Executor` pickles as: its constructor's arguments."""
+
+    skills: SkillClient
+    config: AgentConfig
+    meta: Mapping[str, object] | None
+    agent: str | Factory | None
+
+
 class Executor:
     """Runs one agent; the graph is compiled (or the user's factory called) once and
     reused. `agent`: ``module:factory``, ``file.py:factory`` or the factory itself (None:
     our system of ``config.mode``)."""
 
     def __init__(self, skills: SkillClient, config: AgentConfig | None = None,
-                 meta: dict[str, Any] | None = None, agent: str | Factory | None = None
+                 meta: Mapping[str, object] | None = None, agent: str | Factory | None = None
                  ) -> None:
         self.skills = skills
         self.config = config or AgentConfig()
@@ -148,17 +157,18 @@ class Executor:
         # The hop budget is not in the trace's meta: a forced early stop runs under a
         # lowered budget, and the trace must not tell it apart from a run that spent its own.
         named = {"agent": self.spec.name} if agent else {}
-        self.meta = {"mode": self.spec.mode, "k": self.config.k, **named, **(meta or {})}
+        self.meta: dict[str, object] = {"mode": self.spec.mode, "k": self.config.k, **named,
+                                        **(meta or {})}
         self._meta = meta
         self._made = _Executions()
 
     # Pickled as its recipe; a worker process compiles its own graph (the checkpointer
     # holds live threads' state and is not shared).
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> _Recipe:
         return {"skills": self.skills, "config": self.config, "meta": self._meta,
                 "agent": self.agent}
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
+    def __setstate__(self, state: _Recipe) -> None:
         self.__init__(**state)  # type: ignore[misc]
 
     # -- running ----------------------------------------------------------------------------

@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal, NotRequired
+from typing import Literal, NotRequired
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from typing_extensions import TypedDict
@@ -186,7 +186,7 @@ class Trace(_Frozen):
     """`parse_failure`: a model reply stayed invalid after the repair retry;
     `error`: the run failed (the reason is in `error`)."""
     error: str = ""
-    meta: dict[str, Any] = Field(default_factory=dict)
+    meta: dict[str, object] = Field(default_factory=dict)
     """Observable run facts (backend, model, hop budget…). Never labels."""
 
     @property
@@ -295,7 +295,7 @@ class TraceState(TypedDict, total=False):
 
 
 def build_trace(state: TraceState, mode: Literal["agentic", "single_shot"],
-                meta: dict[str, Any], *, error: str = "") -> Trace:
+                meta: Mapping[str, object], *, error: str = "") -> Trace:
     """The observable trace of an agent's (possibly partial) final state: the graphs'
     JSON-native state (`cuer_agent.graphs.state.AgentState`), validated into the models."""
     final = state.get("final") or {}
@@ -311,7 +311,7 @@ def build_trace(state: TraceState, mode: Literal["agentic", "single_shot"],
         hops=tuple(HopRecord.model_validate(h) for h in state.get("hops", [])),
         answer=final.get("answer", ""), confidence=final.get("confidence"),
         used_ids=tuple(final.get("used_ids", [])), rationale=final.get("rationale", ""),
-        cost=Cost(**state.get("cost", {})), status=status, error=error, meta=meta,
+        cost=Cost(**state.get("cost", {})), status=status, error=error, meta=dict(meta),
     )
 
 

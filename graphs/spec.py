@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import cast
 
 from cuer_agent.agents import AgentSpec, Boundary, Role, State, hop_of_key
 from cuer_agent.trace import (
@@ -74,7 +74,7 @@ class OurAgentSpec(AgentSpec):
         return (key.endswith(":read") and hop_of_key(key) == hop
                 and not wants_retry(cast(AgentState, state)))
 
-    def trace(self, state: State, *, example_id: str, question: str, meta: dict[str, Any],
+    def trace(self, state: State, *, example_id: str, question: str, meta: Mapping[str, object],
               cost: Cost, error: str = "") -> Trace:
         return build_trace(cast(TraceState, state), self.mode, meta, error=error)
 
