@@ -14,9 +14,16 @@ import dataclasses
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Required, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    WithJsonSchema,
+    field_validator,
+)
 
 from cuer_agent._validation import message
 from cuer_agent.diagnosers._base import default_diagnosers
@@ -27,7 +34,7 @@ from cuer_agent.interventions.misleading_faults import RENAMED
 from cuer_agent.interventions.persistence import Persistence
 from cuer_agent.llm._remote import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT, omitted
 from cuer_agent.llm.backends import backend_about, backend_names
-from cuer_agent.roles import RoleThresholds
+from cuer_agent.roles import RoleOverrides, RoleThresholds
 
 DEFAULT_FAULTS = default_faults()
 """Every fault that declares a `default_rank`, in that order."""
@@ -66,12 +73,20 @@ class CuerConfig(BaseModel):
     replace_hardness_sweep: bool = False
     weight_sensitivity: bool = False
     weight_grid_step: float = Field(0.1, gt=0, lt=0.5)
-    roles: dict[str, Any] = Field(default_factory=dict)
+    # The published schema keeps `roles` an open table, as before it was typed: its keys
+    # and values are checked below, against `RoleThresholds`.
+    roles: Annotated[RoleOverrides, WithJsonSchema(
+        {"additionalProperties": True, "title": "Roles", "type": "object"})] = Field(
+        default_factory=RoleOverrides)
     """Overrides of `cuer_agent.roles.RoleThresholds` fields."""
 
-    @field_validator("roles")
+    @field_validator("roles", mode="before")
     @classmethod
-    def _known_role_thresholds(cls, value: dict[str, Any]) -> dict[str, Any]:
+    def _known_role_thresholds(cls, value: object) -> object:
+        # Before the fields' types: an unknown key or a bad value is named the way
+        # `RoleThresholds` names it.
+        if not isinstance(value, Mapping):
+            return value  # not a table: pydantic says so
         known = {f.name for f in dataclasses.fields(RoleThresholds)}
         unknown = sorted(set(value) - known)
         if unknown:
@@ -177,6 +192,20 @@ class DataSection(_Section):
             raise ValueError(str(exc)) from None
 
 
+class ClientOptions(TypedDict, total=False):
+    """Keyword arguments of `make_backend` (`BackendSection.client_options`); the
+    decoding options only for a backend that takes them."""
+
+    model: Required[str | None]
+    base_url: Required[str | None]
+    seed: int
+    timeout: float
+    max_tokens: dict[str, int]
+    think: bool
+    omit: tuple[str, ...]
+    threads: int
+
+
 class BackendSection(_Section):
     name: str = "extractive"
     """A registered backend (`cuer_agent.llm.backends.backend_names`)."""
@@ -213,19 +242,19 @@ class BackendSection(_Section):
     def _omittable(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         return omitted(value)
 
-    def client_options(self, seed: int) -> dict[str, Any]:
+    def client_options(self, seed: int) -> ClientOptions:
         """Keyword arguments of `make_backend(self.name, ...)`; `seed` is the decoding
         seed (the study's). The offline reader takes none of the decoding options."""
         about = backend_about(self.name)
-        options: dict[str, Any] = {"model": self.model, "base_url": self.base_url}
+        options: ClientOptions = {"model": self.model, "base_url": self.base_url}
         if about.rule_based:
             return options
         if self.threads is not None and not about.threads:
             takes = [name for name in backend_names() if backend_about(name).threads]
             raise ConfigError(f"--threads applies to --backend {' or '.join(takes)}, "
                               f"not {self.name}")
-        options.update(seed=seed, timeout=self.timeout, max_tokens=self.max_tokens,
-                       think=self.think, omit=self.omit)
+        options.update({"seed": seed, "timeout": self.timeout, "max_tokens": self.max_tokens,
+                        "think": self.think, "omit": self.omit})
         if self.threads is not None:
             options["threads"] = self.threads
         return options
@@ -278,7 +307,7 @@ def load_config(path: str | Path | None) -> StudyConfig:
     return validate_config(raw, source)
 
 
-def validate_config(raw: dict[str, Any], source: object = "<config>") -> StudyConfig:
+def validate_config(raw: Mapping[str, object], source: object = "<config>") -> StudyConfig:
     try:
         return StudyConfig.model_validate(raw)
     except ValidationError as exc:

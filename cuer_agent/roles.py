@@ -76,6 +76,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
+from pydantic import StrictFloat, StrictInt
+from typing_extensions import TypedDict  # typing's TypedDict is no pydantic field on 3.11
 
 from cuer_agent.errors import ConfigError
 from cuer_agent.metrics.stats import (
@@ -157,6 +159,39 @@ class RoleThresholds:
             raise ConfigError(f"roles.confidence_conditions: unknown condition(s) {unknown}; "
                               f"known: {list(CONDITIONS)}")
         object.__setattr__(self, "confidence_conditions", conditions)  # list (TOML) → tuple
+
+    @classmethod
+    def overridden(cls, overrides: RoleOverrides) -> RoleThresholds:
+        """The defaults with `overrides` (`[cuer.roles]`) applied; a single condition name
+        stands for the conditions it names alone."""
+        default = cls()
+        conditions = overrides.get("confidence_conditions", default.confidence_conditions)
+        return cls(
+            hurt_correctness=overrides.get("hurt_correctness", default.hurt_correctness),
+            hurt_f1=overrides.get("hurt_f1", default.hurt_f1),
+            redundant_f1=overrides.get("redundant_f1", default.redundant_f1),
+            redundant_divergence=overrides.get("redundant_divergence",
+                                               default.redundant_divergence),
+            confidence_shift=overrides.get("confidence_shift", default.confidence_shift),
+            confidence_conditions=(conditions,) if isinstance(conditions, str) else conditions,
+            ci_level=overrides.get("ci_level", default.ci_level))
+
+
+_Number = StrictInt | StrictFloat | bool
+"""A number as written: pydantic converts none (an int stays an int, so a run's
+`config.json` records the override as given); `RoleThresholds` checks it."""
+
+
+class RoleOverrides(TypedDict, total=False):
+    """Overrides of `RoleThresholds` fields, as written in `[cuer.roles]`."""
+
+    hurt_correctness: _Number
+    hurt_f1: _Number
+    redundant_f1: _Number
+    redundant_divergence: _Number
+    confidence_shift: _Number
+    confidence_conditions: tuple[str, ...] | str
+    ci_level: _Number
 
 
 # --------------------------------------------------------------------------- item level

@@ -42,7 +42,7 @@ def _effects(table: dict[str, dict[str, dict[str, float]]], condition: str,
 
 def roles_summary(records: list[dict[str, Any]], config: CuerConfig) -> dict[str, Any]:
     table = by_condition(records)
-    thresholds = RoleThresholds(**config.roles)
+    thresholds = RoleThresholds.overridden(config.roles)
     ids = sorted(set(table.get("original", {})) & set(table.get("remove", {}))
                  & set(table.get("duplicate", {})))
     labels, holding = [], []
