@@ -20,7 +20,7 @@ import platform
 import subprocess
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -67,7 +67,18 @@ def _sha256(path: str, size: int, mtime_ns: int) -> str:
     return digest.hexdigest()
 
 
-def provenance(command: str, data_path: str | Path | None = None) -> dict[str, Any]:
+class ProvenanceRecord(TypedDict):
+    """Where a summary came from (`cuer_agent.studies.evaluate.cells.Provenance`)."""
+
+    command: str
+    version: str
+    commit: str | None
+    data_sha256: str | None
+    python: str
+    platform: str
+
+
+def provenance(command: str, data_path: str | Path | None = None) -> ProvenanceRecord:
     return {"command": command, "version": package_version(), "commit": git_commit(),
             "data_sha256": file_sha256(data_path), "python": platform.python_version(),
             "platform": platform.platform()}

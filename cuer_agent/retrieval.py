@@ -431,9 +431,9 @@ def support_recall_at_k(dataset: Dataset, k: int = 5, *, engine: str = "bm25s",
     its support title; the denominator of a hop position counts the questions whose hop at
     that position has a support title (hops without one are left out).
     """
-    options: dict[str, Any] = {"max_words": max_words, "engine": engine, "idf": idf}
-    shared = (BM25Retriever.from_passages(dataset.corpus, **options)
-              if dataset.corpus is not None else None)
+    index = functools.partial(BM25Retriever.from_passages, max_words=max_words,
+                              engine=engine, idf=idf)
+    shared = index(dataset.corpus) if dataset.corpus is not None else None
     found: dict[int, int] = {}
     total: dict[int, int] = {}
     for ex in dataset.examples:
@@ -442,7 +442,7 @@ def support_recall_at_k(dataset: Dataset, k: int = 5, *, engine: str = "bm25s",
         if not titled:
             continue
         retriever = (shared if shared is not None
-                     else BM25Retriever.from_passages(ex.passages, **options))
+                     else index(ex.passages))
         titles = {e.title for e in retriever.retrieve(ex.question, k)}
         for pos, title in titled:
             total[pos] = total.get(pos, 0) + 1

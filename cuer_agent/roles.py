@@ -72,7 +72,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -332,13 +331,45 @@ class _Stat:
                 f"[{_signed(self.ci_low)}, {_signed(self.ci_high)}]")
 
 
+Evidence = dict[str, dict[str, float | int]]
+"""`"<condition>.<metric>"` → {"n", "mean", "ci_low", "ci_high"}."""
+
+
+class VerdictRecord(TypedDict):
+    """Whether a dataset-level role holds (None: not decided), why, and on what."""
+
+    holds: bool | None
+    reason: str
+    evidence: Evidence
+
+
+class RoleSettings(TypedDict):
+    """The settings a dataset-level verdict was reached with."""
+
+    ci_level: float
+    n_resamples: int
+    seed: int
+    redundant_divergence: float
+    confidence_conditions: list[str]
+
+
+class DatasetRoleVerdicts(TypedDict):
+    """What `dataset_roles` returns (its docstring)."""
+
+    primary: str
+    labels: list[str]
+    verdicts: dict[str, VerdictRecord]
+    conditions: dict[str, dict[str, dict[str, float | int]]]
+    settings: RoleSettings
+
+
 @dataclass
 class _Verdict:
     holds: bool | None
     reason: str
-    evidence: dict[str, dict[str, float | int]] = field(default_factory=dict)
+    evidence: Evidence = field(default_factory=dict)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> VerdictRecord:
         return {"holds": self.holds, "reason": self.reason, "evidence": self.evidence}
 
 
@@ -371,7 +402,8 @@ def _condition_stats(condition: str, metrics: Mapping[str, ArrayLike], *, n_resa
 def dataset_roles(deltas_by_condition: Mapping[str, Mapping[str, ArrayLike]],
                   thresholds: RoleThresholds = RoleThresholds(), *,
                   n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
-                  clusters: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any]:
+                  clusters: Mapping[str, Sequence[str]] | None = None
+                  ) -> DatasetRoleVerdicts:
     """Dataset-level role verdicts from per-example delta arrays.
 
     `deltas_by_condition` maps a condition ("remove", "duplicate", "replace", or any
@@ -426,7 +458,7 @@ def dataset_roles(deltas_by_condition: Mapping[str, Mapping[str, ArrayLike]],
               "(use item_roles and role_counts)")
 
     # confidence-distorting: any checked condition with correctness CI ∋ 0, CE-utility CI ∌ 0
-    conf_evidence: dict[str, dict[str, float | int]] = {}
+    conf_evidence: Evidence = {}
     conf_hits: list[str] = []
     conf_misses: list[str] = []
     for cond in t.confidence_conditions:
@@ -479,6 +511,7 @@ def dataset_roles(deltas_by_condition: Mapping[str, Mapping[str, ArrayLike]],
 
 
 __all__ = [
-    "CONDITIONS", "LABELS", "NEUTRAL", "ROLE_PRIORITY", "ConditionEffects", "ItemEffects",
-    "RoleThresholds", "dataset_roles", "item_role", "item_roles", "role_counts",
+    "CONDITIONS", "LABELS", "NEUTRAL", "ROLE_PRIORITY", "ConditionEffects",
+    "DatasetRoleVerdicts", "ItemEffects", "RoleOverrides", "RoleThresholds", "dataset_roles",
+    "item_role", "item_roles", "role_counts",
 ]

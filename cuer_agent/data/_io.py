@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+from cuer_agent._json import JsonObject
 from cuer_agent.data._example import Dataset, Example
 from cuer_agent.errors import ConfigError, DataError
 
@@ -70,7 +71,8 @@ class RawRecord:
     """0-based record position in the file."""
     line: int | None
     """1-based line of the record (JSONL); None inside a JSON array."""
-    data: dict[str, Any]
+    data: JsonObject
+    """The record as parsed: a data set file is an edge of the program."""
 
     def fail(self, problem: str) -> NoReturn:
         """Raise a `DataError` naming this record's file, line and index."""

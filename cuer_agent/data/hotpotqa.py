@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from cuer_agent.data._example import Dataset, Example, Passage
 from cuer_agent.data._io import (
@@ -111,7 +111,17 @@ def parse_supporting_titles(record: RawRecord) -> tuple[str, ...]:
     return tuple(titles)
 
 
-def common_fields(record: RawRecord) -> dict[str, Any]:
+class CommonFields(TypedDict):
+    """The `Example` fields HotpotQA and 2WikiMultihopQA records share."""
+
+    id: str
+    question: str
+    answer: str
+    passages: tuple[Passage, ...]
+    qtype: str
+
+
+def common_fields(record: RawRecord) -> CommonFields:
     """The `Example` fields HotpotQA and 2WikiMultihopQA records share (2Wiki keeps
     HotpotQA's layout): id, question, answer, context passages, question type."""
     return {"id": record.text("_id"), "question": record.text("question"),

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cuer_agent._json import JsonObject
 from cuer_agent.data._example import Dataset, Example, HopGold, Passage
 from cuer_agent.data._io import (
     RawRecord,
@@ -73,7 +74,7 @@ INTEGER: Check = (is_int, "an integer")
 INTEGER_OR_NULL: Check = (lambda value: value is None or is_int(value), "an integer or null")
 
 
-def _object_field(record: RawRecord, where: str, item: dict[str, Any], key: str,
+def _object_field(record: RawRecord, where: str, item: JsonObject, key: str,
                   check: Check) -> Any:
     """One field of a nested object; absent or mistyped is a DataError naming both."""
     if key not in item:
@@ -85,7 +86,7 @@ def _object_field(record: RawRecord, where: str, item: dict[str, Any], key: str,
     return value
 
 
-def _objects(record: RawRecord, key: str) -> list[tuple[str, dict[str, Any]]]:
+def _objects(record: RawRecord, key: str) -> list[tuple[str, JsonObject]]:
     """The items of an array of objects, each with a 'where' label for messages."""
     labelled = []
     for position, item in enumerate(record.items(key)):

@@ -62,8 +62,8 @@ import json
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
+from cuer_agent._json import JsonObject
 from cuer_agent.data import canonical_name, dataset_about, dataset_names, load_dataset
 from cuer_agent.data._example import Example
 from cuer_agent.data._io import json_type, parse_json, read_jsonl, read_text
@@ -127,7 +127,7 @@ _HOTPOT_SHAPE = 'a JSON object {"answer": {id: answer string, ...}}'
 _JSONL_SHAPE = 'JSON Lines of {"id": ..., "predicted_answer": ...}'
 
 
-def _answers_from_object(path: Path, data: dict[str, Any]) -> dict[str, str]:
+def _answers_from_object(path: Path, data: JsonObject) -> dict[str, str]:
     """The ``"answer"`` mapping of a HotpotQA-format prediction object."""
     answers = data["answer"]
     if not isinstance(answers, dict):
@@ -154,7 +154,7 @@ def _answers_from_jsonl(path: Path) -> dict[str, str]:
     return answers
 
 
-def _first_line_object(text: str) -> dict[str, Any] | None:
+def _first_line_object(text: str) -> JsonObject | None:
     """The first non-blank line parsed as a JSON object, or None when it is not one."""
     first = next((line for line in text.split("\n") if line.strip()), "")
     try:

@@ -21,9 +21,9 @@ from cuer_agent.studies.propagation.cells import FaultCell
 
 DPI = 100
 SIZE = (7.0, 3.8)
-_STYLE: dict[str, Any] = {"font.size": 9, "axes.grid": True, "grid.alpha": 0.3,
-                          "axes.axisbelow": True, "svg.hashsalt": "cuer-agent",
-                          "path.simplify": False}
+_STYLE: dict[str, object] = {"font.size": 9, "axes.grid": True, "grid.alpha": 0.3,
+                             "axes.axisbelow": True, "svg.hashsalt": "cuer-agent",
+                             "path.simplify": False}
 MAIN_OPERATORS = ("remove", "replace", "duplicate", "zero_retrieval", "random_target")
 CUER_AXES = ("correctness", "grounding", "confidence_error", "divergence")
 

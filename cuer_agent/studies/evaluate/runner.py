@@ -14,6 +14,7 @@ unfaulted run (`cuer_agent.studies.diagnose.runner`); their summaries
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from cuer_agent.config import StudyConfig
@@ -43,7 +44,7 @@ from cuer_agent.studies.propagation.summary import summarize_propagation, verify
 
 def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config: StudyConfig,
                  *, show_progress: bool = True, parallel: Parallelism | int = 1,
-                 provenance: dict[str, Any] | None = None) -> EvaluateSummary:
+                 provenance: Mapping[str, object] | None = None) -> EvaluateSummary:
     """Run the three studies and the diagnosers into `run_dir`, write `summary.json`,
     and return it as its model."""
     diagnosers = build_diagnosers(config, skills)
