@@ -25,11 +25,26 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import ClassVar, Literal, Protocol, TypedDict, Unpack, runtime_checkable
 
 from cuer_agent._registry import Registry, SelectableAbout
-from cuer_agent.llm.backends import backend_about
+from cuer_agent.llm.backends import SkillClient, backend_about
 from cuer_agent.trace import HopRecord, Trace
+
+
+class DiagnoserOptions(TypedDict, total=False):
+    """What a diagnoser may be built with (`get_diagnoser(name, **options)`); each reads
+    the ones it needs."""
+
+    skills: SkillClient
+    """The model a model-based diagnoser (or a probe's re-run) asks."""
+    budget: int
+    """Probes: hops probed at most."""
+    min_confidence: float
+    """Gold-free probes: the repaired run's confidence that counts as fixed."""
+    hop_threshold: float
+    drift_threshold: float
+    threshold: float
 
 Stage = Literal["retrieval", "tool", "answer", "none"]
 STAGES: tuple[str, ...] = ("retrieval", "tool", "answer", "none")
@@ -139,7 +154,7 @@ class BaseDiagnoser:
     control: ClassVar[bool] = False
     """A control: what any trace would score (chance, a fixed hop, the trace's own flags),
     set beside the diagnosers so a figure that needs no diagnosis shows as such."""
-    options: dict[str, Any] = field(default_factory=dict)
+    options: DiagnoserOptions = field(default_factory=lambda: DiagnoserOptions())
 
     def rule_based_backend(self) -> str | None:
         """The name of the backend its skills run on when that backend is a rule-based
@@ -183,7 +198,7 @@ def diagnoser_help() -> str:
     return DIAGNOSERS.choices(SelectableAbout)
 
 
-def get_diagnoser(name: str, **options: Any) -> Diagnoser:
+def get_diagnoser(name: str, **options: Unpack[DiagnoserOptions]) -> Diagnoser:
     made = DIAGNOSERS.get(name)(options=options)
     if getattr(made, "name", "") != name:  # entry-point classes may not set it themselves
         made.name = name  # type: ignore[misc]

@@ -18,12 +18,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from functools import partial
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from cuer_agent.metrics.answer import normalize_answer
 from cuer_agent.trace import Trace
 
-from ._base import BaseDiagnoser, Diagnosis, DiagnosisView, Probe
+from ._base import BaseDiagnoser, DiagnoserOptions, Diagnosis, DiagnosisView, Probe
 
 Fixed = Callable[[Trace], bool]
 """Does a repaired run count as fixed?"""
@@ -56,7 +56,7 @@ class GoldFree:
     (`supports_new_answer`; option `min_confidence`, default `MIN_CONFIDENCE`)."""
 
     uses_gold_oracle: ClassVar[bool] = False
-    options: dict[str, Any]
+    options: DiagnoserOptions
 
     def fixed(self, view: DiagnosisView, probe: Probe) -> Fixed:
         return supports_new_answer(view.trace,

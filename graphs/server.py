@@ -35,6 +35,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict
 
+from cuer_agent._json import JsonObject
 from cuer_agent.data import dataset_help
 from cuer_agent.errors import CuerError
 from cuer_agent.graphs import nodes
@@ -88,7 +89,7 @@ class Answer(TypedDict):
     """The final answer (`answer` is taken: it names the answering node)."""
     confidence: float | None
     """The agent's self-reported confidence in [0, 1]."""
-    observable_trace: dict[str, Any]
+    observable_trace: JsonObject
     """The run's observable trace (`cuer_agent.trace.Trace`, schema in docs/outputs.md)."""
 
 
@@ -98,7 +99,7 @@ class ServerState(AgentState, total=False):
     """Set by `finish`: the final answer."""
     confidence: float | None
     """Set by `finish`: the final answer's confidence."""
-    observable_trace: dict[str, Any]
+    observable_trace: JsonObject
     """Set by `finish`: the run's observable trace as JSON."""
 
 
@@ -140,10 +141,8 @@ def _build(ctx: ServerContext) -> AgentContext:
     from cuer_agent.llm.cache import ResponseCache
     from cuer_agent.retrieval import BM25Retriever
 
-    options: dict[str, Any] = {"model": ctx.model, "base_url": ctx.base_url}
-    if not backend_about(ctx.backend).rule_based:
-        options["seed"] = ctx.seed
-    backend = make_backend(ctx.backend, **options)
+    seeded = {} if backend_about(ctx.backend).rule_based else {"seed": ctx.seed}
+    backend = make_backend(ctx.backend, model=ctx.model, base_url=ctx.base_url, **seeded)
     skills = SkillClient(backend, cache=ResponseCache(Path(ctx.cache)) if ctx.cache else None)
     data = load_study_data(ctx.dataset, ctx.path, ctx.n if is_generated(ctx.dataset) else None,
                            ctx.hops, ctx.seed)
