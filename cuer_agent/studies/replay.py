@@ -122,7 +122,7 @@ def _cuer_rows(config: CuerRunConfig, example_id: str,
                         meta=_meta(config, skills))
     pairs = _example_rows(example, executor, study, study.conditions(),
                           retriever_factory(ds)(example))
-    return [trace_row for trace_row, _ in pairs if trace_row is not None]
+    return [dict(trace_row) for trace_row, _ in pairs if trace_row is not None]
 
 
 def _propagation_rows(config: PropagateRunConfig, example_id: str,

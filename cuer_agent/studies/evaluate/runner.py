@@ -27,7 +27,6 @@ from cuer_agent.studies._common.cells import Part
 from cuer_agent.studies._common.pools import single_shot_data
 from cuer_agent.studies._common.run_agent import ledger_from_rows, retriever_factory
 from cuer_agent.studies._common.run_configs import cuer_record, open_run_dir, propagate_record
-from cuer_agent.studies.cuer.cells import CuerSummary
 from cuer_agent.studies.cuer.report import cuer_summary
 from cuer_agent.studies.cuer.runner import RECORDS as CUER_RECORDS
 from cuer_agent.studies.cuer.runner import TRACES as CUER_TRACES
@@ -63,9 +62,7 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
     run_cuer(single_data, single, single_dir, config.cuer,
              retriever_for=retriever_factory(single_data),
              show_progress=show_progress, parallel=parallel)
-    single_summary = cuer_summary(single_dir, config.cuer)
-    single_dir.write_summary(single_summary, CuerSummary)
-    single_summary = {**single_summary, "questions": "per_hop" if per_hop else "whole"}
+    single_summary = single_dir.write_model(cuer_summary(single_dir, config.cuer))
 
     agentic_dir = open_run_dir(run_dir.path / "agentic", propagate_record(
         source=dataset.source, hops=config.agent.hops,
@@ -92,7 +89,7 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
     ledger["diagnoser_requests"] = sum(r["calls"] for r in diagnoses)
     ledger["diagnoser_errors"] = sum(1 for r in diagnoses if r["error"])
     summary: dict[str, Any] = {
-        "single_shot": single_summary,
+        "single_shot": {**_json(single_summary), "questions": "per_hop" if per_hop else "whole"},
         "agentic": _json(agentic),
         "verify": _json(verify_rates(typed_records, config.propagation.faults)),
         "invisibility": _json(invisibility(typed_traces, config.propagation.faults)),

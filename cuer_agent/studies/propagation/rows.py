@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NotRequired
 
-from pydantic import JsonValue, TypeAdapter
+from pydantic import TypeAdapter
 from typing_extensions import TypedDict
 
 from cuer_agent._json import JsonRow
+from cuer_agent.studies._common.records import RecordData
 from cuer_agent.trace import HopData
 
 
@@ -46,25 +47,6 @@ class ForkMetrics(TypedDict):
     """Correctness of the same injection with the agent's retries off."""
     control_same_run: NotRequired[float]
     """1.0 when the control is the run itself (it never retried)."""
-
-
-class RecordData(TypedDict):
-    """An intervention record as JSON (`InterventionRecord.model_dump(mode="json")`), or
-    the short record of a clean, skipped or closing row (its ids and condition)."""
-
-    record_id: str
-    example_id: str
-    condition: str
-    operator: NotRequired[str]
-    hop: NotRequired[int]
-    target_ids: NotRequired[list[str]]
-    target_titles: NotRequired[list[str]]
-    target_rule: NotRequired[str]
-    new_ids: NotRequired[list[str]]
-    provenance: NotRequired[dict[str, str]]
-    params: NotRequired[dict[str, JsonValue]]
-    certificate: NotRequired[dict[str, JsonValue]]
-    skipped: NotRequired[str]
 
 
 class ForkRow(TypedDict):
