@@ -69,9 +69,6 @@ def roles_summary(records: list[RecordRow], config: CuerConfig, *,
         if CONSTRUCTIVE in holds and effects.remove.answer_changed:
             changed += 1
             supported += effects.remove_answer_supported_elsewhere
-    items = {"n_items": len(ids), "items": RoleCounts.model_validate(role_counts(labels)),
-             "items_holding": RoleCounts.model_validate(role_counts(holding)),
-             "support_check": SupportCheck(changed=changed, supported=supported)}
     deltas: dict[str, dict[str, np.ndarray]] = {}
     clusters: dict[str, list[str]] = {}
     for condition in ROLE_CONDITIONS:
@@ -84,10 +81,13 @@ def roles_summary(records: list[RecordRow], config: CuerConfig, *,
                           ("confidence_error", "conf_utility"), ("divergence", "divergence")):
             orig, cf = paired(table, condition, axis)
             deltas[condition][key] = delta(orig, cf, axis)
-    if not ("remove" in deltas and len(deltas["remove"]["correctness"])):
-        return Roles(**items)
-    if suppressed is not None:
-        return Roles(**items, dataset=SuppressedRoles(suppressed=suppressed))
-    return Roles(**items, dataset=DatasetRoles.model_validate(dataset_roles(
-        deltas, thresholds, n_resamples=config.bootstrap_resamples,
-        seed=config.bootstrap_seed, clusters=clusters)))
+    dataset: DatasetRoles | SuppressedRoles | None = None
+    if "remove" in deltas and len(deltas["remove"]["correctness"]):
+        dataset = (SuppressedRoles(suppressed=suppressed) if suppressed is not None
+                   else DatasetRoles.model_validate(dataset_roles(
+                       deltas, thresholds, n_resamples=config.bootstrap_resamples,
+                       seed=config.bootstrap_seed, clusters=clusters)))
+    return Roles(n_items=len(ids), items=RoleCounts.model_validate(role_counts(labels)),
+                 items_holding=RoleCounts.model_validate(role_counts(holding)),
+                 support_check=SupportCheck(changed=changed, supported=supported),
+                 **({"dataset": dataset} if dataset is not None else {}))
