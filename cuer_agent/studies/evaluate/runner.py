@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuer_agent._json import JsonObject
 from cuer_agent.config import StudyConfig
 from cuer_agent.data import Dataset
 from cuer_agent.execution import AgentConfig, Executor
@@ -106,7 +105,7 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
     return run_dir.write_summary(summary, EvaluateSummary)
 
 
-def _json(part: Part) -> JsonObject:
+def _json(part: Part) -> dict[str, object]:
     """A summary part built as its model, as `summary.json` holds it (the keys it was
     given, by their JSON names)."""
     return part.model_dump(mode="json", by_alias=True, exclude_unset=True)
