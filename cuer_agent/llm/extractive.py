@@ -66,7 +66,6 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from cuer_agent._json import JsonObject
 from cuer_agent.llm import _text as tx
 from cuer_agent.llm._checks import check
 from cuer_agent.llm._compare import attribute_words, compare, options
@@ -428,7 +427,7 @@ class ExtractiveBackend:
         self.version = rules_version(relation_table)
         """Part of the cache key (`cuer_agent.llm.cache.cache_key`)."""
 
-    def decoding(self) -> JsonObject:
+    def decoding(self) -> dict[str, Any]:
         return {}
 
     def render(self, skill: str, request: BaseModel) -> Any:
