@@ -1,6 +1,7 @@
 """The options the commands share: one declaration, one meaning, one override style.
 
-`--hops` is the agent's hop budget and exists only where an agent runs; `--gold-hops`
+`--hops` is the agent's hop budget and exists only where an agent runs (or, in
+`diagnose`, where its traces are read: the budget it ran with); `--gold-hops`
 keeps the questions with those gold hop counts wherever data is read. A shared option
 has the same declaration in every command, fails the same way (one line naming it,
 exit 2), and a flag left out leaves the --config file's value standing.
@@ -66,9 +67,9 @@ def test_a_shared_option_is_declared_the_same_in_every_command_that_takes_it(
     assert len(kinds) == 1, kinds
 
 
-def test_hops_exists_only_in_the_commands_that_run_an_agent() -> None:
+def test_hops_exists_only_where_an_agent_runs_or_its_traces_are_diagnosed() -> None:
     with_hops = {name for name in _all_commands() if _option(name, "--hops")}
-    assert with_hops == set(AGENT_COMMANDS)
+    assert with_hops == {*AGENT_COMMANDS, "diagnose"}
 
 
 def test_every_config_flag_defaults_to_none_so_the_file_stands_unless_given() -> None:

@@ -209,5 +209,5 @@ def test_per_hop_questions_of_one_example_are_bootstrapped_as_one_cluster() -> N
     values = np.array([1.0, 1.0, 1.0, 0.0, 0.0, 0.0])  # two examples, three hops each
     per_hop = _ci(values, config, ["a#h1", "a#h2", "a#h3", "b#h1", "b#h2", "b#h3"])
     independent = _ci(values, config, ["a", "b", "c", "d", "e", "f"])
-    assert per_hop == [0.0, 1.0]  # only two clusters: the mean is 0, 0.5 or 1
+    assert per_hop == (0.0, 1.0)  # only two clusters: the mean is 0, 0.5 or 1
     assert independent[0] > 0.0 and independent[1] < 1.0

@@ -342,9 +342,9 @@ def test_a_fork_that_ended_in_an_error_is_counted_apart() -> None:
 
     rows = [row(1.0), row(0.0), row(0.0, "error"), row(0.0, "parse_failure")]
     cell = fault_table(rows, ("empty_retrieval",))["empty_retrieval"]["1"]
-    assert (cell["injected"], cell["recovered"], cell["failed"], cell["errors"]) == (2, 1, 1, 2)
-    assert cell["ci"] == [0.094531, 0.905469]  # Wilson, 1/2
-    assert cell["descriptive_only"]  # 2 injections < 10
+    assert (cell.injected, cell.recovered, cell.failed, cell.errors) == (2, 1, 1, 2)
+    assert cell.ci == (0.094531, 0.905469)  # Wilson, 1/2
+    assert cell.descriptive_only  # 2 injections < 10
 
 
 def test_early_termination_is_reported_as_forced(run: Path) -> None:

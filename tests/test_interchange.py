@@ -140,7 +140,7 @@ def test_import_rebuilds_every_exported_trace_exactly(run: Path, exported: Path)
 def test_round_trip_gives_the_runs_trace_only_diagnoses(run: Path, exported: Path,
                                                        tmp_path: Path) -> None:
     code, text = cli_text("diagnose", "--traces", str(exported), "--out", str(tmp_path / "d"),
-                     "--no-cache", "--hop-budget", "3")
+                     "--no-cache", "--hops", "3")
     assert code == 0, text
     mine = {(r["record_id"], r["diagnoser"]): r for r in read_rows(tmp_path / "d" /
                                                                   "diagnoses.jsonl")}
@@ -157,7 +157,7 @@ def test_round_trip_gives_the_runs_trace_only_diagnoses(run: Path, exported: Pat
 def test_round_trip_scores_diagnosers_as_the_study_did(run: Path, exported: Path,
                                                        tmp_path: Path) -> None:
     assert cli_text("diagnose", "--traces", str(exported), "--out", str(tmp_path / "d"),
-               "--no-cache", "--hop-budget", "3")[0] == 0
+               "--no-cache", "--hops", "3")[0] == 0
     study = json.loads((run / "summary.json").read_text())["diagnosers"]
     mine = json.loads((tmp_path / "d" / "summary.json").read_text())["diagnosers"]
     for name in TRACE_ONLY_NAMES:

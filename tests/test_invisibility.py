@@ -56,17 +56,17 @@ def rows(tell: bool, n: int = 60, seed: int = 0) -> list[dict[str, Any]]:
 
 
 def test_a_template_sentence_is_detectable_by_its_shape() -> None:
-    cell = invisibility(rows(tell=True), ["conflicting_evidence"])["faults"][
+    cell = invisibility(rows(tell=True), ["conflicting_evidence"]).faults[
         "conflicting_evidence"]
-    assert cell["auc"] > 0.9 and cell["detectable"]
-    assert cell["top_feature"] in {"sentences", "tokens", "words"}
+    assert cell.auc is not None and cell.auc > 0.9 and cell.detectable
+    assert cell.top_feature in {"sentences", "tokens", "words"}
 
 
 def test_a_passage_drawn_like_the_real_ones_is_not() -> None:
-    cell = invisibility(rows(tell=False), ["conflicting_evidence"])["faults"][
+    cell = invisibility(rows(tell=False), ["conflicting_evidence"]).faults[
         "conflicting_evidence"]
-    assert cell["auc"] <= DETECTABLE and not cell["detectable"]
-    assert cell["ci"][0] <= 0.5 <= cell["ci"][1]
+    assert cell.auc is not None and cell.auc <= DETECTABLE and not cell.detectable
+    assert cell.ci is not None and cell.ci[0] <= 0.5 <= cell.ci[1]
 
 
 def test_an_added_passage_is_set_beside_one_real_paragraph_of_its_title() -> None:

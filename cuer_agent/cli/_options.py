@@ -2,7 +2,8 @@
 option groups `DataFlags`, `AgentFlags`, `ModelFlags` and `ExecutionFlags`.
 
 One meaning per flag: `--hops` is the agent's hop budget in every command that runs an
-agent (and exists in no other); `--gold-hops` keeps the questions with those gold hop
+agent, and in `diagnose`, which reads the traces of an agent that ran with one (it exists
+in no other command); `--gold-hops` keeps the questions with those gold hop
 counts in every command that loads data.
 
 One override style: a flag that a study config (`--config`) also sets defaults to None,
@@ -69,6 +70,9 @@ HopBudget = Annotated[int | None, typer.Option(
     "--hops", help="The agent's hop budget (default 3). The synthetic world's questions have "
                    "as many hops unless --gold-hops (or a config's \\[data] hops) says "
                    "otherwise.")]
+RanHopBudget = Annotated[int | None, typer.Option(
+    "--hops", min=1, help="The hop budget your agent ran with (you set it; not in the "
+                          "traces): lets trace-rule tell a run that stopped before it.")]
 Retries = Annotated[int | None, typer.Option(
     "--retries", help="Retries per hop when VERIFY finds a hop unsupported (default 1; "
                       "0 = the agent never retries).")]

@@ -19,6 +19,7 @@ from cuer_agent.cli._options import (
     DataFlags,
     ModelFlags,
     NoCache,
+    RanHopBudget,
     Seed,
     names,
     option_groups,
@@ -134,9 +135,7 @@ def diagnose_cmd(
              "tool): each call is a hop, its output text the evidence.")] = None,
     llm: ModelFlags = MODEL_FLAGS,
     seed: Seed = None,
-    hop_budget: Annotated[int | None, typer.Option(
-        min=1, help="The hop budget your agent ran with (you set it; not in the traces): "
-                    "lets trace-rule tell a run that stopped before it.")] = None,
+    hop_budget: RanHopBudget = None,
     labels: Annotated[Path | None, typer.Option(
         help="Labels JSONL (docs/schemas/labels.schema.json): per trace its outcome and, "
              "when it failed, the first-error hop and stage. Scores the diagnosers "

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cuer_agent._json import JsonObject
 from cuer_agent.errors import DataError
 
 SPAN_KIND_INTERNAL = 1
@@ -30,13 +31,13 @@ _STATUS_NAMES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR
 
 # ------------------------------------------------------------------------------ writing
 
-def attribute(key: str, value: Any) -> dict[str, Any]:
+def attribute(key: str, value: Any) -> JsonObject:
     """One OTLP/JSON attribute. bool before int (a bool is an int in Python); ints as
     decimal strings; lists as `arrayValue`."""
     return {"key": key, "value": any_value(value)}
 
 
-def any_value(value: Any) -> dict[str, Any]:
+def any_value(value: Any) -> JsonObject:
     if isinstance(value, bool):
         return {"boolValue": value}
     if isinstance(value, int):
@@ -52,10 +53,10 @@ def hex_to_base64(value: str) -> str:
     return base64.b64encode(bytes.fromhex(value)).decode("ascii")
 
 
-def to_protobuf_json(request: dict[str, Any]) -> dict[str, Any]:
+def to_protobuf_json(request: JsonObject) -> JsonObject:
     """The same request with base64 ids, as protobuf's JSON parser expects them (the one
     deviation of OTLP/JSON from the protobuf JSON mapping)."""
-    out: dict[str, Any] = json.loads(json.dumps(request))
+    out: JsonObject = json.loads(json.dumps(request))
     for resource in out.get("resourceSpans", []):
         for scope in resource.get("scopeSpans", []):
             for span in scope.get("spans", []):
@@ -77,10 +78,10 @@ class Span:
     name: str
     start: int
     end: int
-    attributes: dict[str, Any] = field(default_factory=dict)
+    attributes: JsonObject = field(default_factory=dict)
     status_code: int = 0
     status_message: str = ""
-    resource: dict[str, Any] = field(default_factory=dict)
+    resource: JsonObject = field(default_factory=dict)
     order: int = 0
     """Position in the file (ties in start time keep file order)."""
 
@@ -101,7 +102,7 @@ class Span:
             return {}
 
 
-def _value(v: dict[str, Any]) -> Any:
+def _value(v: JsonObject) -> Any:
     if "stringValue" in v:
         return v["stringValue"]
     if "boolValue" in v:
@@ -120,7 +121,7 @@ def _value(v: dict[str, Any]) -> Any:
     return None
 
 
-def attributes(items: list[dict[str, Any]]) -> dict[str, Any]:
+def attributes(items: list[JsonObject]) -> JsonObject:
     return {a["key"]: _value(a.get("value", {})) for a in items}
 
 
@@ -144,7 +145,7 @@ def _hex_id(value: str, size: int) -> str:
     return raw.hex()
 
 
-def _status(span: dict[str, Any]) -> tuple[int, str]:
+def _status(span: JsonObject) -> tuple[int, str]:
     status = span.get("status") or {}
     code = status.get("code", 0)
     if isinstance(code, str):
@@ -152,7 +153,7 @@ def _status(span: dict[str, Any]) -> tuple[int, str]:
     return int(code), str(status.get("message", ""))
 
 
-def _requests(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def _requests(path: Path) -> Iterator[tuple[int, JsonObject]]:
     """(line number, request) per line; a file holding one pretty-printed request is read
     whole."""
     try:

@@ -38,8 +38,8 @@ import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from cuer_agent._json import JsonObject
 from cuer_agent.errors import CuerError
 from cuer_agent.interchange._otlp import (
     SPAN_KIND_INTERNAL,
@@ -67,7 +67,7 @@ class _Builder:
     """Spans of one trace, in creation order, on a logical clock."""
 
     trace_id: str
-    spans: list[dict[str, Any]] = field(default_factory=list)
+    spans: list[JsonObject] = field(default_factory=list)
     clock: int = 0
 
     def tick(self) -> str:
@@ -75,7 +75,7 @@ class _Builder:
         return str(EPOCH_NS + 1000 * self.clock)
 
     def open(self, name: str, kind: str, parent: str,
-             attrs: list[dict[str, Any]]) -> dict[str, Any]:
+             attrs: list[JsonObject]) -> JsonObject:
         span = {"traceId": self.trace_id, "spanId": _digest(self.trace_id, len(self.spans))[:16],
                 "name": name, "kind": SPAN_KIND_INTERNAL, "startTimeUnixNano": self.tick(),
                 "attributes": [attribute("openinference.span.kind", kind), *attrs],
@@ -85,11 +85,11 @@ class _Builder:
         self.spans.append(span)
         return span
 
-    def close(self, span: dict[str, Any]) -> None:
+    def close(self, span: JsonObject) -> None:
         span["endTimeUnixNano"] = self.tick()
 
 
-def _retriever_attrs(attempt: HopAttempt) -> list[dict[str, Any]]:
+def _retriever_attrs(attempt: HopAttempt) -> list[JsonObject]:
     attrs = [attribute("input.value", attempt.subquery)]
     for i, ev in enumerate(attempt.retrieved):
         prefix = f"retrieval.documents.{i}.document"
@@ -102,7 +102,7 @@ def _retriever_attrs(attempt: HopAttempt) -> list[dict[str, Any]]:
 
 
 def _llm_attrs(model: str, prompt: str, reply: str, *, value_in: str | None = None,
-               value_out: str | None = None) -> list[dict[str, Any]]:
+               value_out: str | None = None) -> list[JsonObject]:
     return [attribute("llm.model_name", model),
             attribute("input.value", prompt if value_in is None else value_in),
             attribute("output.value", reply if value_out is None else value_out),
@@ -112,7 +112,7 @@ def _llm_attrs(model: str, prompt: str, reply: str, *, value_in: str | None = No
             attribute("llm.output_messages.0.message.content", reply)]
 
 
-def _reader_attrs(model: str, attempt: HopAttempt) -> list[dict[str, Any]]:
+def _reader_attrs(model: str, attempt: HopAttempt) -> list[JsonObject]:
     """A reader call: the sub-query and the evidence in, the finding and support out."""
     evidence = [{"id": ev.id, "title": ev.title, "text": ev.text} for ev in attempt.retrieved]
     prompt = "\n\n".join([attempt.subquery, *(f"[{ev.id}] {ev.title}: {ev.text}"
@@ -138,7 +138,7 @@ def _groups(steps: tuple[Step, ...]) -> Iterator[list[Step]]:
         yield group
 
 
-def _evaluations(diagnoses: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _evaluations(diagnoses: list[JsonObject]) -> list[JsonObject]:
     attrs = []
     for i, d in enumerate(diagnoses):
         prefix = f"evaluations.{i}.evaluation"
@@ -155,8 +155,8 @@ def _evaluations(diagnoses: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def trace_request(trace: Trace, trace_id: str, *, study: str = "",
-                  record: dict[str, Any] | None = None, metrics: dict[str, Any] | None = None,
-                  diagnoses: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                  record: JsonObject | None = None, metrics: JsonObject | None = None,
+                  diagnoses: list[JsonObject] | None = None) -> JsonObject:
     """One trace as an ExportTraceServiceRequest (OTLP/JSON, hex ids)."""
     b = _Builder(trace_id)
     top = trace.model_dump(mode="json", exclude={"question", "answer", "steps", "hops"})
@@ -215,9 +215,9 @@ def trace_files(run_dir: Path) -> list[Path]:
     return files
 
 
-def _by_record(path: Path) -> dict[str, list[dict[str, Any]]]:
+def _by_record(path: Path) -> dict[str, list[JsonObject]]:
     """A study file's rows by record id (none when the file is absent)."""
-    out: dict[str, list[dict[str, Any]]] = {}
+    out: dict[str, list[JsonObject]] = {}
     if path.exists():
         for row in scan_rows(path, torn_tail_ok=True):
             rid = row.get("record_id") or (row.get("record") or {}).get("record_id")
@@ -226,12 +226,12 @@ def _by_record(path: Path) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def record_metrics(records: Path) -> dict[str, dict[str, Any]]:
+def record_metrics(records: Path) -> dict[str, JsonObject]:
     """record id → its metrics, from a study's records.jsonl (labels: for scoring only)."""
     return {rid: rows[0].get("metrics") or {} for rid, rows in _by_record(records).items()}
 
 
-def run_requests(run_dir: Path) -> Iterator[dict[str, Any]]:
+def run_requests(run_dir: Path) -> Iterator[JsonObject]:
     """Every stored trace of a run directory as an export request, in file order."""
     config = run_dir / "config.json"
     run_key = _digest(config.read_text(encoding="utf-8")) if config.exists() else ""
@@ -262,9 +262,9 @@ def export_run(run_dir: Path, out: Path) -> int:
 
 # ---------------------------------------------------------------------------- sending
 
-def _batches(requests: Iterator[dict[str, Any]], size: int) -> Iterator[dict[str, Any]]:
+def _batches(requests: Iterator[JsonObject], size: int) -> Iterator[JsonObject]:
     """Requests merged `size` at a time (one POST carries many traces)."""
-    batch: list[dict[str, Any]] = []
+    batch: list[JsonObject] = []
     for request in requests:
         batch += request["resourceSpans"]
         if len(batch) >= size:
@@ -280,7 +280,7 @@ def traces_url(endpoint: str) -> str:
     return url if url.endswith("/v1/traces") else url + "/v1/traces"
 
 
-def _body(request: dict[str, Any], protobuf: bool) -> tuple[bytes, str]:
+def _body(request: JsonObject, protobuf: bool) -> tuple[bytes, str]:
     if not protobuf:
         return canonical_json(request).encode("utf-8"), "application/json"
     try:
@@ -297,7 +297,7 @@ def _body(request: dict[str, Any], protobuf: bool) -> tuple[bytes, str]:
     return message.SerializeToString(), "application/x-protobuf"
 
 
-def send(requests: Iterator[dict[str, Any]], endpoint: str, *, protobuf: bool = False,
+def send(requests: Iterator[JsonObject], endpoint: str, *, protobuf: bool = False,
          batch: int = 64, timeout: float = 30.0) -> int:
     """POST the requests to an OTLP/HTTP collector, `batch` traces per POST; returns the
     traces sent. A refused connection or a non-2xx reply raises `CuerError` (one line)."""

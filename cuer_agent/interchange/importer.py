@@ -49,6 +49,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from cuer_agent._json import JsonObject
 from cuer_agent.interchange._otlp import STATUS_ERROR, Span
 from cuer_agent.trace import Action, Evidence, HopAttempt, HopRecord, Step, StepState, Trace
 
@@ -79,8 +80,8 @@ class ImportedTrace:
     trace: Trace
     mapping: str
     """"exact" (a cuer-agent export) or "generic"."""
-    record: dict[str, Any] = field(default_factory=dict)
-    metrics: dict[str, Any] = field(default_factory=dict)
+    record: JsonObject = field(default_factory=dict)
+    metrics: JsonObject = field(default_factory=dict)
 
 
 def _parse(value: Any) -> Any:
@@ -110,7 +111,7 @@ def _message_text(message: Any) -> tuple[str, str]:
     return role.lower(), str(content)
 
 
-def _messages(value: dict[str, Any]) -> list[tuple[str, str]]:
+def _messages(value: JsonObject) -> list[tuple[str, str]]:
     raw = value.get("messages")
     if isinstance(raw, list) and raw and isinstance(raw[0], list):  # [[...]] batches
         raw = raw[0]
@@ -135,7 +136,7 @@ def text_of(value: Any, keys: tuple[str, ...], roles: tuple[str, ...], *,
     return None
 
 
-def _doc_id(span: Span, i: int, content: str, meta: dict[str, Any]) -> str:
+def _doc_id(span: Span, i: int, content: str, meta: JsonObject) -> str:
     given = span.attributes.get(f"retrieval.documents.{i}.document.id") or meta.get("id")
     return str(given) if given else content_id(content)
 
@@ -269,7 +270,7 @@ def _generic(trace_id: str, root: Span, spans: list[Span], question: str,
     used = tuple(dict.fromkeys(i for h in hops for i in h.selected))
     steps.append(Step(action=Action.ANSWER, hop=0, state=StepState(
         query=question, in_view=used, candidate=answer)))
-    meta: dict[str, Any] = {"source": "openinference", "trace_id": trace_id,
+    meta: JsonObject = {"source": "openinference", "trace_id": trace_id,
                             "root": root.name,
                             "error_spans": sum(s.status_code == STATUS_ERROR for s in spans)}
     if models:

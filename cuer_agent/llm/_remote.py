@@ -32,6 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from cuer_agent._json import JsonObject
 from cuer_agent.errors import ConfigError
 from cuer_agent.llm import prompts
 from cuer_agent.llm.backends import BackendError, BackendReply
@@ -133,18 +134,18 @@ class RemoteBackend(ABC):
     # -- pickling: the constructor's arguments, never the live client or the API key ------
     # A worker process rebuilds the client (a concrete backend's __init__ takes
     # `base_url=`) and reads the key from its own environment.
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         return {"model": self.model, "base_url": getattr(self, "base_url", None),
                 "seed": self.seed, "temperature": self.temperature, "timeout": self.timeout,
                 "retry": self.retry, "max_tokens": self.max_tokens, "think": self.think,
                 "omit": self.omit}
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
+    def __setstate__(self, state: dict[str, object]) -> None:
         self.__init__(**state)  # type: ignore[misc]
 
     # -- what a concrete backend provides ------------------------------------------------
     @abstractmethod
-    def _send(self, messages: list[dict[str, str]], schema: dict[str, Any],
+    def _send(self, messages: list[dict[str, str]], schema: JsonObject,
               max_tokens: int) -> Sent: ...
 
     @abstractmethod
@@ -156,7 +157,7 @@ class RemoteBackend(ABC):
         """Fail fast (ConfigError) when the server is unreachable or lacks the model."""
 
     # -- Backend protocol ----------------------------------------------------------------
-    def decoding(self) -> dict[str, Any]:
+    def decoding(self) -> JsonObject:
         """What shapes a reply, so the response cache keys on it."""
         return {"temperature": self.temperature, "seed": self.seed,
                 "max_tokens": dict(sorted(self.max_tokens.items())), "think": self.think,
@@ -199,7 +200,7 @@ class RemoteBackend(ABC):
                             latency_s=time.perf_counter() - started, retries=retries,
                             error="" if text is not None else error)
 
-    def _send_with_retries(self, messages: list[dict[str, str]], schema: dict[str, Any],
+    def _send_with_retries(self, messages: list[dict[str, str]], schema: JsonObject,
                            max_tokens: int) -> tuple[Sent, int]:
         """(reply, retries). Failures use up `max_attempts`; rate limits only patience."""
         failures = rate_limits = 0

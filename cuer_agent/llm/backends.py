@@ -23,6 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
+from cuer_agent._json import JsonObject
 from cuer_agent._lru import LRU
 from cuer_agent._registry import About, Registry
 from cuer_agent.errors import CuerError
@@ -81,7 +82,7 @@ class Backend(Protocol):
     # A backend may also set `version: str` (part of the cache key): what changes its
     # replies besides the model name — the rule reader's hash of its rules and tables.
 
-    def decoding(self) -> dict[str, Any]:
+    def decoding(self) -> JsonObject:
         """Decoding parameters that shape the reply (part of the cache key)."""
         ...
 
@@ -127,10 +128,10 @@ class SkillClient:
     # Pickled as its recipe (backend settings, cache path) for a worker process; the
     # worker starts a ledger of its own, whose counts travel back with its results
     # (`cuer_agent.parallel`).
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         return {"backend": self.backend, "cache": self.cache}
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
+    def __setstate__(self, state: dict[str, object]) -> None:
         self.__init__(state["backend"], cache=state["cache"])  # type: ignore[misc]
 
     @contextmanager
@@ -243,19 +244,20 @@ class SkillClient:
         return result
 
     def _parsed(self, skill: str, stored: CachedReply, *, cached: bool) -> SkillResult:
-        usage: dict[str, Any] = {"prompt_tokens": stored.prompt_tokens,
-                 "completion_tokens": stored.completion_tokens}
+        def result(response: BaseModel | None, status: str, error: str = "") -> SkillResult:
+            return SkillResult(skill, response, status, error, cached=cached,
+                               prompt_tokens=stored.prompt_tokens,
+                               completion_tokens=stored.completion_tokens)
+
         if stored.text is None:
             self.ledger.add(skill, parse_failures=1)
-            return SkillResult(skill, None, "parse_failure", stored.error, cached=cached,
-                               **usage)
+            return result(None, "parse_failure", stored.error)
         try:
             response = RESPONSES[skill].model_validate_json(stored.text)
         except ValidationError as exc:  # a stale cache entry from an older schema
             self.ledger.add(skill, parse_failures=1)
-            return SkillResult(skill, None, "parse_failure", str(exc).splitlines()[0],
-                               cached=cached, **usage)
-        return SkillResult(skill, response, "ok", cached=cached, **usage)
+            return result(None, "parse_failure", str(exc).splitlines()[0])
+        return result(response, "ok")
 
 
 # --- registry ------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cuer_agent._json import JsonObject
 from cuer_agent._lru import LRU
 
 CACHE_SCHEMA = 2
@@ -40,7 +41,7 @@ each)."""
 
 
 def cache_key(backend: str, model: str, skill: str, rendered: Any,
-              decoding: dict[str, Any], version: str = "") -> str:
+              decoding: JsonObject, version: str = "") -> str:
     """sha256 over a canonical JSON of everything that determines the reply: backend,
     model, the backend's `version` (the rule reader: a hash of its rules and tables),
     skill, rendered request, decoding parameters."""
@@ -154,10 +155,10 @@ class ResponseCache:
             return int(self._conn.execute("SELECT COUNT(*) FROM replies").fetchone()[0])
 
     # Pickled as its path: a worker process opens its own connection to the same file.
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         return {"path": str(self.path)}
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
+    def __setstate__(self, state: dict[str, object]) -> None:
         self.__init__(state["path"])  # type: ignore[misc]
 
     def close(self) -> None:
@@ -213,12 +214,12 @@ class Ledger:
             total: float = sum(getattr(c, name) for c in self.by_skill.values())
         return total
 
-    def to_dict(self, *, timings: bool = True) -> dict[str, Any]:
+    def to_dict(self, *, timings: bool = True) -> JsonObject:
         """Totals plus a per-skill breakdown. `timings=False` drops latency, for fields
         that must compare equal across runs."""
         with self._lock:
             skills = {name: asdict(c) for name, c in sorted(self.by_skill.items())}
-        totals: dict[str, Any] = {}
+        totals: dict[str, float] = {}
         for counts in skills.values():
             for key, value in counts.items():
                 totals[key] = totals.get(key, 0) + value
@@ -234,5 +235,4 @@ class Ledger:
                 counts.pop("latency_s")
         else:
             totals["latency_s"] = round(totals["latency_s"], 3)
-        totals["by_skill"] = skills
-        return totals
+        return {**totals, "by_skill": skills}

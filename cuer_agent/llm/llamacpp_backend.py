@@ -37,6 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from cuer_agent._json import JsonObject
 from cuer_agent.errors import ConfigError
 from cuer_agent.llm._remote import Failure, RemoteBackend, Sent, rejected_parameter
 from cuer_agent.llm.backends import register_backend
@@ -85,16 +86,16 @@ class LlamaCppBackend(RemoteBackend):
         self.threads = threads or max(1, min(os.cpu_count() or 1, 4))
         self.sha256 = file_sha256(self.path)  # a file: checked above
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         state = super().__getstate__()
         state.pop("base_url", None)
         return {**state, "threads": self.threads}
 
-    def decoding(self) -> dict[str, Any]:
+    def decoding(self) -> JsonObject:
         return {**super().decoding(), "model_sha256": self.sha256, "threads": self.threads,
                 "context": CONTEXT}
 
-    def _send(self, messages: list[dict[str, str]], schema: dict[str, Any],
+    def _send(self, messages: list[dict[str, str]], schema: JsonObject,
               max_tokens: int) -> Sent:
         body = {**openai_body(self, messages, schema, max_tokens, template_kwargs=True),
                 "cache_prompt": False}
@@ -128,23 +129,24 @@ def _interruptible(call: Callable[[], Any]) -> Any:
     between bytecodes of the main thread: waiting here instead keeps Ctrl-C and SIGTERM
     answered within a fraction of a second (the CLI then leaves without waiting for the
     generation, whose reply nothing would read)."""
-    box: dict[str, Any] = {}
+    replies: list[Any] = []
+    errors: list[BaseException] = []
     done = threading.Event()
 
     def run() -> None:
         try:
-            box["reply"] = call()
+            replies.append(call())
         except BaseException as exc:  # handed to the waiting thread
-            box["error"] = exc
+            errors.append(exc)
         finally:
             done.set()
 
     threading.Thread(target=run, name="llamacpp-generate", daemon=True).start()
     while not done.wait(0.1):
         pass
-    if "error" in box:
-        raise box["error"]
-    return box["reply"]
+    if errors:
+        raise errors[0]
+    return replies[0]
 
 
 _SERVERS: dict[tuple[str, int], Any] = {}

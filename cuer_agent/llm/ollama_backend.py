@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from cuer_agent._json import JsonObject
 from cuer_agent.errors import ConfigError
 from cuer_agent.llm._remote import (
     RETRYABLE_STATUS,
@@ -36,12 +37,12 @@ class OllamaBackend(RemoteBackend):
 
         self._client = ollama.Client(host=self.base_url, timeout=self.timeout)
 
-    def options(self, max_tokens: int) -> dict[str, Any]:
+    def options(self, max_tokens: int) -> JsonObject:
         values = {"temperature": self.temperature, "seed": self.seed, "max_tokens": max_tokens}
         names = {"temperature": "temperature", "seed": "seed", "max_tokens": "num_predict"}
         return {names[k]: v for k, v in values.items() if self.sends(k)}
 
-    def _send(self, messages: list[dict[str, str]], schema: dict[str, Any],
+    def _send(self, messages: list[dict[str, str]], schema: JsonObject,
               max_tokens: int) -> Sent:
         think = self.think if self.sends("think") else None
         reply = self._client.chat(model=self.model, messages=messages, format=schema,

@@ -24,6 +24,7 @@ from typing import Any
 
 import httpx2
 
+from cuer_agent._json import JsonObject
 from cuer_agent.errors import ConfigError
 from cuer_agent.llm._http import KeepAliveTransport, proxy_for, use_keep_alive
 from cuer_agent.llm._remote import (
@@ -59,7 +60,7 @@ class OpenAIBackend(RemoteBackend):
                                      timeout=self.timeout, max_retries=0,
                                      http_client=http_client)
 
-    def _send(self, messages: list[dict[str, str]], schema: dict[str, Any],
+    def _send(self, messages: list[dict[str, str]], schema: JsonObject,
               max_tokens: int) -> Sent:
         # The client's documented raw `post`: its transport, auth, timeouts and status
         # errors, without re-validating our own JSON body against its TypedDicts (that
@@ -112,13 +113,13 @@ class OpenAIBackend(RemoteBackend):
 
 
 def openai_body(backend: RemoteBackend, messages: list[dict[str, str]],
-                schema: dict[str, Any], max_tokens: int, *,
-                template_kwargs: bool) -> dict[str, Any]:
+                schema: JsonObject, max_tokens: int, *,
+                template_kwargs: bool) -> JsonObject:
     """An OpenAI-style chat request: the messages, a strict JSON-schema reply format, and
     every decoding option the backend sends (see `RemoteBackend.omit`).
     `template_kwargs`: the server renders chat templates itself (vLLM, llama.cpp) and
     takes `chat_template_kwargs`, where thinking is switched off."""
-    body: dict[str, Any] = {
+    body: JsonObject = {
         "model": backend.model, "messages": messages,
         "response_format": {"type": "json_schema",
                             "json_schema": {"name": "reply", "schema": schema,

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any
 
 from pydantic import BaseModel
 
+from cuer_agent._json import JsonObject
 from cuer_agent.llm.skills import RESPONSES
 
 _DATA_RULE = (
@@ -76,7 +76,7 @@ _TASKS: dict[str, str] = {
 
 
 @functools.cache
-def reply_schema(skill: str) -> dict[str, Any]:
+def reply_schema(skill: str) -> JsonObject:
     """The reply's JSON schema (computed once per skill: pydantic's generation is slow)."""
     return RESPONSES[skill].model_json_schema()
 

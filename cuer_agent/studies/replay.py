@@ -122,7 +122,7 @@ def _cuer_rows(config: CuerRunConfig, example_id: str,
                         meta=_meta(config, skills))
     pairs = _example_rows(example, executor, study, study.conditions(),
                           retriever_factory(ds)(example))
-    return [trace_row for trace_row, _ in pairs if trace_row is not None]
+    return [dict(trace_row) for trace_row, _ in pairs if trace_row is not None]
 
 
 def _propagation_rows(config: PropagateRunConfig, example_id: str,
@@ -137,9 +137,9 @@ def _propagation_rows(config: PropagateRunConfig, example_id: str,
     agent = AgentConfig(hop_budget=config.hop_budget, k=config.k,
                         retries_per_hop=config.retries_per_hop)
     executor = Executor(skills, agent, meta=_meta(config, skills), agent=config.agent)
-    return example_rows(example, executor, retriever_factory(ds)(example),
-                        distractor_answers(ds, example, study.distractor_pool), study,
-                        facts=fact_source(ds))
+    return [dict(row) for row in example_rows(
+        example, executor, retriever_factory(ds)(example),
+        distractor_answers(ds, example, study.distractor_pool), study, facts=fact_source(ds))]
 
 
 def _find(dataset: Any, example_id: str) -> Any:

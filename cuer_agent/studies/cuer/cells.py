@@ -260,8 +260,9 @@ class Roles(Part):
 
 # ----------------------------------------------------------------------- cuer summary
 
-class CuerSummary(Part):
-    """`summary.json` of `cuer-agent cuer`, from its record rows alone."""
+class CuerResults(Part):
+    """The CUE-R study's figures, from its record rows alone
+    (`cuer_agent.studies.cuer.summary`)."""
 
     n: int
     """Examples (or per-hop questions) whose original ran."""
@@ -271,6 +272,11 @@ class CuerSummary(Part):
     skipped: Skipped
     ablations: Ablations = absent()
     """Present when the config asks for an ablation."""
+
+
+class CuerSummary(CuerResults):
+    """`summary.json` of `cuer-agent cuer`, from its record rows alone."""
+
     findings: list[str]
     """One sentence per main operator: does Δcorrectness follow the paper's pattern? (or
     why the data carry no verdict)."""

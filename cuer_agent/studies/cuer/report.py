@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from rich.table import Table
 
 from cuer_agent.config import CuerConfig
 from cuer_agent.metrics.stats import MIN_CELL
 from cuer_agent.runs import RunDir
+from cuer_agent.studies._common.cells import Ledger
 from cuer_agent.studies._common.run_agent import ledger_from_rows
 from cuer_agent.studies.cuer.cells import CuerCondition, CuerSummary, DeltaStat
 from cuer_agent.studies.cuer.roles import roles_summary
-from cuer_agent.studies.cuer.runner import RECORDS, TRACES
+from cuer_agent.studies.cuer.runner import RECORDS, TRACES, record_rows
 from cuer_agent.studies.cuer.summary import summarize_cuer
 
 # The paper's qualitative pattern: REMOVE and REPLACE hurt correctness, DUPLICATE does not.
@@ -58,26 +58,25 @@ def pattern_findings(conditions: Mapping[str, CuerCondition]) -> list[str]:
     return findings
 
 
-def cuer_summary(run_dir: RunDir, config: CuerConfig) -> dict[str, Any]:
-    """The CUE-R study's summary, from the run directory's record and trace rows alone,
-    as `summary.json` holds it (`CuerSummary`); the findings and the roles' verdict read
-    its conditions through their model."""
-    records = run_dir.rows(RECORDS)
-    summary = summarize_cuer(records, config)
-    conditions = {name: CuerCondition.model_validate(cond)
-                  for name, cond in summary["conditions"].items()}
-    summary["findings"] = pattern_findings(conditions)
-    summary["roles"] = roles_summary(records, config)
-    if (reason := no_verdict(conditions)) is not None and "dataset" in summary["roles"]:
-        summary["roles"]["dataset"] = {"suppressed": reason}
-    summary["ledger"] = ledger_from_rows(run_dir.rows(TRACES))
-    summary["config"] = config.model_dump(mode="json")
-    return summary
+def cuer_summary(run_dir: RunDir, config: CuerConfig) -> CuerSummary:
+    """The CUE-R study's summary, from the run directory's record and trace rows alone;
+    the findings and the roles' verdict read its conditions."""
+    records = record_rows(run_dir.rows(RECORDS))
+    results = summarize_cuer(records, config)
+    ablations = ({"ablations": results.ablations}
+                 if "ablations" in results.model_fields_set else {})
+    return CuerSummary(
+        n=results.n, conditions=results.conditions, skipped=results.skipped, **ablations,
+        findings=pattern_findings(results.conditions),
+        roles=roles_summary(records, config, suppressed=no_verdict(results.conditions)),
+        ledger=Ledger.model_validate(ledger_from_rows(run_dir.rows(TRACES))),
+        # every field of the config is written, as given or defaulted
+        config=CuerConfig.model_validate(config.model_dump(mode="json")))
 
 
 def write_cuer_summary(run_dir: RunDir, config: CuerConfig) -> CuerSummary:
     """Write the CUE-R study's `summary.json` (`cuer_summary`); return it as its model."""
-    return run_dir.write_summary(cuer_summary(run_dir, config), CuerSummary)
+    return run_dir.write_model(cuer_summary(run_dir, config))
 
 
 def _fmt(value: float | None) -> str:

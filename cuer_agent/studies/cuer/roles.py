@@ -5,8 +5,6 @@ The criteria live in `cuer_agent.roles`; this module only feeds it the study's r
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from cuer_agent.config import CuerConfig
@@ -19,7 +17,16 @@ from cuer_agent.roles import (
     item_roles,
     role_counts,
 )
+from cuer_agent.studies.cuer.cells import (
+    DatasetRoles,
+    RoleCounts,
+    Roles,
+    SupportCheck,
+    SuppressedRoles,
+)
+from cuer_agent.studies.cuer.runner import RecordRow
 from cuer_agent.studies.cuer.summary import (
+    Table,
     by_condition,
     delta,
     paired,
@@ -30,7 +37,7 @@ from cuer_agent.studies.cuer.summary import (
 ROLE_CONDITIONS = ("remove", "duplicate", "replace")
 
 
-def _effects(table: dict[str, dict[str, dict[str, float]]], condition: str,
+def _effects(table: Table, condition: str,
              example_id: str) -> ConditionEffects:
     orig, cf = table["original"][example_id], table[condition][example_id]
     return ConditionEffects.from_outcomes(
@@ -40,7 +47,10 @@ def _effects(table: dict[str, dict[str, dict[str, float]]], condition: str,
         answer_changed=cf["d_answer"] > 0)
 
 
-def roles_summary(records: list[dict[str, Any]], config: CuerConfig) -> dict[str, Any]:
+def roles_summary(records: list[RecordRow], config: CuerConfig, *,
+                  suppressed: str | None = None) -> Roles:
+    """Item-level labels and the dataset-level verdicts; the verdicts are withheld, with
+    the reason, when `suppressed` says why the data carry none."""
     table = by_condition(records)
     thresholds = RoleThresholds.overridden(config.roles)
     ids = sorted(set(table.get("original", {})) & set(table.get("remove", {}))
@@ -59,9 +69,6 @@ def roles_summary(records: list[dict[str, Any]], config: CuerConfig) -> dict[str
         if CONSTRUCTIVE in holds and effects.remove.answer_changed:
             changed += 1
             supported += effects.remove_answer_supported_elsewhere
-    out: dict[str, Any] = {"n_items": len(ids), "items": role_counts(labels),
-                           "items_holding": role_counts(holding),
-                           "support_check": {"changed": changed, "supported": supported}}
     deltas: dict[str, dict[str, np.ndarray]] = {}
     clusters: dict[str, list[str]] = {}
     for condition in ROLE_CONDITIONS:
@@ -74,8 +81,13 @@ def roles_summary(records: list[dict[str, Any]], config: CuerConfig) -> dict[str
                           ("confidence_error", "conf_utility"), ("divergence", "divergence")):
             orig, cf = paired(table, condition, axis)
             deltas[condition][key] = delta(orig, cf, axis)
+    dataset: DatasetRoles | SuppressedRoles | None = None
     if "remove" in deltas and len(deltas["remove"]["correctness"]):
-        out["dataset"] = dataset_roles(deltas, thresholds,
-                                       n_resamples=config.bootstrap_resamples,
-                                       seed=config.bootstrap_seed, clusters=clusters)
-    return out
+        dataset = (SuppressedRoles(suppressed=suppressed) if suppressed is not None
+                   else DatasetRoles.model_validate(dataset_roles(
+                       deltas, thresholds, n_resamples=config.bootstrap_resamples,
+                       seed=config.bootstrap_seed, clusters=clusters)))
+    return Roles(n_items=len(ids), items=RoleCounts.model_validate(role_counts(labels)),
+                 items_holding=RoleCounts.model_validate(role_counts(holding)),
+                 support_check=SupportCheck(changed=changed, supported=supported),
+                 **({"dataset": dataset} if dataset is not None else {}))

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
 
+from pydantic import TypeAdapter
 from rich.progress import Progress
+from typing_extensions import TypedDict
 
+from cuer_agent._json import JsonRow
 from cuer_agent.config import CuerConfig
 from cuer_agent.data import Dataset, Example
 from cuer_agent.execution import Executor, RunResult, replace_evidence
@@ -43,12 +45,37 @@ from cuer_agent.metrics.utility import (
 from cuer_agent.parallel import Parallelism, fan_out, ordered_map
 from cuer_agent.retrieval import BM25Retriever
 from cuer_agent.runs import RunDir, example_of, request_failed
+from cuer_agent.studies._common.records import RecordData, record_data
 from cuer_agent.trace import Trace
 
 TRACES, RECORDS = "traces.jsonl", "records.jsonl"
 AXES = ("correctness", "em", "f1", "grounding", "confidence_error", "divergence")
-Row = dict[str, Any]
-"""A row of traces.jsonl or records.jsonl, as written."""
+
+
+class TraceRow(TypedDict):
+    """A row of traces.jsonl: one run (the original or a condition's fork)."""
+
+    record: RecordData
+    trace: JsonRow
+    """The run's trace as JSON (`Trace.model_dump(mode="json")`)."""
+    request_keys: list[str]
+    spent: dict[str, int]
+
+
+class RecordRow(TypedDict):
+    """A row of records.jsonl: a condition's record and its run's axes (`trace_axes`),
+    None when the condition did not apply (skipped)."""
+
+    record: RecordData
+    metrics: dict[str, float] | None
+
+
+_RECORD_ROWS = TypeAdapter(list[RecordRow])
+
+
+def record_rows(rows: Iterable[JsonRow]) -> list[RecordRow]:
+    """Rows of records.jsonl as read (`RunDir.rows`), validated."""
+    return _RECORD_ROWS.validate_python(list(rows))
 
 
 def trace_axes(trace: Trace, example: Example, original: Trace | None,
@@ -82,7 +109,8 @@ class CuerTask:
     def ledger(self) -> Ledger:
         return self.executor.skills.ledger
 
-    def __call__(self, example: Example) -> tuple[str, list[tuple[Row | None, Row]]]:
+    def __call__(self, example: Example
+                 ) -> tuple[str, list[tuple[TraceRow | None, RecordRow]]]:
         return example.id, _example_rows(example, self.executor, self.config,
                                          self.config.conditions(), self.retriever_for(example))
 
@@ -110,7 +138,7 @@ def run_cuer(dataset: Dataset, executor: Executor, run_dir: RunDir, config: Cuer
 
 def _example_rows(example: Example, executor: Executor, config: CuerConfig,
                   conditions: list[tuple[str, str, ConditionParams]],
-                  retriever: BM25Retriever) -> list[tuple[Row | None, Row]]:
+                  retriever: BM25Retriever) -> list[tuple[TraceRow | None, RecordRow]]:
     base = executor.run(example, retriever)
     original = base.trace
     rows = [_rows(InterventionRecord(record_id=f"{example.id}/original", example_id=example.id,
@@ -119,7 +147,8 @@ def _example_rows(example: Example, executor: Executor, config: CuerConfig,
     evidence = original.hops[0].retrieved if original.hops else ()
     pool = ReplacementPool(retriever, example.supporting_titles)
 
-    def condition_rows(condition: tuple[str, str, ConditionParams]) -> tuple[Row | None, Row]:
+    def condition_rows(condition: tuple[str, str, ConditionParams]
+                       ) -> tuple[TraceRow | None, RecordRow]:
         name, registered, params = condition
         inp = ConditionInput(example_id=example.id, question=example.question,
                              evidence=evidence, used_ids=original.used_ids,
@@ -129,10 +158,10 @@ def _example_rows(example: Example, executor: Executor, config: CuerConfig,
             record = InterventionRecord(record_id=f"{example.id}/{name}", example_id=example.id,
                                         condition=name, operator="NONE",
                                         skipped="empty retrieval")
-            return None, {"record": record.model_dump(mode="json"), "metrics": None}
+            return None, {"record": record_data(record), "metrics": None}
         edited, record = get_condition(registered)(inp, name)
         if edited is None:
-            return None, {"record": record.model_dump(mode="json"), "metrics": None}
+            return None, {"record": record_data(record), "metrics": None}
         fork = executor.fork(base, 1, "retrieve", replace_evidence(edited))
         return _rows(record, fork, example, original, config)
 
@@ -140,8 +169,8 @@ def _example_rows(example: Example, executor: Executor, config: CuerConfig,
 
 
 def _rows(record: InterventionRecord, result: RunResult, example: Example,
-          original: Trace | None, config: CuerConfig) -> tuple[Row, Row]:
-    rec = record.model_dump(mode="json")
+          original: Trace | None, config: CuerConfig) -> tuple[TraceRow, RecordRow]:
+    rec = record_data(record)
     metrics = trace_axes(result.trace, example, original, config)
     return ({"record": rec, "trace": result.trace.model_dump(mode="json"),
              "request_keys": result.request_keys, "spent": result.spent},

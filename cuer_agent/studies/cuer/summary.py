@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter, defaultdict
-from typing import Any
+from collections.abc import Sequence
+from typing import Literal, SupportsFloat
 
 import numpy as np
 
@@ -24,12 +25,25 @@ from cuer_agent.metrics.stats import (
     sign_flip_test,
 )
 from cuer_agent.metrics.utility import DivergenceWeights, weigh
-from cuer_agent.studies.cuer.runner import AXES
+from cuer_agent.studies._common.cells import Interval, MeanCI, Skipped
+from cuer_agent.studies.cuer.cells import (
+    Ablations,
+    CuerCondition,
+    CuerDeltas,
+    CuerResults,
+    DeltaStat,
+    DuplicatePosition,
+    F1Drop,
+    TwoSupport,
+    WeightSensitivity,
+)
+from cuer_agent.studies.cuer.runner import AXES, RecordRow
 
-Rows = list[dict[str, Any]]
+Table = dict[str, dict[str, dict[str, float]]]
+"""condition → example id → the run's axes (`cuer.runner.trace_axes`)."""
 
 
-def _r(x: float) -> float:
+def _r(x: SupportsFloat) -> float:
     return round(float(x), 6)
 
 
@@ -38,7 +52,7 @@ def parent_example(example_id: str) -> str:
     return example_id.rpartition("#h")[0] or example_id
 
 
-def _ci(values: np.ndarray, config: CuerConfig, ids: list[str] | None = None) -> list[float]:
+def _ci(values: np.ndarray, config: CuerConfig, ids: list[str] | None = None) -> Interval:
     """Percentile bootstrap CI of the mean; clustered by parent example when the ids are
     per-hop questions of the same examples (`<example>#h<k>`), which are correlated."""
     parents = [parent_example(i) for i in ids] if ids is not None else []
@@ -48,25 +62,24 @@ def _ci(values: np.ndarray, config: CuerConfig, ids: list[str] | None = None) ->
     else:
         lo, hi = bootstrap_ci(values, n_resamples=config.bootstrap_resamples,
                               seed=config.bootstrap_seed)
-    return [_r(lo), _r(hi)]
+    return _r(lo), _r(hi)
 
 
-def by_condition(rows: Rows) -> dict[str, dict[str, dict[str, float]]]:
+def by_condition(rows: Sequence[RecordRow]) -> Table:
     """condition → example id → metrics, for applied (not skipped) records."""
-    out: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)
+    out: Table = defaultdict(dict)
     for row in rows:
         if row["metrics"] is not None:
             out[row["record"]["condition"]][row["record"]["example_id"]] = row["metrics"]
     return out
 
 
-def paired_ids(table: dict[str, dict[str, dict[str, float]]], condition: str) -> list[str]:
+def paired_ids(table: Table, condition: str) -> list[str]:
     """The examples both the original and `condition` have, in id order."""
     return sorted(set(table.get("original", {})) & set(table.get(condition, {})))
 
 
-def paired(table: dict[str, dict[str, dict[str, float]]], condition: str,
-           axis: str) -> tuple[np.ndarray, np.ndarray]:
+def paired(table: Table, condition: str, axis: str) -> tuple[np.ndarray, np.ndarray]:
     """(original, counterfactual) values of an axis on the examples both have, in id order."""
     ids = paired_ids(table, condition)
     orig = np.array([table["original"][i][axis] for i in ids], dtype=float)
@@ -82,65 +95,66 @@ def delta(orig: np.ndarray, cf: np.ndarray, axis: str) -> np.ndarray:
     return moved
 
 
-def condition_summary(table: dict[str, dict[str, dict[str, float]]], condition: str,
-                      config: CuerConfig) -> dict[str, Any]:
+def _delta_stat(table: Table, condition: str, axis: str, config: CuerConfig) -> DeltaStat:
+    orig, cf = paired(table, condition, axis)
+    d = delta(orig, cf, axis)
+    if not len(d):
+        return DeltaStat(mean=None, ci=None, p=None)
+    p = (mcnemar_exact(orig >= 1, cf >= 1) if axis == "correctness"
+         else sign_flip_test(d, n_resamples=config.bootstrap_resamples,
+                             seed=config.bootstrap_seed))
+    return DeltaStat(mean=_r(d.mean()), ci=_ci(d, config, paired_ids(table, condition)),
+                     p=_r(p))
+
+
+def condition_summary(table: Table, condition: str, config: CuerConfig) -> CuerCondition:
     ids = sorted(table.get(condition, {}))
-    out: dict[str, Any] = {"n": len(ids)}
+    means = {}
     for axis in AXES:
         values = np.array([table[condition][i][axis] for i in ids], dtype=float)
-        out[axis] = {"mean": _r(values.mean()) if len(values) else None,
-                     "ci": _ci(values, config, ids) if len(values) else None}
+        means[axis] = MeanCI(mean=_r(values.mean()) if len(values) else None,
+                             ci=_ci(values, config, ids) if len(values) else None)
     if condition == "original":
-        return out
-    out["delta"] = {}
-    for axis in AXES:
-        orig, cf = paired(table, condition, axis)
-        d = delta(orig, cf, axis)
-        if not len(d):
-            out["delta"][axis] = {"mean": None, "ci": None, "p": None}
-            continue
-        p = (mcnemar_exact(orig >= 1, cf >= 1) if axis == "correctness"
-             else sign_flip_test(d, n_resamples=config.bootstrap_resamples,
-                                 seed=config.bootstrap_seed))
-        ci = _ci(d, config, paired_ids(table, condition))
-        out["delta"][axis] = {"mean": _r(d.mean()), "ci": ci, "p": _r(p)}
-    return out
+        return CuerCondition(n=len(ids), **means)
+    deltas = CuerDeltas(**{axis: _delta_stat(table, condition, axis, config)
+                           for axis in AXES})
+    return CuerCondition(n=len(ids), **means, delta=deltas)
 
 
-def skipped(rows: Rows) -> dict[str, dict[str, int]]:
+def skipped(rows: Sequence[RecordRow]) -> Skipped:
     out: dict[str, Counter[str]] = defaultdict(Counter)
     for row in rows:
         if row["metrics"] is None:
-            out[row["record"]["condition"]][row["record"]["skipped"]] += 1
+            out[row["record"]["condition"]][row["record"].get("skipped", "")] += 1
     return {c: dict(sorted(v.items())) for c, v in sorted(out.items())}
 
 
-def two_support(table: dict[str, dict[str, dict[str, float]]]) -> dict[str, Any]:
+def two_support(table: Table) -> TwoSupport:
     """F1 drops for removing each gold support and both; synergy = the joint drop exceeds
     the worse single drop; strong complementarity = neither single removal hurts (F1
     drop <= 0) but the joint removal does."""
     names = ("remove_support_1", "remove_support_2", "remove_both_supports")
     ids = sorted(set.intersection(*(set(table.get(n, {})) for n in (*names, "original"))))
     if not ids:
-        return {"n": 0}
+        return TwoSupport(n=0)
     drops = {n: np.array([table["original"][i]["f1"] - table[n][i]["f1"] for i in ids])
              for n in names}
     s1, s2, both = drops[names[0]], drops[names[1]], drops[names[2]]
-    return {"n": len(ids),
-            "f1_drop": {"support_1": _r(s1.mean()), "support_2": _r(s2.mean()),
-                        "both": _r(both.mean())},
-            "synergy_share": _r(float(np.mean(both > np.maximum(s1, s2)))),
-            "strong_complementarity_share": _r(float(np.mean((s1 <= 0) & (s2 <= 0)
-                                                             & (both > 0))))}
+    return TwoSupport(
+        n=len(ids),
+        f1_drop=F1Drop(support_1=_r(s1.mean()), support_2=_r(s2.mean()),
+                       both=_r(both.mean())),
+        synergy_share=_r(float(np.mean(both > np.maximum(s1, s2)))),
+        strong_complementarity_share=_r(float(np.mean((s1 <= 0) & (s2 <= 0) & (both > 0)))))
 
 
-def changed_share(table: dict[str, dict[str, dict[str, float]]], condition: str) -> float | None:
+def changed_share(table: Table, condition: str) -> float | None:
     orig, cf = paired(table, condition, "correctness")
     return _r(np.mean(orig != cf)) if len(orig) else None
 
 
-def weight_sensitivity(table: dict[str, dict[str, dict[str, float]]], conditions: list[str],
-                       config: CuerConfig) -> dict[str, Any]:
+def weight_sensitivity(table: Table, conditions: list[str],
+                       config: CuerConfig) -> WeightSensitivity:
     """Recompute D over a grid of weights (each weight a multiple of the grid step, summing
     to 1): does the paper's kind of conclusion — the ranking of the three operators by
     mean D, and which of them have a D CI excluding 0 — ever change?"""
@@ -164,40 +178,45 @@ def weight_sensitivity(table: dict[str, dict[str, dict[str, float]]], conditions
         return tuple(sorted(means, key=lambda c: (-means[c], c))), tuple(sorted(significant))
 
     reference = conclusions(config.divergence_weights)
-    changed = [list(w) for w in grid if conclusions(w) != reference]
-    return {"grid_points": len(grid), "reference_ranking": list(reference[0]),
-            "reference_significant": list(reference[1]),
-            "points_changing_a_conclusion": len(changed), "examples": changed[:5],
-            "any_conclusion_changes": bool(changed)}
+    changed = [w for w in grid if conclusions(w) != reference]
+    return WeightSensitivity(grid_points=len(grid), reference_ranking=list(reference[0]),
+                             reference_significant=list(reference[1]),
+                             points_changing_a_conclusion=len(changed), examples=changed[:5],
+                             any_conclusion_changes=bool(changed))
 
 
-def summarize_cuer(rows: Rows, config: CuerConfig) -> dict[str, Any]:
+def summarize_cuer(rows: Sequence[RecordRow], config: CuerConfig) -> CuerResults:
     table = by_condition(rows)
     names = ["original"] + [name for name, _, _ in config.conditions()]
-    summary: dict[str, Any] = {
-        "n": len(table.get("original", {})),
-        "conditions": {c: condition_summary(table, c, config) for c in names},
-        "skipped": skipped(rows),
-    }
-    ablations: dict[str, Any] = {}
+    conditions = {c: condition_summary(table, c, config) for c in names}
+    ablations = _ablations(table, conditions, names, config)
+    return CuerResults(n=len(table.get("original", {})), conditions=conditions,
+                       skipped=skipped(rows),
+                       **({"ablations": ablations} if ablations is not None else {}))
+
+
+def _ablations(table: Table, conditions: dict[str, CuerCondition], names: list[str],
+               config: CuerConfig) -> Ablations | None:
+    """The ablations the config asks for; None when it asks for none."""
+    parts: dict[str, object] = {}
     if config.two_support:
-        ablations["two_support"] = two_support(table)
+        parts["two_support"] = two_support(table)
     if config.duplicate_positions:
-        ablations["duplicate_position"] = {
-            p: {"n": len(table.get(c, {})), "correctness_changed_share": changed_share(table, c),
-                "divergence": summary["conditions"][c]["divergence"]["mean"]}
-            for p in ("end", "front", "after")
+        positions: tuple[Literal["end", "front", "after"], ...] = ("end", "front", "after")
+        parts["duplicate_position"] = {
+            p: DuplicatePosition(n=len(table.get(c, {})),
+                                 correctness_changed_share=changed_share(table, c),
+                                 divergence=conditions[c].divergence.mean)
+            for p in positions
             for c in [_variant("duplicate", config.duplicate_position, p)]}
     if config.replace_hardness_sweep:
-        ablations["replace_hardness"] = {
-            h: summary["conditions"][_variant("replace", config.replace_hardness, h)]
-            ["correctness"] for h in ("easy", "medium", "hard")}
+        parts["replace_hardness"] = {
+            h: conditions[_variant("replace", config.replace_hardness, h)].correctness
+            for h in ("easy", "medium", "hard")}
     if config.weight_sensitivity:
         operators: list[str] = [c for c in ("remove", "replace", "duplicate") if c in names]
-        ablations["weight_sensitivity"] = weight_sensitivity(table, operators, config)
-    if ablations:
-        summary["ablations"] = ablations
-    return summary
+        parts["weight_sensitivity"] = weight_sensitivity(table, operators, config)
+    return Ablations(**parts) if parts else None
 
 
 def _variant(operator: str, default: str, value: str) -> str:

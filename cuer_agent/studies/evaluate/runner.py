@@ -23,10 +23,10 @@ from cuer_agent.execution import AgentConfig, Executor
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.parallel import Parallelism
 from cuer_agent.runs import RunDir
+from cuer_agent.studies._common.cells import Part
 from cuer_agent.studies._common.pools import single_shot_data
 from cuer_agent.studies._common.run_agent import ledger_from_rows, retriever_factory
 from cuer_agent.studies._common.run_configs import cuer_record, open_run_dir, propagate_record
-from cuer_agent.studies.cuer.cells import CuerSummary
 from cuer_agent.studies.cuer.report import cuer_summary
 from cuer_agent.studies.cuer.runner import RECORDS as CUER_RECORDS
 from cuer_agent.studies.cuer.runner import TRACES as CUER_TRACES
@@ -38,6 +38,7 @@ from cuer_agent.studies.evaluate.cells import EvaluateResults, EvaluateSummary
 from cuer_agent.studies.evaluate.comparison import compare_analyses
 from cuer_agent.studies.evaluate.reader_check import reader_summary
 from cuer_agent.studies.propagation.invisibility import invisibility
+from cuer_agent.studies.propagation.rows import record_rows, trace_rows
 from cuer_agent.studies.propagation.runner import DIAGNOSES, RECORDS, TRACES, run_propagation
 from cuer_agent.studies.propagation.summary import summarize_propagation, verify_rates
 
@@ -61,9 +62,7 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
     run_cuer(single_data, single, single_dir, config.cuer,
              retriever_for=retriever_factory(single_data),
              show_progress=show_progress, parallel=parallel)
-    single_summary = cuer_summary(single_dir, config.cuer)
-    single_dir.write_summary(single_summary, CuerSummary)
-    single_summary = {**single_summary, "questions": "per_hop" if per_hop else "whole"}
+    single_summary = single_dir.write_model(cuer_summary(single_dir, config.cuer))
 
     agentic_dir = open_run_dir(run_dir.path / "agentic", propagate_record(
         source=dataset.source, hops=config.agent.hops,
@@ -78,7 +77,8 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
                     parallel=parallel)
     traces = agentic_dir.rows(TRACES)
     records = agentic_dir.rows(RECORDS)
-    agentic = summarize_propagation(records, traces, config.propagation)
+    typed_traces, typed_records = trace_rows(traces), record_rows(records)
+    agentic = summarize_propagation(typed_records, typed_traces, config.propagation)
 
     clean_correct = [r["metrics"]["correct"] for r in records
                      if r["record"]["condition"] == "clean" and r["metrics"] is not None]
@@ -89,10 +89,10 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
     ledger["diagnoser_requests"] = sum(r["calls"] for r in diagnoses)
     ledger["diagnoser_errors"] = sum(1 for r in diagnoses if r["error"])
     summary: dict[str, Any] = {
-        "single_shot": single_summary,
-        "agentic": agentic,
-        "verify": verify_rates(records, config.propagation.faults),
-        "invisibility": invisibility(traces, config.propagation.faults),
+        "single_shot": {**_json(single_summary), "questions": "per_hop" if per_hop else "whole"},
+        "agentic": _json(agentic),
+        "verify": _json(verify_rates(typed_records, config.propagation.faults)),
+        "invisibility": _json(invisibility(typed_traces, config.propagation.faults)),
         "reader": reader,
         "comparison": compare_analyses(single_dir.rows(CUER_RECORDS), records),
         "diagnosers": diagnoser_summaries(diagnoses, diagnosers, config),
@@ -104,3 +104,9 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
                              constant_guesses(diagnoses))
     summary["caveats"] = [c.model_dump() for c in caveats]
     return run_dir.write_summary(summary, EvaluateSummary)
+
+
+def _json(part: Part) -> dict[str, object]:
+    """A summary part built as its model, as `summary.json` holds it (the keys it was
+    given, by their JSON names)."""
+    return part.model_dump(mode="json", by_alias=True, exclude_unset=True)

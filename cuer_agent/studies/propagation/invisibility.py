@@ -42,8 +42,10 @@ import numpy as np
 
 from cuer_agent.interventions import stable_seed
 from cuer_agent.retrieval import sentences, tokenize
-
-Rows = list[dict[str, Any]]
+from cuer_agent.studies._common.cells import Interval
+from cuer_agent.studies.propagation.cells import InViewScores, Invisibility, InvisibilityCell
+from cuer_agent.studies.propagation.rows import TraceData, TraceRow
+from cuer_agent.trace import EvidenceData, HopData
 
 DETECTABLE = 0.65
 """Above this ROC AUC a fault's injections are called detectable."""
@@ -69,7 +71,7 @@ class Item:
     injected: bool
 
 
-def _item(example_id: str, ev: dict[str, Any], view: Sequence[dict[str, Any]],
+def _item(example_id: str, ev: EvidenceData, view: Sequence[EvidenceData],
           injected: bool) -> Item:
     title, text = str(ev.get("title", "")), str(ev.get("text", ""))
     best = max((float(e.get("score", 0.0)) for e in view), default=0.0)
@@ -81,24 +83,26 @@ def _item(example_id: str, ev: dict[str, Any], view: Sequence[dict[str, Any]],
     return Item(example_id, f"{title} {text}", numeric, injected)
 
 
-def _injected_ids(row: dict[str, Any]) -> set[str]:
+def _injected_ids(row: TraceRow) -> set[str]:
     record = row["record"]
     ids = set(record.get("new_ids") or ())
-    ids |= set((record.get("certificate") or {}).get("documents_touched") or ())
+    touched = record.get("certificate", {}).get("documents_touched")
+    if isinstance(touched, list):
+        ids |= {str(i) for i in touched}
     return ids
 
 
-def _attempts(trace: dict[str, Any], hop: int) -> list[dict[str, Any]]:
-    out = []
+def _attempts(trace: TraceData, hop: int) -> list[HopData]:
+    out: list[HopData] = []
     for record in trace["hops"][hop - 1:]:
         out += [*record.get("attempts", []), record]
     return out
 
 
-def _counterpart(ev: dict[str, Any], view: Sequence[dict[str, Any]],
-                 clean_view: Sequence[dict[str, Any]], injected: set[str],
+def _counterpart(ev: EvidenceData, view: Sequence[EvidenceData],
+                 clean_view: Sequence[EvidenceData], injected: set[str],
                  surfaced: bool, contradicts: set[str]
-                 ) -> tuple[dict[str, Any], Sequence[dict[str, Any]]] | None:
+                 ) -> tuple[EvidenceData, Sequence[EvidenceData]] | None:
     """The real item an injected one stands in for, with its view: a passage edited in
     place → its original (the clean run's item of that id); a real passage that entered
     the view because another left (`surfaced`) → the clean run's item at its rank; a
@@ -120,7 +124,8 @@ def _counterpart(ev: dict[str, Any], view: Sequence[dict[str, Any]],
                  if int(other.get("rank", 0)) == int(ev.get("rank", 0))), None)
 
 
-def items_by_fault(trace_rows: Rows, faults: Sequence[str]) -> dict[str, dict[str, list[Item]]]:
+def items_by_fault(trace_rows: Sequence[TraceRow],
+                   faults: Sequence[str]) -> dict[str, dict[str, list[Item]]]:
     """fault (or "replace (per hop)") → {"matched": each injected item and the real one
     it stands in for, "in_view": every item of the faulted views}."""
     clean = {r["record"]["example_id"]: r["trace"] for r in trace_rows
@@ -138,11 +143,12 @@ def items_by_fault(trace_rows: Rows, faults: Sequence[str]) -> dict[str, dict[st
             continue
         view, hop = attempt["retrieved"], int(attempt["hop"])
         clean_hops = clean[example]["hops"]
-        clean_view = (_attempts(clean[example], hop)[0]["retrieved"]
-                      if hop <= len(clean_hops) else [])
+        clean_view: list[EvidenceData] = (_attempts(clean[example], hop)[0]["retrieved"]
+                                          if hop <= len(clean_hops) else [])
         name = "replace (per hop)" if record["condition"] == "hop_replace" else record["condition"]
         provenance = record.get("provenance") or {}
-        contradicts = set((record.get("params") or {}).get("contradicts") or ())
+        stated = (record.get("params") or {}).get("contradicts")
+        contradicts = {str(i) for i in stated} if isinstance(stated, list) else set()
         for ev in view:
             is_injected = str(ev["id"]) in injected
             out[name]["in_view"].append(_item(example, ev, view, is_injected))
@@ -166,7 +172,7 @@ def _auc(y: np.ndarray, scores: np.ndarray) -> float:
     return float((ranks[positives].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
-def _cluster_ci(y: np.ndarray, scores: np.ndarray, groups: np.ndarray) -> list[float] | None:
+def _cluster_ci(y: np.ndarray, scores: np.ndarray, groups: np.ndarray) -> Interval | None:
     """95 % interval of the AUC, resampling examples."""
     labels, inverse = np.unique(groups, return_inverse=True)
     members = [np.flatnonzero(inverse == i) for i in range(len(labels))]
@@ -179,7 +185,7 @@ def _cluster_ci(y: np.ndarray, scores: np.ndarray, groups: np.ndarray) -> list[f
     if not values:
         return None
     lo, hi = np.percentile(values, [2.5, 97.5])
-    return [round(float(lo), 6), round(float(hi), 6)]
+    return round(float(lo), 6), round(float(hi), 6)
 
 
 def _matrices(items: list[Item], word_features: int,
@@ -246,44 +252,55 @@ def _rounded(y: np.ndarray, scores: np.ndarray | None) -> float | None:
     return round(_auc(y, scores), 6) if scores is not None else None
 
 
-def classify(items: list[Item]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Classified:
+    """One fault's classifier figures (`InvisibilityCell` but the verdict)."""
+
+    items: int
+    injected: int
+    auc: float | None
+    ci: Interval | None = None
+    auc_independent: float | None = None
+    auc_words: float | None = None
+    feature_auc: dict[str, float] | None = None
+    """None when the items cannot be split (the cell writes {})."""
+
+
+def classify(items: list[Item]) -> Classified:
     """One fault's figures (see the module docstring)."""
     y = np.asarray([i.injected for i in items], dtype=int)
     groups = np.asarray([i.example_id for i in items])
     scores = _out_of_fold(items, "linear")
-    cell: dict[str, Any] = {"items": len(items), "injected": int(y.sum()),
-                            "auc": _rounded(y, scores), "ci": None, "auc_independent": None,
-                            "auc_words": None, "feature_auc": {}}
     if scores is None:
-        return cell
-    cell["ci"] = _cluster_ci(y, scores, groups)
-    cell["auc_independent"] = _rounded(y, _out_of_fold(items, "trees"))
-    cell["auc_words"] = _rounded(y, _out_of_fold(items, "words"))
-    cell["feature_auc"] = _feature_aucs(items)
-    return cell
+        return Classified(items=len(items), injected=int(y.sum()), auc=None)
+    return Classified(items=len(items), injected=int(y.sum()), auc=_rounded(y, scores),
+                      ci=_cluster_ci(y, scores, groups),
+                      auc_independent=_rounded(y, _out_of_fold(items, "trees")),
+                      auc_words=_rounded(y, _out_of_fold(items, "words")),
+                      feature_auc=_feature_aucs(items))
 
 
-def _verdict(cell: dict[str, Any]) -> tuple[bool, str | None]:
+def _verdict(cell: Classified) -> tuple[bool, str | None]:
     """(detectable, the feature that separates best)."""
-    features = cell["feature_auc"]
+    features = cell.feature_auc
     if not features:
         return False, None
     top = max(features, key=lambda f: (features[f], f))
-    if (cell["auc_words"] or 0.0) > features[top]:
+    if (cell.auc_words or 0.0) > features[top]:
         top = "words"
-    return max(cell["auc"] or 0.0, cell["auc_independent"] or 0.0) > DETECTABLE, top
+    return max(cell.auc or 0.0, cell.auc_independent or 0.0) > DETECTABLE, top
 
 
-def in_view(items: list[Item]) -> dict[str, Any]:
+def in_view(items: list[Item]) -> InViewScores:
     """The faulted views whole: every real item in view a negative, position included."""
     y = np.asarray([i.injected for i in items], dtype=int)
     scores = _out_of_fold(items, "linear")
-    return {"items": len(items), "auc": _rounded(y, scores),
-            "auc_content": (_rounded(y, _out_of_fold(items, "linear", "content"))
-                            if scores is not None else None)}
+    return InViewScores(items=len(items), auc=_rounded(y, scores),
+                        auc_content=(_rounded(y, _out_of_fold(items, "linear", "content"))
+                                     if scores is not None else None))
 
 
-def invisibility(trace_rows: Rows, faults: Sequence[str]) -> dict[str, Any]:
+def invisibility(trace_rows: Sequence[TraceRow], faults: Sequence[str]) -> Invisibility:
     """`summary.invisibility`: per fault, how well the classifiers do. One thread for the
     classifiers' native code: a parallel sum may round differently on another machine,
     and the figures must be the same bytes everywhere (and the trees' threaded binning
@@ -297,11 +314,14 @@ def invisibility(trace_rows: Rows, faults: Sequence[str]) -> dict[str, Any]:
         return _invisibility(trace_rows, faults)
 
 
-def _invisibility(trace_rows: Rows, faults: Sequence[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _invisibility(trace_rows: Sequence[TraceRow], faults: Sequence[str]) -> Invisibility:
+    out: dict[str, InvisibilityCell] = {}
     for name, sets in sorted(items_by_fault(trace_rows, faults).items()):
         cell = classify(sets["matched"])
         detectable, top = _verdict(cell)
-        out[name] = {**cell, "detectable": detectable, "top_feature": top,
-                     "in_view": in_view(sets["in_view"])}
-    return {"threshold": DETECTABLE, "positional": list(POSITIONAL), "faults": out}
+        out[name] = InvisibilityCell(
+            items=cell.items, injected=cell.injected, auc=cell.auc, ci=cell.ci,
+            auc_independent=cell.auc_independent, auc_words=cell.auc_words,
+            feature_auc=cell.feature_auc or {}, detectable=detectable, top_feature=top,
+            in_view=in_view(sets["in_view"]))
+    return Invisibility(threshold=DETECTABLE, positional=list(POSITIONAL), faults=out)

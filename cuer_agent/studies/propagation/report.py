@@ -9,6 +9,7 @@ from cuer_agent.data import Dataset
 from cuer_agent.execution import Executor
 from cuer_agent.parallel import Parallelism
 from cuer_agent.runs import RunDir
+from cuer_agent.studies._common.cells import Ledger
 from cuer_agent.studies._common.run_agent import ledger_from_rows, retriever_factory
 from cuer_agent.studies.propagation.cells import (
     FaultCell,
@@ -16,6 +17,7 @@ from cuer_agent.studies.propagation.cells import (
     PropagationResults,
 )
 from cuer_agent.studies.propagation.invisibility import invisibility
+from cuer_agent.studies.propagation.rows import record_rows, trace_rows
 from cuer_agent.studies.propagation.runner import RECORDS, TRACES, run_propagation
 from cuer_agent.studies.propagation.summary import summarize_propagation, verify_rates
 
@@ -28,14 +30,20 @@ def run_and_summarize(dataset: Dataset, executor: Executor, run_dir: RunDir,
     run_propagation(dataset, executor, run_dir, config,
                     retriever_for=retriever_factory(dataset), show_progress=show_progress,
                     parallel=parallel)
-    traces = run_dir.rows(TRACES)
-    records = run_dir.rows(RECORDS)
-    summary = summarize_propagation(records, traces, config)
-    summary["verify"] = verify_rates(records, config.faults)
-    summary["invisibility"] = invisibility(traces, config.faults)
-    summary["ledger"] = ledger_from_rows(traces)
-    summary["config"] = config.model_dump(mode="json")
-    return run_dir.write_summary(summary, PropagateSummary)
+    raw_traces = run_dir.rows(TRACES)
+    traces, records = trace_rows(raw_traces), record_rows(run_dir.rows(RECORDS))
+    results = summarize_propagation(records, traces, config)
+    summary = PropagateSummary(
+        persistence=results.persistence, clean=results.clean, faults=results.faults,
+        tampering=results.tampering, tampering_certification=results.tampering_certification,
+        hop_operators=results.hop_operators, skipped=results.skipped,
+        prefix_calls=results.prefix_calls, stage_transitions=results.stage_transitions,
+        verify=verify_rates(records, config.faults),
+        invisibility=invisibility(traces, config.faults),
+        ledger=Ledger.model_validate(ledger_from_rows(raw_traces)),
+        # every field of the config is written, as given or defaulted
+        config=PropagationConfig.model_validate(config.model_dump(mode="json")))
+    return run_dir.write_model(summary)
 
 
 def propagation_tables(summary: PropagationResults) -> list[Table]:

@@ -33,12 +33,12 @@ gold answer in the prediction >= 0.8.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from rich.progress import Progress
 
+from cuer_agent._json import JsonRow
 from cuer_agent.config import PropagationConfig
 from cuer_agent.data import Dataset, Example
 from cuer_agent.execution import (
@@ -81,11 +81,13 @@ from cuer_agent.metrics.utility import (
 from cuer_agent.parallel import Parallelism, fan_out, ordered_map
 from cuer_agent.retrieval import BM25Retriever
 from cuer_agent.runs import RunDir, example_of, request_failed
+from cuer_agent.studies._common.records import RecordData, record_data
+from cuer_agent.studies.propagation.rows import ForkMetrics, ForkRow
 from cuer_agent.studies.propagation.tampering_outcomes import query_contaminated, tampering_outcome
 from cuer_agent.trace import HopAttempt, Trace, attempt_failed
 
 TRACES, RECORDS, DIAGNOSES = "traces.jsonl", "records.jsonl", "diagnoses.jsonl"
-OnFailed = Callable[[Example, Any, int, RunResult], list[dict[str, Any]]]
+OnFailed = Callable[[Example, FaultSpec | None, int, RunResult], Sequence[JsonRow]]
 """Called with (example, fault spec, hop, fork) for each injected run that still fails —
 and with (example, None, 0, clean run) for each clean, correct, unfaulted run, the base
 rate a diagnoser should name no hop on; returns diagnosis rows (the evaluate command
@@ -100,7 +102,7 @@ def used_across_hops(trace: Trace) -> list[str]:
 
 
 def run_metrics(trace: Trace, clean: Trace, example: Example,
-                config: PropagationConfig) -> dict[str, float]:
+                config: PropagationConfig) -> ForkMetrics:
     correct = recall_correct(trace.answer, example.gold_answers,
                              threshold=config.recall_threshold)
     return {
@@ -241,22 +243,23 @@ def retried_after(trace: Trace, hop: int) -> bool:
 def example_rows(example: Example, executor: Executor, retriever: BM25Retriever,
                  distractors: list[str], config: PropagationConfig,
                  on_failed: OnFailed | None = None,
-                 facts: FactSource | None = None) -> list[dict[str, Any]]:
-    """Every row of one example: the clean run, then each fault × hop, then hop operators.
-    A row is {"record", "trace" (None if skipped), "metrics", ...}."""
+                 facts: FactSource | None = None) -> list[ForkRow]:
+    """Every row of one example: the clean run, then each fault × hop, then hop operators
+    (`ForkRow`)."""
     base = executor.run(example, retriever)
     clean = base.trace
     clean_metrics = run_metrics(clean, clean, example, config)
+    clean_row = _fork_row(_record(example, "clean", 0, ""), base, clean_metrics)
     # VERIFY's verdict on each clean hop's first attempt: its false alarms.
-    clean_extra: dict[str, Any] = {"verify": [verify_fired(clean, h.hop) for h in clean.hops]}
+    clean_row["verify"] = [verify_fired(clean, h.hop) for h in clean.hops]
     if on_failed is not None and clean.status == "ok" and clean_metrics["correct"]:
-        clean_extra["diagnoses"] = on_failed(example, None, 0, base)
-    rows = [_row(example, "clean", 0, "", base, clean_metrics, clean_extra)]
+        clean_row["diagnoses"] = list(on_failed(example, None, 0, base))
+    rows = [clean_row]
     injector = _Injector(example, base, retriever, distractors, config, facts)
     budget = executor.config.hop_budget
     k = executor.config.k
 
-    def fault_row(cell: tuple[str, int]) -> dict[str, Any]:
+    def fault_row(cell: tuple[str, int]) -> ForkRow:
         name, hop = cell
         spec = get_fault(name)
         why = _ineligible(clean, clean_metrics, hop, config)
@@ -265,8 +268,8 @@ def example_rows(example: Example, executor: Executor, retriever: BM25Retriever,
         inp = injector.fault_input(hop, k)
         outcome = spec.apply(inp)
         held = held_as(spec, config.fault_persistence, outcome)
-        record = outcome.record.model_copy(update={
-            "params": {**outcome.record.params, "persistence": held}}).model_dump(mode="json")
+        record = record_data(outcome.record.model_copy(update={
+            "params": {**outcome.record.params, "persistence": held}}))
         if not outcome.applied:
             return {"record": record, "trace": None, "metrics": None}
         fork = inject(executor, base, spec, inp, outcome, held)
@@ -282,16 +285,16 @@ def example_rows(example: Example, executor: Executor, retriever: BM25Retriever,
             metrics["control_correct"] = float(recall_correct(
                 control.trace.answer, example.gold_answers, threshold=config.recall_threshold))
             metrics["control_same_run"] = float(control is fork)
-        extra: dict[str, Any] = {}
+        row = _fork_row(record, fork, metrics)
         if outcome.record.certificate:
-            extra["tampering"] = tampering_outcome(
+            row["tampering"] = tampering_outcome(
                 bool(metrics["correct"]), fork.trace.answer, outcome.record.certificate)
-            extra["contaminated"] = query_contaminated(
+            row["contaminated"] = query_contaminated(
                 outcome.record.certificate["new_span"],
                 [h.subquery for h in fork.trace.hops[hop:]])
         if on_failed is not None and not metrics["correct"] and fork.trace.status == "ok":
-            extra["diagnoses"] = on_failed(example, spec, hop, fork)
-        return _fork_row(record, fork, metrics, extra)
+            row["diagnoses"] = list(on_failed(example, spec, hop, fork))
+        return row
 
     # Every fault × hop forks the same clean run independently: they may run at once.
     rows += fan_out(fault_row, [(name, hop) for name in config.faults
@@ -318,10 +321,10 @@ def _control(executor: Executor, base: RunResult, spec: FaultSpec, inp: FaultInp
 
 
 def _operator_rows(example: Example, executor: Executor, base: RunResult,
-                   retriever: BM25Retriever, clean_metrics: dict[str, float],
-                   config: PropagationConfig) -> list[dict[str, Any]]:
+                   retriever: BM25Retriever, clean_metrics: ForkMetrics,
+                   config: PropagationConfig) -> list[ForkRow]:
     clean = base.trace
-    rows = []
+    rows: list[ForkRow] = []
     pool = ReplacementPool(retriever, example.supporting_titles)
     persistence = "once" if config.fault_persistence == "once" else "query"
     for hop in range(1, executor.config.hop_budget + 1):
@@ -343,8 +346,7 @@ def _operator_rows(example: Example, executor: Executor, base: RunResult,
             rec = rec.model_copy(update={"record_id": f"{example.id}/{condition}@{hop}",
                                          "params": {**rec.params, "persistence": persistence}})
             if edited is None:
-                rows.append({"record": rec.model_dump(mode="json"), "trace": None,
-                             "metrics": None})
+                rows.append({"record": record_data(rec), "trace": None, "metrics": None})
                 continue
             if persistence == "once":
                 fork = executor.fork(base, hop, "retrieve", replace_evidence(edited),
@@ -354,11 +356,11 @@ def _operator_rows(example: Example, executor: Executor, base: RunResult,
                                      condition=edit_condition(hop, record.subquery, edited))
             metrics = run_metrics(fork.trace, clean, example, config)
             metrics["prefix_calls"] = float(prefix_skill_calls(fork, hop))
-            rows.append(_fork_row(rec.model_dump(mode="json"), fork, metrics, {}))
+            rows.append(_fork_row(record_data(rec), fork, metrics))
     return rows
 
 
-def _ineligible(clean: Trace, clean_metrics: dict[str, float], hop: int,
+def _ineligible(clean: Trace, clean_metrics: ForkMetrics, hop: int,
                 config: PropagationConfig, *, strict: bool | None = None) -> str:
     if len(clean.hops) < hop:
         return "clean trace has fewer hops"
@@ -367,27 +369,22 @@ def _ineligible(clean: Trace, clean_metrics: dict[str, float], hop: int,
     return ""
 
 
-def _row(example: Example, condition: str, hop: int, skipped: str, result: RunResult,
-         metrics: dict[str, float], extra: dict[str, Any]) -> dict[str, Any]:
-    record = {"record_id": f"{example.id}/{condition}" + (f"@{hop}" if hop else ""),
-              "example_id": example.id, "condition": condition, "operator": "NONE",
-              "hop": hop, "skipped": skipped}
-    return _fork_row(record, result, metrics, extra)
+def _record(example: Example, condition: str, hop: int, skipped: str) -> RecordData:
+    """The short record of a clean run (hop 0) or of a condition skipped at a hop."""
+    return {"record_id": f"{example.id}/{condition}" + (f"@{hop}" if hop else ""),
+            "example_id": example.id, "condition": condition, "operator": "NONE",
+            "hop": hop, "skipped": skipped}
 
 
-def _fork_row(record: dict[str, Any], result: RunResult, metrics: dict[str, float],
-              extra: dict[str, Any]) -> dict[str, Any]:
+def _fork_row(record: RecordData, result: RunResult, metrics: ForkMetrics) -> ForkRow:
     return {"record": record, "trace": result.trace.model_dump(mode="json"),
             "status": result.trace.status,
-            "request_keys": result.request_keys, "spent": result.spent, "metrics": metrics,
-            **extra}
+            "request_keys": result.request_keys, "spent": result.spent, "metrics": metrics}
 
 
-def _skipped(example: Example, condition: str, hop: int, reason: str) -> dict[str, Any]:
-    return {"record": {"record_id": f"{example.id}/{condition}@{hop}",
-                       "example_id": example.id, "condition": condition, "operator": "NONE",
-                       "hop": hop, "skipped": reason},
-            "trace": None, "metrics": None}
+def _skipped(example: Example, condition: str, hop: int, reason: str) -> ForkRow:
+    return {"record": _record(example, condition, hop, reason), "trace": None,
+            "metrics": None}
 
 
 def distractor_answers(dataset: Dataset, example: Example, limit: int) -> list[str]:
@@ -422,7 +419,7 @@ class PropagationTask:
     def ledger(self) -> Ledger:
         return self.executor.skills.ledger
 
-    def __call__(self, example: Example) -> tuple[str, list[dict[str, Any]]]:
+    def __call__(self, example: Example) -> tuple[str, list[ForkRow]]:
         distractors = pick_distractors(self.answers, example.id, self.config.distractor_pool)
         return example.id, example_rows(example, self.executor, self.retriever_for(example),
                                         distractors, self.config, self.on_failed, self.facts)
@@ -444,7 +441,8 @@ def run_propagation(dataset: Dataset, executor: Executor, run_dir: RunDir,
         bar = progress.add_task("propagation", total=len(dataset.examples),
                                 completed=len(done))
         for example_id, rows in ordered_map(task, todo, parallel):
-            traces = [{k: row[k] for k in ("record", "trace", "request_keys", "spent")}
+            traces = [{"record": row["record"], "trace": row["trace"],
+                       "request_keys": row["request_keys"], "spent": row["spent"]}
                       for row in rows if row["trace"] is not None]
             diagnoses = [d for row in rows for d in row.get("diagnoses", [])]
             run_dir.append_rows(TRACES, traces)
