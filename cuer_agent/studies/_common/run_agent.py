@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from rich.progress import Progress
 
+from cuer_agent._json import JsonObject
 from cuer_agent.data import Dataset, Example, Passage
 from cuer_agent.execution import Executor, Mode
 from cuer_agent.llm.cache import Ledger
@@ -32,6 +33,24 @@ from cuer_agent.studies._common.cells import Ledger as RunLedger
 from cuer_agent.trace import Trace
 
 TRACES = "traces.jsonl"
+
+
+class TraceRow(TypedDict):
+    """A row of `traces.jsonl`: one example through the system."""
+
+    trace: JsonObject
+    """The `Trace`, as JSON."""
+    request_keys: list[str]
+    """The skill requests it made (cache keys)."""
+    spent: dict[str, int]
+    """What this invocation spent on it (`RunResult.spent`)."""
+
+
+class _Corpus(TypedDict):
+    """What a `RetrieverFactory` pickles as."""
+
+    corpus: list[Passage] | None
+    engine: str
 
 
 class RetrieverFactory:
@@ -52,10 +71,10 @@ class RetrieverFactory:
                 self._shared = BM25Retriever.from_passages(self.corpus, engine=self.engine)
         return self._shared
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> _Corpus:
         return {"corpus": self.corpus, "engine": self.engine}
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
+    def __setstate__(self, state: _Corpus) -> None:
         self.__init__(**state)  # type: ignore[misc]
 
 
@@ -74,7 +93,7 @@ class RunTask:
     def ledger(self) -> Ledger:
         return self.executor.skills.ledger
 
-    def __call__(self, example: Example) -> dict[str, Any]:
+    def __call__(self, example: Example) -> TraceRow:
         result = self.executor.run(example, self.retriever_for(example))
         return {"trace": result.trace.model_dump(mode="json"),
                 "request_keys": result.request_keys, "spent": result.spent}
@@ -100,7 +119,7 @@ def run_dataset(dataset: Dataset, executor: Executor, run_dir: RunDir, *,
     return run_dir.write_model(summarize(dataset, run_dir.rows(TRACES), executor.spec.mode))
 
 
-def summarize(dataset: Dataset, rows: list[dict[str, Any]], mode: Mode) -> RunSummary:
+def summarize(dataset: Dataset, rows: Sequence[JsonObject], mode: Mode) -> RunSummary:
     """Accuracy, hops used, outcomes and the ledger of the system that ran in `mode`,
     from the rows alone (deterministic: the same rows give the same bytes, however many
     invocations wrote them)."""
@@ -124,10 +143,10 @@ def summarize(dataset: Dataset, rows: list[dict[str, Any]], mode: Mode) -> RunSu
         hops_used={str(h): c for h, c in sorted(Counter(len(t.hops) for t in traces).items())},
         status=dict(sorted(Counter(t.status for t in traces).items())),
         errors=[RunError(example_id=t.example_id, error=t.error) for t in traces if t.error],
-        ledger=RunLedger.model_validate(ledger_from_rows(rows)))
+        ledger=ledger_from_rows(rows))
 
 
-def ledger_from_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def ledger_from_rows(rows: Sequence[JsonObject]) -> RunLedger:
     """Skill requests, distinct requests (what a cold cache costs), repeats, parse
     failures, traces cut short by a failed request (`errors`: the server never answered
     after all retries), the retries behind the replies used (and behind failed
@@ -140,15 +159,9 @@ def ledger_from_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
     completion = sum(s.get("completion_tokens", 0) for s in spent)
     retries = sum(s.get("retries", 0) for s in spent)
     requests = len(keys)
-    return {
-        "requests": requests,
-        "calls": len(set(keys)),
-        "cache_hits": requests - len(set(keys)),
-        "parse_failures": parse_failures,
-        "parse_failure_rate": round(parse_failures / requests, 6) if requests else 0.0,
-        "errors": errors,
-        "retries": retries,
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "tokens": prompt + completion,
-    }
+    return RunLedger(
+        requests=requests, calls=len(set(keys)), cache_hits=requests - len(set(keys)),
+        parse_failures=parse_failures,
+        parse_failure_rate=round(parse_failures / requests, 6) if requests else 0.0,
+        errors=errors, retries=retries, prompt_tokens=prompt, completion_tokens=completion,
+        tokens=prompt + completion)

@@ -70,7 +70,7 @@ def cuer_summary(run_dir: RunDir, config: CuerConfig) -> dict[str, Any]:
     summary["roles"] = roles_summary(records, config)
     if (reason := no_verdict(conditions)) is not None and "dataset" in summary["roles"]:
         summary["roles"]["dataset"] = {"suppressed": reason}
-    summary["ledger"] = ledger_from_rows(run_dir.rows(TRACES))
+    summary["ledger"] = ledger_from_rows(run_dir.rows(TRACES)).model_dump()
     summary["config"] = config.model_dump(mode="json")
     return summary
 

@@ -33,7 +33,7 @@ def run_and_summarize(dataset: Dataset, executor: Executor, run_dir: RunDir,
     summary = summarize_propagation(records, traces, config)
     summary["verify"] = verify_rates(records, config.faults)
     summary["invisibility"] = invisibility(traces, config.faults)
-    summary["ledger"] = ledger_from_rows(traces)
+    summary["ledger"] = ledger_from_rows(traces).model_dump()
     summary["config"] = config.model_dump(mode="json")
     return run_dir.write_summary(summary, PropagateSummary)
 

@@ -33,12 +33,13 @@ gold answer in the prediction >= 0.8.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rich.progress import Progress
 
+from cuer_agent._json import JsonRow
 from cuer_agent.config import PropagationConfig
 from cuer_agent.data import Dataset, Example
 from cuer_agent.execution import (
@@ -85,7 +86,7 @@ from cuer_agent.studies.propagation.tampering_outcomes import query_contaminated
 from cuer_agent.trace import HopAttempt, Trace, attempt_failed
 
 TRACES, RECORDS, DIAGNOSES = "traces.jsonl", "records.jsonl", "diagnoses.jsonl"
-OnFailed = Callable[[Example, Any, int, RunResult], list[dict[str, Any]]]
+OnFailed = Callable[[Example, Any, int, RunResult], Sequence[JsonRow]]
 """Called with (example, fault spec, hop, fork) for each injected run that still fails —
 and with (example, None, 0, clean run) for each clean, correct, unfaulted run, the base
 rate a diagnoser should name no hop on; returns diagnosis rows (the evaluate command
