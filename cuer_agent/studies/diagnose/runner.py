@@ -6,9 +6,8 @@ still in memory, so probing diagnosers re-execute the very run they diagnose, un
 fault it ran with. A diagnoser that raises on one trace is recorded as an error for that
 trace and counted; the study goes on.
 
-A diagnosis row: {record_id, example_id, fault ("none" for a clean run), true_hop (0 for
-a clean run), true_stage ("none" for a clean run), n_hops, diagnoser, pred_hop,
-pred_stage, propagated, cause, calls, tokens, error}.
+A diagnosis row is a `DiagnosisRow` (fault and true_stage "none", true_hop 0 for a clean
+run).
 """
 
 from __future__ import annotations

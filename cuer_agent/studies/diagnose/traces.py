@@ -30,7 +30,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import Any, TypedDict
 
 from pydantic import ValidationError
 
@@ -43,7 +43,12 @@ from cuer_agent.interchange.export import record_metrics
 from cuer_agent.metrics import recall_correct
 from cuer_agent.metrics.attribution import chance_expected_accuracy
 from cuer_agent.runs import canonical_json, scan_rows, write_atomic
-from cuer_agent.studies.diagnose.cells import DiagnoserSummary
+from cuer_agent.studies.diagnose.cells import (
+    ChanceExpected,
+    DiagnoserTraces,
+    Histograms,
+    TracesSummary,
+)
 from cuer_agent.studies.diagnose.labels import LABELLED, TraceLabel
 from cuer_agent.studies.diagnose.runner import (
     CLEAN,
@@ -82,64 +87,6 @@ class TraceDiagnosisRow(DiagnosisFields):
     """The trace's outcome, when known (a label, the run's metric, or the gold answer)."""
     n_hops: int
     diagnoser: str
-
-
-class Histograms(TypedDict):
-    """Where a diagnoser's diagnoses fall."""
-
-    n: int
-    errors: int
-    """Diagnoses naming no hop."""
-    blame_hist: dict[str, float]
-    """Hop → share of the named hops."""
-    stage_hist: dict[str, float]
-    """Stage → share of the named stages."""
-
-
-class DiagnoserTraces(Histograms):
-    """One diagnoser over the imported traces (`summary.diagnosers.<name>`)."""
-
-    by_mode: dict[str, Histograms]
-    uses_gold: bool
-    probing: bool
-    stand_in: str | None
-    scored: NotRequired[DiagnoserSummary]
-    """Scored as the study scores it, when some traces carry a label."""
-
-
-class SpansLeftOut(TypedDict):
-    n: int
-    by_reason: dict[str, int]
-
-
-class ChanceExpected(TypedDict):
-    overall: float | None
-    by_depth: dict[str, float | None]
-
-
-class LabelCounts(TypedDict):
-    source: str
-    """The labels file, or "records" (the exported intervention records)."""
-    labelled: int
-    unmatched: list[str]
-    scored_failed: int
-    scored_clean: int
-    chance_expected: ChanceExpected | None
-
-
-class TracesSummary(TypedDict):
-    """`summary.json` of `diagnose --traces` (written by `summary_json`)."""
-
-    source: str
-    gold: str | None
-    traces: int
-    mapped: int
-    not_mapped: list[dict[str, str]]
-    mapping: dict[str, int]
-    unmapped_spans: SpansLeftOut
-    modes: dict[str, int]
-    labels: LabelCounts
-    diagnosers: dict[str, DiagnoserTraces]
 
 
 def trace_only_diagnosers() -> list[str]:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from cuer_agent.studies._common.cells import Interval
-from cuer_agent.studies.diagnose.cells import DiagnoserSummary
-
-if TYPE_CHECKING:
-    from cuer_agent.studies.diagnose.traces import DiagnoserTraces, Histograms, TracesSummary
+from cuer_agent.studies.diagnose.cells import (
+    DiagnoserSummary,
+    DiagnoserTraces,
+    Histograms,
+    TracesSummary,
+)
 
 
 def _pct(value: float | None) -> str:
