@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import typer
 
+from cuer_agent._json import JsonRow
 from cuer_agent.cli._options import AgentFlags, DataFlags, ExecutionFlags
 from cuer_agent.data._example import Dataset
 from cuer_agent.data._select import load_study_data
@@ -94,7 +95,7 @@ def run_path(out: Path | None, command: str, dataset: str, *, agent: str | None 
     return Path("runs") / f"{command}-{agent_label(agent)}-{dataset}-h{hops}"
 
 
-def open_run(out: Path, config: dict[str, Any]) -> Any:
+def open_run(out: Path, config: JsonRow) -> Any:
     """The run directory, made with `config` (checked against its command's schema) or
     resumed if it holds the same one. It is noted as this command's run, so an interrupt
     can say what was saved there (`_app.user_errors`)."""
