@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import typer
 
-from cuer_agent._json import JsonObject
+from cuer_agent._json import JsonRow
 from cuer_agent.cli._options import AgentFlags, DataFlags, ExecutionFlags
 from cuer_agent.data._example import Dataset
 from cuer_agent.data._select import load_study_data
@@ -95,10 +95,10 @@ def run_path(out: Path | None, command: str, dataset: str, *, agent: str | None 
     return Path("runs") / f"{command}-{agent_label(agent)}-{dataset}-h{hops}"
 
 
-def open_run(out: Path, config: JsonObject) -> Any:
-    """The run directory, made with `config` (its `config.json`, checked against its
-    command's schema) or resumed if it holds the same one. It is noted as this command's
-    run, so an interrupt can say what was saved there (`_app.user_errors`)."""
+def open_run(out: Path, config: JsonRow) -> Any:
+    """The run directory, made with `config` (checked against its command's schema) or
+    resumed if it holds the same one. It is noted as this command's run, so an interrupt
+    can say what was saved there (`_app.user_errors`)."""
     from cuer_agent.studies._common.run_configs import open_run_dir
 
     run_dir = open_run_dir(out, config)
@@ -119,7 +119,7 @@ def skill_client(engine: Any, seed: int, cache: Path | None, no_cache: bool) -> 
     return SkillClient(client_backend, cache=ResponseCache(cache or default_cache_path()))
 
 
-def recorded(engine: Any, skills: Any) -> JsonObject:
+def recorded(engine: Any, skills: Any) -> JsonRow:
     """The [backend] section as a run records it (timeout excluded), with the model the
     backend resolved (a default model name, where none was given)."""
     return {**engine.model_dump(mode="json"), "model": skills.backend.model}

@@ -36,7 +36,7 @@ import math
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NotRequired, TypedDict, Unpack
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 from numpy.typing import NDArray
@@ -57,17 +57,22 @@ __all__ = ["AbstentionScore", "Attribution", "AttributionSummary", "ChanceAccura
            "IndependenceBaseline", "abstention", "attribution_summary", "blame_histogram",
            "chance_expected_accuracy", "independence_baseline"]
 
-Interval = list[float | None]
+Interval = list[float]
 """[low, high] of a 95% interval."""
 
 
 class MeanWithCI(TypedDict):
-    """A mean and its interval (Wilson for a proportion, else percentile bootstrap); the
-    interval clustered by example when clusters were given. None without items."""
+    """A mean and its interval (Wilson for a proportion, else percentile bootstrap);
+    None without items."""
 
     mean: float | None
     ci: Interval | None
-    ci_clustered: NotRequired[Interval | None]
+
+
+class ClusteredMeanWithCI(MeanWithCI):
+    """A proportion with, besides, the interval of a bootstrap over whole examples."""
+
+    ci_clustered: Interval | None
 
 
 class DepthAccuracy(TypedDict):
@@ -112,7 +117,7 @@ class AttributionSummary(TypedDict):
     errors: int
     error_rate: float | None
     by_depth: dict[str, DepthAccuracy]
-    exact_hop_acc: MeanWithCI
+    exact_hop_acc: ClusteredMeanWithCI
     stage_acc: MeanWithCI
     hop_tol_acc: MeanWithCI
     ancestor_hit: MeanWithCI
@@ -128,7 +133,7 @@ class IndependenceBaseline(TypedDict):
     """The independence baseline overall and per depth (see `independence_baseline`)."""
 
     overall: float | None
-    by_depth: dict[str, float | None]
+    by_depth: dict[str, float]
 
 
 class AbstentionScore(TypedDict):
@@ -237,27 +242,28 @@ def _interval(ci: NDArray[np.float64]) -> Interval | None:
 
 
 def _mean_ci(values: NDArray[np.float64], *, n_resamples: int, seed: int,
-             clusters: Sequence[str] | None = None, wilson: bool = False) -> MeanWithCI:
+             wilson: bool = False) -> MeanWithCI:
     """Mean with its bootstrap interval — or, for a 0/1 indicator (`wilson`), its Wilson
-    interval — and a clustered bootstrap interval when `clusters` are given."""
-    out: MeanWithCI = {"mean": None, "ci": None}
-    if clusters is not None:
-        out["ci_clustered"] = None
+    interval."""
     if values.size == 0:
-        return out
-    out["mean"] = _num(values.mean())
-    out["ci"] = (list(wilson_interval(int(values.sum()), int(values.size))) if wilson
-                 else _interval(bootstrap_ci(values, n_resamples=n_resamples, seed=seed)))
-    if clusters is not None:
-        out["ci_clustered"] = _interval(
-            cluster_bootstrap_ci(values, clusters, n_resamples=n_resamples, seed=seed))
-    return out
+        return {"mean": None, "ci": None}
+    return {"mean": _num(values.mean()),
+            "ci": (list(wilson_interval(int(values.sum()), int(values.size))) if wilson
+                   else _interval(bootstrap_ci(values, n_resamples=n_resamples, seed=seed)))}
 
 
-def _proportion(hits: NDArray[np.float64], clusters: Sequence[str] | None = None,
-                **resampling: Unpack[_Resampling]) -> MeanWithCI:
-    """Mean of a 0/1 indicator with its Wilson interval (and a clustered bootstrap)."""
-    return _mean_ci(hits, wilson=True, clusters=clusters, **resampling)
+def _proportion(hits: NDArray[np.float64], **resampling: Unpack[_Resampling]) -> MeanWithCI:
+    """Mean of a 0/1 indicator with its Wilson interval."""
+    return _mean_ci(hits, wilson=True, **resampling)
+
+
+def _clustered_proportion(hits: NDArray[np.float64], clusters: Sequence[str],
+                          **resampling: Unpack[_Resampling]) -> ClusteredMeanWithCI:
+    """`_proportion`, and a bootstrap interval resampling whole clusters (examples)."""
+    share = _proportion(hits, **resampling)
+    clustered = (None if hits.size == 0
+                 else _interval(cluster_bootstrap_ci(hits, clusters, **resampling)))
+    return {"mean": share["mean"], "ci": share["ci"], "ci_clustered": clustered}
 
 
 def _indicator(items: Sequence[Attribution], attr: str) -> NDArray[np.float64]:
@@ -288,10 +294,10 @@ def attribution_summary(items: Sequence[Attribution], *, n_resamples: int = DEFA
 
     by_depth: dict[str, DepthAccuracy] = {}
     for hop, cell in _group(items, "true_hop").items():
-        stats = _proportion(_indicator(cell, "hop_correct"),
-                            clusters=[it.example_id for it in cell], **kw)
+        stats = _clustered_proportion(_indicator(cell, "hop_correct"),
+                                      [it.example_id for it in cell], **kw)
         by_depth[str(hop)] = {"n": len(cell), "acc": stats["mean"], "ci": stats["ci"],
-                              "ci_clustered": stats.get("ci_clustered"),
+                              "ci_clustered": stats["ci_clustered"],
                               "descriptive_only": len(cell) < min_cell,
                               "faults": {f: len(c) for f, c in _group(cell, "fault").items()}}
 
@@ -307,7 +313,7 @@ def attribution_summary(items: Sequence[Attribution], *, n_resamples: int = DEFA
         "errors": errors,
         "error_rate": _num(errors / n) if n else None,
         "by_depth": by_depth,
-        "exact_hop_acc": _proportion(exact, clusters=clusters, **kw),
+        "exact_hop_acc": _clustered_proportion(exact, clusters, **kw),
         "stage_acc": _proportion(_indicator(items, "stage_correct"), **kw),
         "hop_tol_acc": _proportion(_indicator(items, "hop_within_one"), **kw),
         "ancestor_hit": _proportion(_indicator(items, "ancestor_hit"), **kw),
@@ -356,7 +362,7 @@ def independence_baseline(items: Sequence[Attribution]) -> IndependenceBaseline:
     n = len(items)
     overall = sum((hist.get(str(d)) or 0.0) * len(cell) / n for d, cell in depths.items())
     return {"overall": _num(overall) if n else None,
-            "by_depth": {str(d): hist.get(str(d), 0.0) for d in depths}}
+            "by_depth": {str(d): hist.get(str(d)) or 0.0 for d in depths}}
 
 
 def abstention(items: Sequence[Attribution]) -> AbstentionScore:

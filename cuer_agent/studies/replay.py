@@ -10,12 +10,14 @@ the stored one.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from cuer_agent._json import JsonRow
 from cuer_agent.data._select import load_study_data
 from cuer_agent.errors import CuerError, DataError
 from cuer_agent.execution import AgentConfig, Executor
@@ -38,15 +40,21 @@ class ReplayResult:
     replayed: str
 
 
-def _stored_row(run_dir: Path, record_id: str) -> dict[str, Any]:
+def _record(row: JsonRow) -> Mapping[str, object]:
+    """The intervention record of a trace or record row ({} without one)."""
+    record = row.get("record")
+    return record if isinstance(record, Mapping) else {}
+
+
+def _stored_row(run_dir: Path, record_id: str) -> JsonRow:
     """The stored trace row of `record_id`; none → one error line saying why: the record
     was skipped (its reason, from records.jsonl), or the run has no such record."""
     for row in read_rows(run_dir / "traces.jsonl"):
-        if row.get("record", {}).get("record_id") == record_id:
+        if _record(row).get("record_id") == record_id:
             return row
     records = run_dir / "records.jsonl"
     for row in scan_rows(records, torn_tail_ok=True) if records.exists() else []:
-        record = row.get("record", {})
+        record = _record(row)
         if record.get("record_id") == record_id and record.get("skipped"):
             raise CuerError(f"{records}: record {record_id!r} was skipped "
                             f"({record['skipped']}), so it has no trace to replay")
@@ -74,7 +82,10 @@ def replay(run_dir: Path, config: CuerRunConfig | PropagateRunConfig, record_id:
     replaces the ``--agent`` reference the run recorded (the same agent, found
     elsewhere)."""
     stored = _stored_row(run_dir, record_id)
-    example_id = stored["record"]["example_id"]
+    example_id = _record(stored).get("example_id")
+    if not isinstance(example_id, str):
+        raise DataError(run_dir / "traces.jsonl",
+                        f"record {record_id!r} names no example (record.example_id)")
     if isinstance(config, CuerRunConfig):
         rows = _cuer_rows(config, example_id, skills)
     else:
@@ -82,15 +93,15 @@ def replay(run_dir: Path, config: CuerRunConfig | PropagateRunConfig, record_id:
             config = config.model_copy(update={"agent": agent})
         rows = _propagation_rows(config, example_id, skills)
     for row in rows:
-        if row.get("record", {}).get("record_id") == record_id and row.get("trace"):
+        if _record(row).get("record_id") == record_id and row.get("trace"):
             replayed = json.dumps(row["trace"], sort_keys=True)
             original = json.dumps(stored["trace"], sort_keys=True)
-            same = replayed == original and _same_record(row["record"], stored["record"])
+            same = replayed == original and _same_record(_record(row), _record(stored))
             return ReplayResult(record_id, same, original, replayed)
     raise CuerError(f"record {record_id!r} did not come out of the replay")
 
 
-def _same_record(a: dict[str, Any], b: dict[str, Any]) -> bool:
+def _same_record(a: Mapping[str, object], b: Mapping[str, object]) -> bool:
     """Equal as intervention records (defaults filled in), or as plain dicts."""
     try:
         return InterventionRecord.model_validate(a) == InterventionRecord.model_validate(b)
@@ -104,12 +115,12 @@ def _dataset(data: RecordedData) -> Any:
                           data.redundancy)
 
 
-def _meta(config: CuerRunConfig | PropagateRunConfig, skills: SkillClient) -> dict[str, Any]:
+def _meta(config: CuerRunConfig | PropagateRunConfig, skills: SkillClient) -> dict[str, str]:
     return {"backend": config.backend.name, "model": skills.backend.model}
 
 
 def _cuer_rows(config: CuerRunConfig, example_id: str,
-               skills: SkillClient) -> list[dict[str, Any]]:
+               skills: SkillClient) -> Sequence[JsonRow]:
     from cuer_agent.studies._common.pools import single_shot_data
     from cuer_agent.studies._common.run_agent import retriever_factory
     from cuer_agent.studies.cuer.runner import _example_rows
@@ -126,7 +137,7 @@ def _cuer_rows(config: CuerRunConfig, example_id: str,
 
 
 def _propagation_rows(config: PropagateRunConfig, example_id: str,
-                      skills: SkillClient) -> list[dict[str, Any]]:
+                      skills: SkillClient) -> Sequence[JsonRow]:
     from cuer_agent.interventions.facts import fact_source
     from cuer_agent.studies._common.run_agent import retriever_factory
     from cuer_agent.studies.propagation.runner import distractor_answers, example_rows

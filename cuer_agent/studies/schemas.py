@@ -12,8 +12,8 @@ parts and `RunSummary` in `studies/_common/cells.py`); every part forbids unknow
 keys, so a renamed key is an error. A study that builds its summary as a dict validates
 it through its model before writing it, writes the dict it computed (the bytes of
 `summary.json` do not depend on the models) and hands the model on to what prints or
-reports it; `run` builds its `RunSummary` directly and writes the model
-(`RunDir.write_model`).
+reports it; `run` and `evaluate` build their `RunSummary` and `EvaluateSummary`
+directly and write the model (`RunDir.write_model`).
 `read_summary` reads one back as its model, turning a mismatch into a `DataError` that
 names the file and the key.
 

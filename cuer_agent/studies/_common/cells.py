@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.config import JsonDict
 
 Interval = tuple[float, float]
 """A confidence interval [low, high]."""
@@ -32,7 +33,7 @@ class Part(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
-def _no_default(schema: dict[str, Any]) -> None:
+def _no_default(schema: JsonDict) -> None:
     schema.pop("default", None)
 
 

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import NotRequired
 
+from pydantic import TypeAdapter
 from rich.progress import Progress
+from typing_extensions import TypedDict  # typing's has no pydantic schema on 3.11
 
+from cuer_agent._json import JsonRow
 from cuer_agent.data import Dataset, Example, Passage
 from cuer_agent.execution import Executor, Mode
 from cuer_agent.llm.cache import Ledger
@@ -32,6 +35,24 @@ from cuer_agent.studies._common.cells import Ledger as RunLedger
 from cuer_agent.trace import Trace
 
 TRACES = "traces.jsonl"
+
+
+class TraceRow(TypedDict):
+    """A row of `traces.jsonl`: one example through the system."""
+
+    trace: JsonRow
+    """The `Trace`, as JSON."""
+    request_keys: list[str]
+    """The skill requests it made (cache keys)."""
+    spent: dict[str, int]
+    """What this invocation spent on it (`RunResult.spent`)."""
+
+
+class _Corpus(TypedDict):
+    """What a `RetrieverFactory` pickles as."""
+
+    corpus: list[Passage] | None
+    engine: str
 
 
 class RetrieverFactory:
@@ -52,10 +73,10 @@ class RetrieverFactory:
                 self._shared = BM25Retriever.from_passages(self.corpus, engine=self.engine)
         return self._shared
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> _Corpus:
         return {"corpus": self.corpus, "engine": self.engine}
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
+    def __setstate__(self, state: _Corpus) -> None:
         self.__init__(**state)  # type: ignore[misc]
 
 
@@ -74,7 +95,7 @@ class RunTask:
     def ledger(self) -> Ledger:
         return self.executor.skills.ledger
 
-    def __call__(self, example: Example) -> dict[str, Any]:
+    def __call__(self, example: Example) -> TraceRow:
         result = self.executor.run(example, self.retriever_for(example))
         return {"trace": result.trace.model_dump(mode="json"),
                 "request_keys": result.request_keys, "spent": result.spent}
@@ -100,13 +121,13 @@ def run_dataset(dataset: Dataset, executor: Executor, run_dir: RunDir, *,
     return run_dir.write_model(summarize(dataset, run_dir.rows(TRACES), executor.spec.mode))
 
 
-def summarize(dataset: Dataset, rows: list[dict[str, Any]], mode: Mode) -> RunSummary:
+def summarize(dataset: Dataset, rows: Sequence[JsonRow], mode: Mode) -> RunSummary:
     """Accuracy, hops used, outcomes and the ledger of the system that ran in `mode`,
     from the rows alone (deterministic: the same rows give the same bytes, however many
     invocations wrote them)."""
     gold = {ex.id: ex for ex in dataset.examples}
-    traces = [Trace.model_validate(row["trace"]) for row in rows
-              if row["trace"]["example_id"] in gold]
+    traces = [Trace.model_validate(trace) for row in rows
+              if isinstance(trace := row["trace"], Mapping) and trace["example_id"] in gold]
     scores = [answer_scores(t.answer, gold[t.example_id].gold_answers) for t in traces]
     n = len(traces)
 
@@ -124,31 +145,49 @@ def summarize(dataset: Dataset, rows: list[dict[str, Any]], mode: Mode) -> RunSu
         hops_used={str(h): c for h, c in sorted(Counter(len(t.hops) for t in traces).items())},
         status=dict(sorted(Counter(t.status for t in traces).items())),
         errors=[RunError(example_id=t.example_id, error=t.error) for t in traces if t.error],
-        ledger=RunLedger.model_validate(ledger_from_rows(rows)))
+        ledger=ledger_from_rows(rows))
 
 
-def ledger_from_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
+class _Status(TypedDict):
+    status: NotRequired[str]
+
+
+class _Spent(TypedDict):
+    parse_failures: NotRequired[int]
+    prompt_tokens: NotRequired[int]
+    completion_tokens: NotRequired[int]
+    retries: NotRequired[int]
+
+
+class _SpendingRow(TypedDict):
+    """What the ledger reads of a trace row (any study's; a row may lack a part)."""
+
+    request_keys: NotRequired[list[str]]
+    trace: NotRequired[_Status | None]
+    spent: NotRequired[_Spent]
+
+
+_SPENDING_ROWS = TypeAdapter(list[_SpendingRow])
+
+
+def ledger_from_rows(rows: Sequence[JsonRow]) -> RunLedger:
     """Skill requests, distinct requests (what a cold cache costs), repeats, parse
     failures, traces cut short by a failed request (`errors`: the server never answered
     after all retries), the retries behind the replies used (and behind failed
     requests), and tokens of a run — from its trace rows, so resuming changes nothing."""
-    keys = [k for row in rows for k in row.get("request_keys", [])]
-    errors = sum(1 for row in rows if (row.get("trace") or {}).get("status") == "error")
-    spent = [row["spent"] for row in rows if "spent" in row]
+    rows_read = _SPENDING_ROWS.validate_python(rows)
+    keys = [k for row in rows_read for k in row.get("request_keys", [])]
+    errors = sum(1 for row in rows_read
+                 if (trace := row.get("trace")) is not None and trace.get("status") == "error")
+    spent = [row["spent"] for row in rows_read if "spent" in row]
     parse_failures = sum(s.get("parse_failures", 0) for s in spent)
     prompt = sum(s.get("prompt_tokens", 0) for s in spent)
     completion = sum(s.get("completion_tokens", 0) for s in spent)
     retries = sum(s.get("retries", 0) for s in spent)
     requests = len(keys)
-    return {
-        "requests": requests,
-        "calls": len(set(keys)),
-        "cache_hits": requests - len(set(keys)),
-        "parse_failures": parse_failures,
-        "parse_failure_rate": round(parse_failures / requests, 6) if requests else 0.0,
-        "errors": errors,
-        "retries": retries,
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "tokens": prompt + completion,
-    }
+    return RunLedger(
+        requests=requests, calls=len(set(keys)), cache_hits=requests - len(set(keys)),
+        parse_failures=parse_failures,
+        parse_failure_rate=round(parse_failures / requests, 6) if requests else 0.0,
+        errors=errors, retries=retries, prompt_tokens=prompt, completion_tokens=completion,
+        tokens=prompt + completion)

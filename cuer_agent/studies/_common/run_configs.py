@@ -10,10 +10,11 @@ which study wrote it, and the rest of the file is that command's shape:
 - `evaluate`: the whole `StudyConfig` under `study`; its `single_shot/` and `agentic/`
   subdirectories hold a `cuer` and a `propagate` config.
 
-The writers build these dicts as they always did (a run's bytes do not depend on this
-module); `open_run_dir` checks one against its model before the run directory is made
-(a mismatch is a bug in the writer), and `read_run_config` is how `replay` (and anything
-else) reads one back: typed, with a wrong file named by its key path. The shapes differ
+The writers build these records as they always did (`CuerRecord`, `PropagateRecord`:
+typed dicts, so a run's bytes do not depend on the models); `open_run_dir` checks one
+against its model before the run directory is made (a mismatch is a bug in the
+writer), and `read_run_config` is how `replay` (and anything else) reads one back:
+typed, with a wrong file named by its key path. The shapes differ
 by command because changing them would change the bytes of every existing run
 directory, and resume compares them.
 """
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, NotRequired, TypedDict
 
 from pydantic import (
     BaseModel,
@@ -32,7 +33,9 @@ from pydantic import (
     ValidationError,
     field_validator,
 )
+from pydantic.config import JsonDict
 
+from cuer_agent._json import JsonRow
 from cuer_agent._validation import problem
 from cuer_agent.config import (
     BackendSection,
@@ -46,11 +49,15 @@ from cuer_agent.execution import AgentConfig, Mode
 from cuer_agent.runs import CONFIG_FILE, RunDir, read_config
 
 
-def _gold_hops_as_flag(schema: dict[str, Any]) -> None:
+def _gold_hops_as_flag(schema: JsonDict) -> None:
     """The published schema admits `gold_hops` in both written forms: a list, or the
     string --gold-hops takes ("3,4")."""
-    schema["properties"]["gold_hops"]["anyOf"].insert(
-        1, {"type": "string", "pattern": "^[0-9]+(,[0-9]+)*$"})
+    properties = schema["properties"]
+    gold_hops = properties.get("gold_hops") if isinstance(properties, dict) else None
+    forms = gold_hops.get("anyOf") if isinstance(gold_hops, dict) else None
+    if not isinstance(forms, list):
+        raise TypeError(f"[data].gold_hops has no anyOf in its schema: {gold_hops!r}")
+    forms.insert(1, {"type": "string", "pattern": "^[0-9]+(,[0-9]+)*$"})
 
 
 class _Recorded(BaseModel):
@@ -151,23 +158,57 @@ COMMANDS: dict[str, type[_Recorded]] = {
 """`command` → the model of its config."""
 
 
-def cuer_record(*, source: str, data: dict[str, Any], backend: dict[str, Any],
-                cuer: CuerConfig) -> dict[str, Any]:
+class CuerRecord(TypedDict):
+    """`config.json` of a CUE-R study as written (`CuerRunConfig` reads it back)."""
+
+    command: Literal["cuer"]
+    source: str
+    data: JsonRow
+    """`[data]` as JSON."""
+    backend: JsonRow
+    """`[backend]` as JSON."""
+    cuer: JsonRow
+    """`[cuer]` as JSON."""
+
+
+class PropagateRecord(TypedDict):
+    """`config.json` of a propagation study as written (`PropagateRunConfig` reads it
+    back)."""
+
+    command: Literal["propagate"]
+    source: str
+    hop_budget: int
+    retries_per_hop: int
+    agent: str | None
+    data: JsonRow
+    """`[data]` as the writer records it (`RecordedData`)."""
+    backend: JsonRow
+    propagation: JsonRow
+    """`[propagation]` as JSON."""
+    k: NotRequired[int]
+    """Recorded only where it is not the default."""
+
+
+def cuer_record(*, source: str, data: JsonRow, backend: JsonRow,
+                cuer: CuerConfig) -> CuerRecord:
     """The `config.json` of a CUE-R study (`cuer`, and `evaluate`'s `single_shot/`)."""
     return {"command": "cuer", "source": source, "data": data, "backend": backend,
             "cuer": cuer.model_dump(mode="json")}
 
 
 def propagate_record(*, source: str, hops: int, retries_per_hop: int, agent: str | None,
-                     k: int, data: dict[str, Any], backend: dict[str, Any],
-                     propagation: PropagationConfig) -> dict[str, Any]:
+                     k: int, data: JsonRow, backend: JsonRow,
+                     propagation: PropagationConfig) -> PropagateRecord:
     """The `config.json` of a propagation study (`propagate`, and `evaluate`'s
     `agentic/`). `k` is recorded only where it is not the default, so a run without a
     config file records what it always did; `replay` reads the default back."""
-    return {"command": "propagate", "source": source, "hop_budget": hops,
-            "retries_per_hop": retries_per_hop, "agent": agent, "data": data,
-            "backend": backend, "propagation": propagation.model_dump(mode="json"),
-            **({"k": k} if k != AgentConfig.k else {})}
+    record: PropagateRecord = {
+        "command": "propagate", "source": source, "hop_budget": hops,
+        "retries_per_hop": retries_per_hop, "agent": agent, "data": data,
+        "backend": backend, "propagation": propagation.model_dump(mode="json")}
+    if k != AgentConfig.k:
+        record["k"] = k
+    return record
 
 
 def absent_keys(config: BaseModel, prefix: str = "") -> list[str]:
@@ -215,7 +256,7 @@ def read_run_config(run_dir: str | Path) -> AnyRunConfig:
     return validate_run_config(read_config(run_dir), Path(run_dir) / CONFIG_FILE)
 
 
-def open_run_dir(path: Path, config: dict[str, Any]) -> RunDir:
+def open_run_dir(path: Path, config: JsonRow) -> RunDir:
     """The run directory at `path`, made with `config` or resumed if it holds the same
     one. `config` is checked against its command's model first: a mismatch is a bug in
     the writer (pydantic's `ValidationError`), and nothing is made."""

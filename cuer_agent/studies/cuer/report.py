@@ -9,7 +9,6 @@ from rich.table import Table
 from cuer_agent.config import CuerConfig
 from cuer_agent.metrics.stats import MIN_CELL
 from cuer_agent.runs import RunDir
-from cuer_agent.studies._common.cells import Ledger
 from cuer_agent.studies._common.run_agent import ledger_from_rows
 from cuer_agent.studies.cuer.cells import CuerCondition, CuerSummary, DeltaStat
 from cuer_agent.studies.cuer.roles import roles_summary
@@ -69,7 +68,7 @@ def cuer_summary(run_dir: RunDir, config: CuerConfig) -> CuerSummary:
         n=results.n, conditions=results.conditions, skipped=results.skipped, **ablations,
         findings=pattern_findings(results.conditions),
         roles=roles_summary(records, config, suppressed=no_verdict(results.conditions)),
-        ledger=Ledger.model_validate(ledger_from_rows(run_dir.rows(TRACES))),
+        ledger=ledger_from_rows(run_dir.rows(TRACES)),
         # every field of the config is written, as given or defaulted
         config=CuerConfig.model_validate(config.model_dump(mode="json")))
 

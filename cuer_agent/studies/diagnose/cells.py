@@ -1,7 +1,11 @@
 """The parts of `summary.json` that score the fault diagnosers (`diagnosers` of
-`evaluate`). Conventions: `cuer_agent.studies._common.cells`."""
+`evaluate`). Conventions: `cuer_agent.studies._common.cells`. And the `summary.json` of
+`diagnose --traces` (`TracesSummary`): plain JSON, but for each scored diagnoser's
+`DiagnoserSummary`."""
 
 from __future__ import annotations
+
+from typing import NotRequired, TypedDict
 
 from cuer_agent.studies._common.cells import HopKey, Interval, MeanCI, Part, absent
 
@@ -139,3 +143,82 @@ class DiagnoserSummary(Part):
     """Share of those on which it names a hop (>= 1): there is none to find."""
     expected_acc_analytic: dict[str, float | None] = absent()
     """Chance only: the uniform picker's expected accuracy per depth, and `overall`."""
+
+
+# ------------------------------------------------------- diagnose --traces summary
+
+class Histograms(TypedDict):
+    """Where a diagnoser's diagnoses fall."""
+
+    n: int
+    errors: int
+    """Diagnoses naming no hop."""
+    blame_hist: dict[str, float]
+    """Hop → share of the named hops."""
+    stage_hist: dict[str, float]
+    """Stage → share of the named stages."""
+
+
+class DiagnoserTraces(Histograms):
+    """One diagnoser over the imported traces (`summary.diagnosers.<name>`)."""
+
+    by_mode: dict[str, Histograms]
+    uses_gold: bool
+    probing: bool
+    stand_in: str | None
+    scored: NotRequired[DiagnoserSummary]
+    """Scored as the study scores it, when some traces carry a label."""
+
+
+class SpansLeftOut(TypedDict):
+    """Spans not mapped onto a trace (listed in `unmapped.jsonl`)."""
+
+    n: int
+    by_reason: dict[str, int]
+    """Reason → spans."""
+
+
+class ChanceExpected(TypedDict):
+    """A uniform hop in 1..n on the scored failed traces (analytic)."""
+
+    overall: float | None
+    by_depth: dict[str, float | None]
+    """Labelled hop → its expected accuracy."""
+
+
+class LabelCounts(TypedDict):
+    """Where the labels came from and what was scored."""
+
+    source: str
+    """The labels file, or "records" (the exported intervention records)."""
+    labelled: int
+    """Traces that carry a label."""
+    unmatched: list[str]
+    """Labelled trace ids no trace in the file has."""
+    scored_failed: int
+    """Failed traces scored."""
+    scored_clean: int
+    """Correct clean traces scored (for the clean blame rate)."""
+    chance_expected: ChanceExpected | None
+
+
+class TracesSummary(TypedDict):
+    """`summary.json` of `diagnose --traces` (written by
+    `cuer_agent.studies.diagnose.traces.summary_json`)."""
+
+    source: str
+    """The traces file."""
+    gold: str | None
+    """The gold file, when given."""
+    traces: int
+    """Traces in the file (mapped or not)."""
+    mapped: int
+    not_mapped: list[dict[str, str]]
+    """The traces left out, with the reason (`Unmapped.row`)."""
+    mapping: dict[str, int]
+    """Mapping ("exact", "generic") → traces."""
+    unmapped_spans: SpansLeftOut
+    modes: dict[str, int]
+    """Agent mode → traces."""
+    labels: LabelCounts
+    diagnosers: dict[str, DiagnoserTraces]

@@ -6,14 +6,16 @@ still in memory, so probing diagnosers re-execute the very run they diagnose, un
 fault it ran with. A diagnoser that raises on one trace is recorded as an error for that
 trace and counted; the study goes on.
 
-A diagnosis row: {record_id, example_id, fault ("none" for a clean run), true_hop (0 for
-a clean run), true_stage ("none" for a clean run), n_hops, diagnoser, pred_hop,
-pred_stage, propagated, cause, calls, tokens, error}.
+A diagnosis row is a `DiagnosisRow` (fault and true_stage "none", true_hop 0 for a clean
+run).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NotRequired
+
+from pydantic import TypeAdapter
+from typing_extensions import TypedDict  # typing's has no pydantic schema on 3.11
 
 from cuer_agent.config import StudyConfig
 from cuer_agent.data import Example
@@ -22,9 +24,48 @@ from cuer_agent.diagnosers._probe import ExecutionProbe
 from cuer_agent.execution import Executor, RunResult
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.metrics import recall_correct
+from cuer_agent.runs import RunDir
 
 CLEAN = "none"
 """The `fault` of a diagnosis made on a clean, correct, unfaulted run."""
+
+
+class DiagnosisFields(TypedDict):
+    """One diagnosis as row fields. An error row (the diagnoser raised, or could not run)
+    has `pred_hop` and `pred_stage` None, no `propagated` or `cause`, and the reason in
+    `error` ("" otherwise)."""
+
+    pred_hop: int | None
+    pred_stage: str | None
+    propagated: NotRequired[bool]
+    cause: NotRequired[str]
+    calls: int
+    """Skill requests the diagnosis made (an error row: those made before it failed)."""
+    tokens: int
+    error: str
+
+
+class DiagnosisRow(DiagnosisFields):
+    """A row of `diagnoses.jsonl`: one diagnoser on one run (see the module docstring)."""
+
+    record_id: str
+    example_id: str
+    fault: str
+    """The injected fault, or `CLEAN`."""
+    true_hop: int
+    """The faulted hop (0 for a clean run)."""
+    true_stage: str
+    n_hops: int
+    diagnoser: str
+
+
+_DIAGNOSIS_ROWS = TypeAdapter(list[DiagnosisRow])
+
+
+def diagnosis_rows(run_dir: RunDir, name: str) -> list[DiagnosisRow]:
+    """The diagnosis rows of a run directory's JSONL file `name`, checked as
+    `DiagnosisRow`s (a row of another shape is a pydantic `ValidationError`)."""
+    return _DIAGNOSIS_ROWS.validate_python(run_dir.rows(name))
 
 
 def build_diagnosers(config: StudyConfig, skills: SkillClient) -> list[Diagnoser]:
@@ -46,29 +87,29 @@ class DiagnoseFailed:
         self.config = config
 
     def __call__(self, example: Example, spec: Any, hop: int,
-                 run: RunResult) -> list[dict[str, Any]]:
+                 run: RunResult) -> list[DiagnosisRow]:
         def oracle(answer: str) -> bool:  # the probe's correctness oracle (reads gold)
             return bool(recall_correct(answer, example.gold_answers,
                                        threshold=self.config.propagation.recall_threshold))
 
         fault = CLEAN if spec is None else spec.name
         record_id = f"{example.id}/clean" if spec is None else f"{example.id}/{fault}@{hop}"
-        rows = []
+        rows: list[DiagnosisRow] = []
         for d in self.diagnosers:
-            base = {"record_id": record_id, "example_id": example.id, "fault": fault,
-                    "true_hop": hop, "true_stage": CLEAN if spec is None else spec.stage,
-                    "n_hops": len(run.trace.hops), "diagnoser": d.name}
             probe = (ExecutionProbe(self.executor, run, oracle,
                                     budget=2 * self.config.diagnose.probe_budget + 2)
                      if d.probing else None)
             view = make_view(d, run.trace, example.answer, self.config.diagnose.seed,
                              hop_budget=self.executor.config.hop_budget)
-            rows.append({**base, **diagnosis_fields(d, view, probe, self.executor.skills)})
+            rows.append({"record_id": record_id, "example_id": example.id, "fault": fault,
+                         "true_hop": hop, "true_stage": CLEAN if spec is None else spec.stage,
+                         "n_hops": len(run.trace.hops), "diagnoser": d.name,
+                         **diagnosis_fields(d, view, probe, self.executor.skills)})
         return rows
 
 
 def diagnosis_fields(d: Diagnoser, view: DiagnosisView, probe: ExecutionProbe | None,
-                     skills: SkillClient) -> dict[str, Any]:
+                     skills: SkillClient) -> DiagnosisFields:
     """One diagnosis as row fields: {pred_hop, pred_stage, propagated, cause, calls,
     tokens, error}. A diagnoser that raises gives an error row (pred_hop None) with the
     requests it made before failing, which were spent all the same."""

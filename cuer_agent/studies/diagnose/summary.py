@@ -24,7 +24,7 @@ rate:
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from collections.abc import Sequence
 
 from cuer_agent.config import StudyConfig
 from cuer_agent.diagnosers import Diagnoser
@@ -36,75 +36,108 @@ from cuer_agent.metrics.attribution import (
     chance_expected_accuracy,
     independence_baseline,
 )
-from cuer_agent.studies.diagnose.runner import CLEAN
+from cuer_agent.studies._common.cells import Interval, MeanCI
+from cuer_agent.studies.diagnose.cells import (
+    Abstention,
+    CostPerCorrect,
+    DepthCell,
+    DiagnoserSummary,
+    FaultAccuracy,
+    FaultDepthCell,
+    ProportionCI,
+)
+from cuer_agent.studies.diagnose.runner import CLEAN, DiagnosisRow
 
-Rows = list[dict[str, Any]]
+Rows = Sequence[DiagnosisRow]
+
+TRACE_RULE = "trace-rule"
+"""The control every diagnoser is set beside, per depth, when it ran."""
 
 
-def attribution(row: dict[str, Any]) -> Attribution:
+def attribution(row: DiagnosisRow) -> Attribution:
     return Attribution(example_id=row["example_id"], fault=row["fault"],
                        true_hop=row["true_hop"], true_stage=row["true_stage"],
                        n_hops=row["n_hops"], pred_hop=row["pred_hop"],
                        pred_stage=row["pred_stage"], calls=row["calls"], tokens=row["tokens"])
 
 
-def clean_blame(rows: Rows) -> dict[str, Any]:
-    """Over a diagnoser's clean-run rows: how many, and the share naming a hop (>= 1)."""
+def clean_blame(rows: Rows) -> tuple[int, float | None]:
+    """Over a diagnoser's clean-run rows: how many (`clean_n`), and the share naming a hop
+    (>= 1; `clean_blame_rate`)."""
     named = [r["pred_hop"] for r in rows if r["pred_hop"] is not None]
     blamed = sum(1 for h in named if h >= 1)
-    return {"clean_n": len(rows),
-            "clean_blame_rate": round(blamed / len(named), 6) if named else None}
+    return len(rows), round(blamed / len(named), 6) if named else None
 
 
 def diagnoser_summaries(rows: Rows, diagnosers: list[Diagnoser],
-                        config: StudyConfig) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for d in diagnosers:
-        mine = [r for r in rows if r["diagnoser"] == d.name]
-        items = [attribution(r) for r in mine if r["fault"] != CLEAN]
-        # A copy open to the keys added below (the cells are shared, so they gain them too).
-        summary: dict[str, Any] = dict(attribution_summary(
-            items, n_resamples=config.diagnose.bootstrap_resamples, seed=42,
-            min_cell=config.diagnose.min_cell))
-        baseline = independence_baseline(items)
-        for depth, cell in summary["by_depth"].items():
-            cell["independence"] = baseline["by_depth"][depth]
-            cell["beats_independence"] = (cell["ci"] is not None
-                                          and cell["ci"][0] > cell["independence"])
-            cell["abstention"] = abstention([it for it in items if str(it.true_hop) == depth])
-        summary.update({
-            "uses_gold": d.uses_gold, "uses_gold_oracle": getattr(d, "uses_gold_oracle", False),
-            "uses_environment_oracle": getattr(d, "uses_environment_oracle", False),
-            "probing": d.probing, "stand_in": d.stand_in,
-            "control": getattr(d, "control", False),
-            "blame_hist": blame_histogram(items), "independence": baseline["overall"],
-            "abstention": abstention(items),
-            **clean_blame([r for r in mine if r["fault"] == CLEAN]),
-        })
-        if d.name == "chance":
-            # The chance diagnoser draws from 1..max(1, n): a 0-hop trace (early
-            # termination at hop 1) gets hop 1. The analytic value uses the same support.
-            expected = chance_expected_accuracy(
-                [dataclasses.replace(it, n_hops=max(1, it.n_hops)) for it in items])
-            summary["expected_acc_analytic"] = {
-                **{h: v["expected_acc"] for h, v in expected["by_depth"].items()},
-                "overall": expected["expected_acc"]}
-        out[d.name] = summary
-    _beside_trace_rule(out)
-    return out
+                        config: StudyConfig) -> dict[str, DiagnoserSummary]:
+    """Diagnoser name → its summary over `rows` (see the module docstring)."""
+    out = {d.name: _summary(d, [r for r in rows if r["diagnoser"] == d.name], config)
+           for d in diagnosers}
+    return _beside_trace_rule(out)
 
 
-def _beside_trace_rule(summaries: dict[str, Any]) -> None:
+def _summary(d: Diagnoser, mine: Rows, config: StudyConfig) -> DiagnoserSummary:
+    """One diagnoser's summary over its rows (failed runs scored, clean runs blamed)."""
+    items = [attribution(r) for r in mine if r["fault"] != CLEAN]
+    stats = attribution_summary(items, n_resamples=config.diagnose.bootstrap_resamples,
+                                seed=42, min_cell=config.diagnose.min_cell)
+    baseline = independence_baseline(items)
+    by_depth = {}
+    for depth, cell in stats["by_depth"].items():
+        independence = baseline["by_depth"][depth]
+        by_depth[depth] = DepthCell(
+            **cell, independence=independence,
+            beats_independence=cell["ci"] is not None and cell["ci"][0] > independence,
+            abstention=Abstention(**abstention([it for it in items
+                                                if str(it.true_hop) == depth])))
+    clean_n, clean_blame_rate = clean_blame([r for r in mine if r["fault"] == CLEAN])
+    summary = DiagnoserSummary(
+        n=stats["n"], errors=stats["errors"], error_rate=stats["error_rate"],
+        by_depth=by_depth, exact_hop_acc=ProportionCI(**stats["exact_hop_acc"]),
+        stage_acc=MeanCI(**stats["stage_acc"]), hop_tol_acc=MeanCI(**stats["hop_tol_acc"]),
+        ancestor_hit=MeanCI(**stats["ancestor_hit"]), mae=MeanCI(**stats["mae"]),
+        calls_per_diagnosis=stats["calls_per_diagnosis"],
+        tokens_per_diagnosis=stats["tokens_per_diagnosis"],
+        cost_per_correct=CostPerCorrect(**stats["cost_per_correct"]),
+        by_fault={fault: FaultAccuracy(**cell) for fault, cell in stats["by_fault"].items()},
+        by_fault_depth={fault: {depth: FaultDepthCell(**cell) for depth, cell in cells.items()}
+                        for fault, cells in stats["by_fault_depth"].items()},
+        uses_gold=d.uses_gold, uses_gold_oracle=getattr(d, "uses_gold_oracle", False),
+        uses_environment_oracle=getattr(d, "uses_environment_oracle", False),
+        probing=d.probing, stand_in=d.stand_in, control=getattr(d, "control", False),
+        blame_hist=blame_histogram(items), independence=baseline["overall"],
+        abstention=Abstention(**abstention(items)),
+        clean_n=clean_n, clean_blame_rate=clean_blame_rate)
+    if d.name != "chance":
+        return summary
+    # The chance diagnoser draws from 1..max(1, n): a 0-hop trace (early termination at
+    # hop 1) gets hop 1. The analytic value uses the same support.
+    expected = chance_expected_accuracy(
+        [dataclasses.replace(it, n_hops=max(1, it.n_hops)) for it in items])
+    return summary.model_copy(update={"expected_acc_analytic": {
+        **{h: v["expected_acc"] for h, v in expected["by_depth"].items()},
+        "overall": expected["expected_acc"]}})
+
+
+def _beside_trace_rule(summaries: dict[str, DiagnoserSummary]
+                       ) -> dict[str, DiagnoserSummary]:
     """`by_depth.<d>.beats_trace_rule` for every diagnoser, when the `trace-rule` control
     ran: the lower end of its Wilson interval lies above trace-rule's accuracy there."""
-    rule = summaries.get("trace-rule")
+    rule = summaries.get(TRACE_RULE)
     if rule is None:
-        return
-    for summary in summaries.values():
-        for depth, cell in summary["by_depth"].items():
-            other = rule["by_depth"].get(depth, {}).get("acc")
-            cell["beats_trace_rule"] = (cell["ci"] is not None and other is not None
-                                        and cell["ci"][0] > other)
+        return summaries
+    rule_acc = {depth: cell.acc for depth, cell in rule.by_depth.items()}
+    return {name: summary.model_copy(update={"by_depth": {
+                depth: cell.model_copy(update={"beats_trace_rule": _beats(cell.ci,
+                                                                           rule_acc.get(depth))})
+                for depth, cell in summary.by_depth.items()}})
+            for name, summary in summaries.items()}
+
+
+def _beats(ci: Interval | None, other: float | None) -> bool:
+    """The lower end of `ci` lies above `other`."""
+    return ci is not None and other is not None and ci[0] > other
 
 
 def constant_guesses(rows: Rows, share: float = 0.95) -> dict[str, int]:
@@ -112,8 +145,8 @@ def constant_guesses(rows: Rows, share: float = 0.95) -> dict[str, int]:
     that hop."""
     by: dict[str, list[int]] = {}
     for r in rows:
-        if r["pred_hop"] is not None and r["fault"] != CLEAN:
-            by.setdefault(r["diagnoser"], []).append(r["pred_hop"])
+        if (hop := r["pred_hop"]) is not None and r["fault"] != CLEAN:
+            by.setdefault(r["diagnoser"], []).append(hop)
     out = {}
     for name, hops in by.items():
         top = max(set(hops), key=lambda h: (hops.count(h), -h))

@@ -30,7 +30,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import ValidationError
 
@@ -43,12 +43,50 @@ from cuer_agent.interchange.export import record_metrics
 from cuer_agent.metrics import recall_correct
 from cuer_agent.metrics.attribution import chance_expected_accuracy
 from cuer_agent.runs import canonical_json, scan_rows, write_atomic
+from cuer_agent.studies.diagnose.cells import (
+    ChanceExpected,
+    DiagnoserTraces,
+    Histograms,
+    TracesSummary,
+)
 from cuer_agent.studies.diagnose.labels import LABELLED, TraceLabel
-from cuer_agent.studies.diagnose.runner import CLEAN, diagnosis_fields
+from cuer_agent.studies.diagnose.runner import (
+    CLEAN,
+    DiagnosisFields,
+    DiagnosisRow,
+    diagnosis_fields,
+)
 from cuer_agent.studies.diagnose.summary import attribution, diagnoser_summaries
 from cuer_agent.trace import Trace, write_traces
 
 FORMATS = ("openinference", "cuer")
+
+
+class Label(TypedDict):
+    """What a trace is scored against: all None when it carries no label."""
+
+    fault: str | None
+    """The fault (`CLEAN` for a correct or clean run, `LABELLED` for a labels file's
+    failure that names none)."""
+    true_hop: int | None
+    true_stage: str | None
+
+
+class TraceDiagnosisRow(DiagnosisFields):
+    """A row of `diagnoses.jsonl` of `diagnose --traces`: one diagnoser on one trace."""
+
+    trace_id: str
+    record_id: str
+    example_id: str
+    mode: str
+    mapping: str
+    fault: str | None
+    true_hop: int | None
+    true_stage: str | None
+    correct: bool | None
+    """The trace's outcome, when known (a label, the run's metric, or the gold answer)."""
+    n_hops: int
+    diagnoser: str
 
 
 def trace_only_diagnosers() -> list[str]:
@@ -123,7 +161,7 @@ def given_label(item: ImportedTrace, labels: Labels | None) -> TraceLabel | None
     return next((labels[k] for k in keys if k and k in labels), None)
 
 
-def label(item: ImportedTrace, labels: Labels | None = None) -> dict[str, Any]:
+def label(item: ImportedTrace, labels: Labels | None = None) -> Label:
     """fault / true_hop / true_stage from the labels file, else from a cuer record (None
     when there is no label)."""
     if (given := given_label(item, labels)) is not None:
@@ -155,62 +193,80 @@ def _correct(item: ImportedTrace, example: Example | None, config: StudyConfig,
 
 def diagnose_one(item: ImportedTrace, diagnosers: list[Diagnoser], example: Example | None,
                  config: StudyConfig, skills: Any, hop_budget: int | None = None,
-                 labels: Labels | None = None) -> list[dict[str, Any]]:
+                 labels: Labels | None = None) -> list[TraceDiagnosisRow]:
     trace = item.trace
     correct = _correct(item, example, config, labels)
-    base = {"trace_id": item.trace_id, "record_id": item.record.get("record_id", ""),
-            "example_id": trace.example_id, "mode": trace.mode, "mapping": item.mapping,
-            **label(item, labels),
-            "correct": correct, "n_hops": len(trace.hops)}
-    rows = []
+    rows: list[TraceDiagnosisRow] = []
     for d in diagnosers:
-        row = {**base, "diagnoser": d.name}
+        fields: DiagnosisFields
         if d.uses_gold and example is None:
-            rows.append({**row, "pred_hop": None, "pred_stage": None, "calls": 0,
-                         "tokens": 0, "error": "no gold example matches this trace "
-                                               "(by example id or question)"})
-            continue
-        view = make_view(d, trace, example.answer if example else "", config.diagnose.seed,
-                         hop_budget=hop_budget)
-        rows.append({**row, **diagnosis_fields(d, view, None, skills)})
+            fields = {"pred_hop": None, "pred_stage": None, "calls": 0, "tokens": 0,
+                      "error": "no gold example matches this trace (by example id or "
+                               "question)"}
+        else:
+            view = make_view(d, trace, example.answer if example else "",
+                             config.diagnose.seed, hop_budget=hop_budget)
+            fields = diagnosis_fields(d, view, None, skills)
+        rows.append({"trace_id": item.trace_id, "record_id": item.record.get("record_id", ""),
+                     "example_id": trace.example_id, "mode": trace.mode,
+                     "mapping": item.mapping, **label(item, labels), "correct": correct,
+                     "n_hops": len(trace.hops), "diagnoser": d.name, **fields})
     return rows
 
 
-def scorable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def scorable(rows: list[TraceDiagnosisRow]) -> list[TraceDiagnosisRow]:
     """Rows scored as the study scores them: faulted runs that failed, clean runs that
     were correct (a row whose correctness is unknown is not scored)."""
     return [r for r in rows if r["fault"] is not None and r["correct"] is not None
             and (r["correct"] if r["fault"] == CLEAN else not r["correct"])]
 
 
-def _histograms(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def scored_row(row: TraceDiagnosisRow) -> DiagnosisRow:
+    """A scorable row (`scorable`) as the study's diagnosis row, which `diagnose.summary`
+    scores."""
+    fault, hop, stage = row["fault"], row["true_hop"], row["true_stage"]
+    if fault is None or hop is None or stage is None:
+        raise ValueError(f"trace {row['trace_id']} carries no label: it is not scored")
+    out: DiagnosisRow = {"record_id": row["record_id"], "example_id": row["example_id"],
+                         "fault": fault, "true_hop": hop, "true_stage": stage,
+                         "n_hops": row["n_hops"], "diagnoser": row["diagnoser"],
+                         "pred_hop": row["pred_hop"], "pred_stage": row["pred_stage"],
+                         "calls": row["calls"], "tokens": row["tokens"], "error": row["error"]}
+    return out
+
+
+def _histograms(rows: list[TraceDiagnosisRow]) -> Histograms:
     """{n, errors, blame_hist, stage_hist}: the share of named hops and stages."""
     named = [r for r in rows if r["pred_hop"] is not None]
+    # A diagnosis that names a hop names its stage (`DiagnosisFields`).
+    stages = Counter(stage for r in named if (stage := r["pred_stage"]) is not None)
     return {"n": len(rows), "errors": len(rows) - len(named),
             "blame_hist": {str(h): round(c / len(named), 6) for h, c in
                            sorted(Counter(r["pred_hop"] for r in named).items())},
-            "stage_hist": {s: round(c / len(named), 6) for s, c in
-                           sorted(Counter(r["pred_stage"] for r in named).items())}}
+            "stage_hist": {s: round(c / len(named), 6) for s, c in sorted(stages.items())}}
 
 
 def summarise(items: list[ImportedTrace], unmapped: list[Unmapped],
-              rows: list[dict[str, Any]], diagnosers: list[Diagnoser],
+              rows: list[TraceDiagnosisRow], diagnosers: list[Diagnoser],
               config: StudyConfig, *, source: str, gold: str | None,
-              labels: Labels | None = None, labels_path: str | None = None) -> dict[str, Any]:
+              labels: Labels | None = None, labels_path: str | None = None) -> TracesSummary:
     scored = scorable(rows)
-    scored_summaries = diagnoser_summaries(scored, diagnosers, config) if scored else {}
-    failed = [r for r in scored if r["fault"] != CLEAN and diagnosers
+    scored_summaries = (diagnoser_summaries([scored_row(r) for r in scored], diagnosers,
+                                            config) if scored else {})
+    failed = [scored_row(r) for r in scored if r["fault"] != CLEAN and diagnosers
               and r["diagnoser"] == diagnosers[0].name]
-    per: dict[str, Any] = {}
+    per: dict[str, DiagnoserTraces] = {}
     for d in diagnosers:
         mine = [r for r in rows if r["diagnoser"] == d.name]
+        hist = _histograms(mine)
         per[d.name] = {
-            **_histograms(mine),
+            "n": hist["n"], "errors": hist["errors"], "blame_hist": hist["blame_hist"],
+            "stage_hist": hist["stage_hist"],
             "by_mode": {mode: _histograms([r for r in mine if r["mode"] == mode])
                         for mode in sorted({r["mode"] for r in mine})},
-            "uses_gold": d.uses_gold, "probing": d.probing, "stand_in": d.stand_in,
-            **({"scored": scored_summaries[d.name]} if d.name in scored_summaries else {}),
-        }
+            "uses_gold": d.uses_gold, "probing": d.probing, "stand_in": d.stand_in}
+        if d.name in scored_summaries:
+            per[d.name]["scored"] = scored_summaries[d.name]
     traces_left = [u for u in unmapped if not u.span_id]
     return {
         "source": source, "gold": gold,
@@ -231,7 +287,7 @@ def summarise(items: list[ImportedTrace], unmapped: list[Unmapped],
     }
 
 
-def chance_baseline(failed: list[dict[str, Any]]) -> dict[str, Any] | None:
+def chance_baseline(failed: list[DiagnosisRow]) -> ChanceExpected | None:
     """What a uniform hop in 1..n scores on the scored failed traces (analytic), overall
     and by labelled hop; None without any."""
     if not failed:
@@ -255,7 +311,7 @@ def run_diagnose_traces(path: Path, fmt: str, diagnosers: list[Diagnoser], out: 
                         retrieval_tools: tuple[str, ...] = (),
                         hop_budget: int | None = None,
                         labels: Labels | None = None,
-                        labels_path: str | None = None) -> dict[str, Any]:
+                        labels_path: str | None = None) -> TracesSummary:
     """Import, diagnose, write the outputs; returns the summary. `hop_budget`: the
     agent's configured hop budget, when its user gives it (None: unknown); `labels`:
     the labels file's entries (`diagnose.labels.read_labels`), for scoring."""
@@ -266,7 +322,7 @@ def run_diagnose_traces(path: Path, fmt: str, diagnosers: list[Diagnoser], out: 
     write_atomic(out / "unmapped.jsonl",
                  "".join(canonical_json(u.row()) + "\n" for u in unmapped))
     find = gold_lookup(examples) if examples is not None else (lambda _t: None)
-    rows: list[dict[str, Any]] = []
+    rows: list[TraceDiagnosisRow] = []
     with open(out / "diagnoses.jsonl", "w", encoding="utf-8") as fh:
         for item in items:
             mine = diagnose_one(item, diagnosers, find(item.trace), config, skills, hop_budget,
@@ -276,9 +332,19 @@ def run_diagnose_traces(path: Path, fmt: str, diagnosers: list[Diagnoser], out: 
             rows += mine
     summary = summarise(items, unmapped, rows, diagnosers, config, source=str(path), gold=gold,
                         labels=labels, labels_path=labels_path)
-    write_atomic(out / "summary.json", canonical_json(summary, indent=2) + "\n")
+    write_atomic(out / "summary.json", summary_json(summary))
     from cuer_agent.studies.diagnose.traces_report import report_markdown
 
     write_atomic(out / "report.md", report_markdown(summary))
     return summary
 
+
+
+def summary_json(summary: TracesSummary) -> str:
+    """The text of `summary.json`: each scored summary written as its model
+    (`RunDir.write_model`: the keys it was given, by their JSON names), the rest as is."""
+    diagnosers = {name: {**entry, "scored": entry["scored"].model_dump(
+                      mode="json", by_alias=True, exclude_unset=True)}
+                  if "scored" in entry else entry
+                  for name, entry in summary["diagnosers"].items()}
+    return canonical_json({**summary, "diagnosers": diagnosers}, indent=2) + "\n"

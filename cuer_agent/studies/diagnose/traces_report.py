@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from cuer_agent.studies._common.cells import Interval
+from cuer_agent.studies.diagnose.cells import (
+    DiagnoserSummary,
+    DiagnoserTraces,
+    Histograms,
+    TracesSummary,
+)
 
 
 def _pct(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
-def _reads(entry: dict[str, Any]) -> str:
+def _reads(entry: DiagnoserTraces) -> str:
     reads = ["the observable trace"]
     if entry["uses_gold"]:
         reads.append("the gold answer")
@@ -17,7 +23,7 @@ def _reads(entry: dict[str, Any]) -> str:
     return text + (f" ({entry['stand_in']})" if entry.get("stand_in") else "")
 
 
-def report_markdown(summary: dict[str, Any]) -> str:
+def report_markdown(summary: TracesSummary) -> str:
     lines = ["# Diagnoses of imported traces", "",
              f"Source: `{summary['source']}`" + (f"; gold: `{summary['gold']}`"
                                                   if summary.get("gold") else "; no gold"),
@@ -29,7 +35,7 @@ def report_markdown(summary: dict[str, Any]) -> str:
         lines.append(f"  - {n} × {reason}")
     for row in summary["not_mapped"]:
         lines.append(f"- trace {row['trace_id']} not mapped: {row['reason']}")
-    modes = summary.get("modes", {})
+    modes = summary["modes"]
     lines += ["", "## Where each diagnoser puts the blame", "",
               "Share of a diagnoser's diagnoses naming each hop (0 = the answer step, "
               "n+1 = the agent stopped too early). Without labels this says what a "
@@ -42,8 +48,9 @@ def report_markdown(summary: dict[str, Any]) -> str:
     lines += ["| diagnoser | reads | traces | n | errors | blame by hop | stage |",
               "|---|---|---|---|---|---|---|"]
     for name, entry in summary["diagnosers"].items():
-        parts = entry["by_mode"].items() if len(modes) > 1 else [("all", entry)]
-        for mode, part in parts:
+        parts: dict[str, Histograms] = (entry["by_mode"] if len(modes) > 1
+                                        else {"all": entry})
+        for mode, part in parts.items():
             hist = ", ".join(f"{h}: {v:.2f}" for h, v in part["blame_hist"].items()) or "—"
             stages = ", ".join(f"{s}: {v:.2f}" for s, v in part["stage_hist"].items()) or "—"
             lines.append(f"| {name} | {_reads(entry)} | {mode} | {part['n']} | "
@@ -55,16 +62,17 @@ def report_markdown(summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _ci(cell: dict[str, Any]) -> str:
-    ci = cell.get("ci") or [None, None]
-    return f"{_pct(cell.get('mean', cell.get('acc')))} [{_pct(ci[0])}, {_pct(ci[1])}]"
+def _ci(value: float | None, ci: Interval | None) -> str:
+    low, high = ci or (None, None)
+    return f"{_pct(value)} [{_pct(low)}, {_pct(high)}]"
 
 
-def _accuracy(summary: dict[str, Any], scored: dict[str, Any]) -> list[str]:
+def _accuracy(summary: TracesSummary, scored: dict[str, DiagnoserSummary]) -> list[str]:
     labels = summary["labels"]
     source = ("the labels file `" + labels["source"] + "`" if labels["source"] != "records"
               else "the exported intervention records")
-    chance = labels.get("chance_expected") or {}
+    chance = labels["chance_expected"]
+    chance_overall = chance["overall"] if chance else None
     rule = scored.get("trace-rule")
     lines = ["", "## Accuracy against the labelled first-error hop", "",
              f"{labels['labelled']} traces carry a label, from {source}; labels are read for "
@@ -74,11 +82,11 @@ def _accuracy(summary: dict[str, Any], scored: dict[str, Any]) -> list[str]:
              "should name no hop there). Coverage: share of failed traces where it names a "
              "hop (>= 1); precision: its accuracy there. Independence: what its own blame "
              "histogram scores blind to the truth. Chance: a uniform hop of the trace, "
-             f"expected {_pct(chance.get('overall'))}."
+             f"expected {_pct(chance_overall)}."
              + (f" trace-rule (what the agent's trace says of itself) scores "
-                f"{_pct(rule['exact_hop_acc']['mean'])}." if rule else
+                f"{_pct(rule.exact_hop_acc.mean)}." if rule else
                 " Add `trace-rule` to --diagnosers to see the control beside them."), ""]
-    if labels.get("unmatched"):
+    if labels["unmatched"]:
         lines += [f"{len(labels['unmatched'])} labels name a trace not in the file and are "
                   "not scored: " + ", ".join(labels["unmatched"][:5])
                   + (" …" if len(labels["unmatched"]) > 5 else ""), ""]
@@ -86,17 +94,19 @@ def _accuracy(summary: dict[str, Any], scored: dict[str, Any]) -> list[str]:
               "coverage / precision | independence | beats chance | beats trace-rule | "
               "clean blame rate |", "|---|---|---|---|---|---|---|---|---|"]
     for name, s in scored.items():
-        acc, ab = s["exact_hop_acc"], s["abstention"]
-        low = (acc.get("ci") or [None])[0]
-        beats_chance = ("—" if low is None or chance.get("overall") is None
-                        else "yes" if low > chance["overall"] else "no")
-        beats_rule = ("—" if low is None or rule is None or name == "trace-rule"
-                      else "yes" if low > rule["exact_hop_acc"]["mean"] else "no")
-        lines.append(f"| {name} | {s['n']} | {_ci(acc)} | {_ci(s['stage_acc'])} | "
-                     f"{_pct(ab['coverage'])} / {_pct(ab['precision'])} | "
-                     f"{_pct(s['independence'])} | {beats_chance} | {beats_rule} | "
-                     f"{_pct(s.get('clean_blame_rate'))} |")
-    depths = sorted({d for s in scored.values() for d in s["by_depth"]}, key=int)
+        acc, ab = s.exact_hop_acc, s.abstention
+        low = acc.ci[0] if acc.ci else None
+        beats_chance = ("—" if low is None or chance_overall is None
+                        else "yes" if low > chance_overall else "no")
+        rule_mean = rule.exact_hop_acc.mean if rule else None
+        beats_rule = ("—" if low is None or rule_mean is None or name == "trace-rule"
+                      else "yes" if low > rule_mean else "no")
+        lines.append(f"| {name} | {s.n} | {_ci(acc.mean, acc.ci)} | "
+                     f"{_ci(s.stage_acc.mean, s.stage_acc.ci)} | "
+                     f"{_pct(ab.coverage)} / {_pct(ab.precision)} | "
+                     f"{_pct(s.independence)} | {beats_chance} | {beats_rule} | "
+                     f"{_pct(s.clean_blame_rate)} |")
+    depths = sorted({d for s in scored.values() for d in s.by_depth}, key=int)
     lines += ["", "Exact-hop accuracy by labelled hop (n failed traces; ▲ the lower end of "
               "its Wilson interval lies above trace-rule's accuracy there):", "",
               "| diagnoser | " + " | ".join(f"hop {d}" for d in depths) + " |",
@@ -104,15 +114,15 @@ def _accuracy(summary: dict[str, Any], scored: dict[str, Any]) -> list[str]:
     for name, s in scored.items():
         cells = []
         for d in depths:
-            cell = s["by_depth"].get(d)
+            cell = s.by_depth.get(d)
             cells.append("—" if cell is None else
-                         f"{_pct(cell['acc'])}{' ▲' if cell.get('beats_trace_rule') else ''} "
-                         f"(n={cell['n']})")
+                         f"{_pct(cell.acc)}{' ▲' if cell.beats_trace_rule else ''} "
+                         f"(n={cell.n})")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return lines
 
 
-def scores_line(summary: dict[str, Any]) -> str:
+def scores_line(summary: TracesSummary) -> str:
     """One console line per scored diagnoser: exact-hop accuracy, its interval, clean blame."""
     labels = summary["labels"]
     out = [f"scored on {labels['scored_failed']} failed and {labels['scored_clean']} correct "
@@ -120,6 +130,6 @@ def scores_line(summary: dict[str, Any]) -> str:
     for name, entry in summary["diagnosers"].items():
         if "scored" in entry:
             s = entry["scored"]
-            out.append(f"  {name:18s} {_ci(s['exact_hop_acc'])}  "
-                       f"clean blame {_pct(s.get('clean_blame_rate'))}")
+            out.append(f"  {name:18s} {_ci(s.exact_hop_acc.mean, s.exact_hop_acc.ci)}  "
+                       f"clean blame {_pct(s.clean_blame_rate)}")
     return "\n".join(out)

@@ -27,12 +27,44 @@ targets next to the critical hop's item, and counts:
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import NotRequired
 
+from pydantic import TypeAdapter
+from typing_extensions import TypedDict  # typing's has no pydantic schema on 3.11
+
+from cuer_agent._json import JsonRow
 from cuer_agent.metrics.stats import wilson_interval
+from cuer_agent.studies.evaluate.cells import Comparison, ComparisonExample, SingleShotFlag
 
-Rows = list[dict[str, Any]]
+
+class _Record(TypedDict):
+    """What the comparison reads of an intervention record."""
+
+    example_id: str
+    condition: str
+    hop: NotRequired[int]
+    target_titles: NotRequired[list[str]]
+
+
+class _RecordRow(TypedDict):
+    """What the comparison reads of a row of `records.jsonl` (CUE-R's or the agent's)."""
+
+    record: _Record
+    metrics: dict[str, float] | None
+
+
+_RECORD_ROWS = TypeAdapter(list[_RecordRow])
+
+
+@dataclass(frozen=True)
+class _Removal:
+    """One REMOVE: its hop (per the analysis' unit), target title and Δ of the metric."""
+
+    hop: int | None
+    target: str
+    delta: float
 
 
 def _parent(example_id: str) -> tuple[str, int | None]:
@@ -41,77 +73,76 @@ def _parent(example_id: str) -> tuple[str, int | None]:
     return (head, int(hop)) if sep and hop.isdigit() else (example_id, None)
 
 
-def _removals(records: Rows, base: str, removal: str, metric: str,
-              unit: Callable[[dict[str, Any]], tuple[str, int | None]]
-              ) -> dict[str, list[dict[str, Any]]]:
+def _removals(records: list[_RecordRow], base: str, removal: str, metric: str,
+              unit: Callable[[_Record], tuple[str, int | None]]) -> dict[str, list[_Removal]]:
     """Per example: each REMOVE's hop (per `unit`), target title and Δ of `metric` against
     the same run's `base` condition."""
-    before = {r["record"]["example_id"]: r["metrics"][metric] for r in records
-              if r["record"]["condition"] == base and r["metrics"] is not None}
-    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    before = {r["record"]["example_id"]: metrics[metric] for r in records
+              if r["record"]["condition"] == base and (metrics := r["metrics"]) is not None}
+    out: dict[str, list[_Removal]] = defaultdict(list)
     for r in records:
-        rec = r["record"]
-        if rec["condition"] != removal or r["metrics"] is None:
+        rec, metrics = r["record"], r["metrics"]
+        if rec["condition"] != removal or metrics is None:
             continue
         example, hop = unit(rec)
-        delta = before.get(rec["example_id"], 0.0) - r["metrics"][metric]
-        out[example].append({"hop": hop, "target": (rec.get("target_titles") or [""])[0],
-                             "delta": round(delta, 6)})
+        delta = before.get(rec["example_id"], 0.0) - metrics[metric]
+        out[example].append(_Removal(hop, (rec.get("target_titles") or [""])[0],
+                                     round(delta, 6)))
     return out
 
 
-def compare_analyses(single_records: Rows, agentic_records: Rows) -> dict[str, Any]:
-    """The per-example comparison and its counts (see the module docstring)."""
-    single = _removals(single_records, "original", "remove", "correctness",
-                       lambda rec: _parent(rec["example_id"]))
-    agentic = _removals(agentic_records, "clean", "hop_remove", "correct",
-                        lambda rec: (rec["example_id"], int(rec["hop"])))
-    right = {r["record"]["example_id"] for r in agentic_records
+def _agentic_hop(rec: _Record) -> tuple[str, int | None]:
+    return rec["example_id"], int(rec["hop"])
+
+
+def compare_analyses(single_records: Sequence[JsonRow],
+                     agentic_records: Sequence[JsonRow]) -> Comparison:
+    """The per-example comparison and its counts (see the module docstring), from the
+    rows of the single-shot and the agentic `records.jsonl`."""
+    agentic_rows = _RECORD_ROWS.validate_python(agentic_records)
+    single = _removals(_RECORD_ROWS.validate_python(single_records), "original", "remove",
+                       "correctness", lambda rec: _parent(rec["example_id"]))
+    agentic = _removals(agentic_rows, "clean", "hop_remove", "correct", _agentic_hop)
+    right = {r["record"]["example_id"] for r in agentic_rows
              if r["record"]["condition"] == "clean" and r["metrics"] is not None
              and r["metrics"]["correct"]}
-    rows: list[dict[str, Any]] = []
+    rows: list[ComparisonExample] = []
     unique = pointed = flags = recovered_flags = ties = hop_items = hop_items_flagged = 0
     for example_id in sorted(set(single) & set(agentic) & right):
-        per_hop = sorted(agentic[example_id], key=lambda c: c["hop"])
-        hurting = [c for c in per_hop if c["delta"] > 0]
-        worst = max((c["delta"] for c in hurting), default=None)
-        tied = [c for c in hurting if c["delta"] == worst]
+        per_hop = sorted(agentic[example_id], key=lambda c: c.hop or 0)
+        hurting = [c for c in per_hop if c.delta > 0]
+        worst = max((c.delta for c in hurting), default=None)
+        tied = [c for c in hurting if c.delta == worst]
         critical = tied[0] if len(tied) == 1 else None
         ties += len(tied) > 1
-        flagged = {s["target"] for s in single[example_id] if s["delta"] > 0}
-        harmless = {c["target"] for c in per_hop if c["delta"] <= 0}
+        flagged = {s.target for s in single[example_id] if s.delta > 0}
+        harmless = {c.target for c in per_hop if c.delta <= 0}
         flags += len(flagged)
         recovered_flags += len(flagged & harmless)
         hop_items += len(per_hop)
-        hop_items_flagged += sum(c["target"] in flagged for c in per_hop)
+        hop_items_flagged += sum(c.target in flagged for c in per_hop)
         points = None
         if critical is not None:
             unique += 1
-            points = critical["target"] in flagged
+            points = critical.target in flagged
             pointed += points
-        rows.append({"example_id": example_id,
-                     "single_shot": sorted(single[example_id],
-                                           key=lambda s: (s["hop"] is None, s["hop"] or 0)),
-                     "critical_hop": critical["hop"] if critical else None,
-                     "tied_hops": [c["hop"] for c in tied] if len(tied) > 1 else [],
-                     "critical_item": critical["target"] if critical else None,
-                     "critical_delta": worst,
-                     "points_at_critical": points})
-    lo, hi = wilson_interval(pointed, unique) if unique else (None, None)
-    return {
-        "n": len(rows),
-        "with_critical_hop": unique,
-        "ties": ties,
-        "points_at_critical": pointed,
-        "points_at_critical_share": round(pointed / unique, 6) if unique else None,
-        "points_at_critical_ci": [lo, hi] if unique else None,
-        "independent_share": (round(hop_items_flagged / hop_items, 6) if hop_items
-                              else None),
-        "single_shot_flags": flags,
-        "flags_recovered": recovered_flags,
-        "flags_recovered_share": round(recovered_flags / flags, 6) if flags else None,
-        "critical_hops": {str(h): sum(1 for r in rows if r["critical_hop"] == h)
-                          for h in sorted({r["critical_hop"] for r in rows
-                                           if r["critical_hop"] is not None})},
-        "examples": rows,
-    }
+        rows.append(ComparisonExample(
+            example_id=example_id,
+            single_shot=[SingleShotFlag(hop=s.hop, target=s.target, delta=s.delta)
+                         for s in sorted(single[example_id],
+                                         key=lambda s: (s.hop is None, s.hop or 0))],
+            critical_hop=critical.hop if critical else None,
+            tied_hops=[c.hop for c in tied if c.hop is not None] if len(tied) > 1 else [],
+            critical_item=critical.target if critical else None,
+            critical_delta=worst, points_at_critical=points))
+    critical_hops = sorted({r.critical_hop for r in rows if r.critical_hop is not None})
+    return Comparison(
+        n=len(rows), with_critical_hop=unique, ties=ties, points_at_critical=pointed,
+        points_at_critical_share=round(pointed / unique, 6) if unique else None,
+        points_at_critical_ci=wilson_interval(pointed, unique) if unique else None,
+        independent_share=(round(hop_items_flagged / hop_items, 6) if hop_items else None),
+        single_shot_flags=flags, flags_recovered=recovered_flags,
+        flags_recovered_share=round(recovered_flags / flags, 6) if flags else None,
+        critical_hops={str(h): sum(1 for r in rows if r.critical_hop == h)
+                       for h in critical_hops},
+        examples=rows)

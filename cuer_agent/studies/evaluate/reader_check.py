@@ -23,6 +23,7 @@ from cuer_agent.llm.backends import SkillClient
 from cuer_agent.metrics import recall_correct
 from cuer_agent.metrics.stats import wilson_interval
 from cuer_agent.parallel import Parallelism, ordered_map
+from cuer_agent.studies.evaluate.cells import Accuracy, ReaderCheck
 
 __all__ = ["reader_summary"]
 
@@ -43,33 +44,32 @@ class _Clean:
                                    threshold=self.threshold))
 
 
-def _share(hits: int, n: int) -> dict[str, Any]:
-    return {"accuracy": round(hits / n, 6) if n else None,
-            "ci": list(wilson_interval(hits, n)) if n else None}
+def _share(hits: int, n: int) -> Accuracy:
+    return Accuracy(accuracy=round(hits / n, 6) if n else None,
+                    ci=wilson_interval(hits, n) if n else None)
 
 
 def reader_summary(dataset: Dataset, skills: SkillClient, agent: AgentConfig,
                    clean_correct: list[float], retriever_for: Callable[[Example], Any], *,
-                   threshold: float = 0.8, parallel: Parallelism | int = 1) -> dict[str, Any]:
+                   threshold: float = 0.8, parallel: Parallelism | int = 1) -> ReaderCheck:
     """The reader's figures: its clean accuracy (`clean_correct`: the agentic clean runs)
     and, for the extractive backend, the same agent's with its relation table off."""
     from cuer_agent.llm.extractive import ExtractiveBackend
 
     backend = skills.backend
     relation_table = isinstance(backend, ExtractiveBackend)  # the one reader that has one
-    hits = int(sum(clean_correct))
-    out: dict[str, Any] = {
-        "backend": backend.name, "model": backend.model,
-        "version": getattr(backend, "version", ""), "n": len(clean_correct),
-        **_share(hits, len(clean_correct)), "without_relation_table": None,
-        "relation_groups": len(RELATION_GROUPS) if relation_table else 0,
-        "relation_words": (sum(len(words.split()) for _, _, words in RELATION_GROUPS)
-                           if relation_table else 0)}
-    if not relation_table:
-        return out
-    plain = SkillClient(ExtractiveBackend(backend.model, relation_table=False),
-                        cache=skills.cache)
-    task = _Clean(Executor(plain, agent), retriever_for, threshold)
-    correct = list(ordered_map(task, dataset.examples, parallel))
-    out["without_relation_table"] = _share(sum(correct), len(correct))
-    return out
+    clean = _share(int(sum(clean_correct)), len(clean_correct))
+    without: Accuracy | None = None
+    if relation_table:
+        plain = SkillClient(ExtractiveBackend(backend.model, relation_table=False),
+                            cache=skills.cache)
+        task = _Clean(Executor(plain, agent), retriever_for, threshold)
+        correct = list(ordered_map(task, dataset.examples, parallel))
+        without = _share(sum(correct), len(correct))
+    return ReaderCheck(
+        backend=backend.name, model=backend.model, version=getattr(backend, "version", ""),
+        n=len(clean_correct), accuracy=clean.accuracy, ci=clean.ci,
+        without_relation_table=without,
+        relation_groups=len(RELATION_GROUPS) if relation_table else 0,
+        relation_words=(sum(len(words.split()) for _, _, words in RELATION_GROUPS)
+                        if relation_table else 0))

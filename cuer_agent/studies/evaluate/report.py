@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from rich.console import Console
 from rich.table import Table
@@ -89,7 +89,7 @@ def construction_table(summary: EvaluateSummary) -> Table:
     return table
 
 
-def print_headline(summary: EvaluateSummary, invocation: dict[str, Any]) -> Console:
+def print_headline(summary: EvaluateSummary, invocation: Mapping[str, object]) -> Console:
     """Print the evaluate run's headline tables, its weightiest caveats and what it cost
     (`invocation`: this process's backend ledger); the console, for more."""
     console = Console(width=max(Console().width, 120))

@@ -15,7 +15,6 @@ unfaulted run (`cuer_agent.studies.diagnose.runner`); their summaries
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from cuer_agent.config import StudyConfig
 from cuer_agent.data import Dataset
@@ -23,7 +22,6 @@ from cuer_agent.execution import AgentConfig, Executor
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.parallel import Parallelism
 from cuer_agent.runs import RunDir
-from cuer_agent.studies._common.cells import Part
 from cuer_agent.studies._common.pools import single_shot_data
 from cuer_agent.studies._common.run_agent import ledger_from_rows, retriever_factory
 from cuer_agent.studies._common.run_configs import cuer_record, open_run_dir, propagate_record
@@ -31,10 +29,15 @@ from cuer_agent.studies.cuer.report import cuer_summary
 from cuer_agent.studies.cuer.runner import RECORDS as CUER_RECORDS
 from cuer_agent.studies.cuer.runner import TRACES as CUER_TRACES
 from cuer_agent.studies.cuer.runner import run_cuer
-from cuer_agent.studies.diagnose.runner import DiagnoseFailed, build_diagnosers
+from cuer_agent.studies.diagnose.runner import DiagnoseFailed, build_diagnosers, diagnosis_rows
 from cuer_agent.studies.diagnose.summary import constant_guesses, diagnoser_summaries
 from cuer_agent.studies.evaluate.caveats import honest_caveats
-from cuer_agent.studies.evaluate.cells import EvaluateResults, EvaluateSummary
+from cuer_agent.studies.evaluate.cells import (
+    EvaluateLedger,
+    EvaluateResults,
+    EvaluateSummary,
+    SingleShot,
+)
 from cuer_agent.studies.evaluate.comparison import compare_analyses
 from cuer_agent.studies.evaluate.reader_check import reader_summary
 from cuer_agent.studies.propagation.invisibility import invisibility
@@ -84,29 +87,20 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
                      if r["record"]["condition"] == "clean" and r["metrics"] is not None]
     reader = reader_summary(dataset, skills, agent.config, clean_correct, retriever_for,
                             threshold=config.propagation.recall_threshold, parallel=parallel)
-    diagnoses = agentic_dir.rows(DIAGNOSES)
-    ledger = ledger_from_rows(single_dir.rows(CUER_TRACES) + traces)
-    ledger["diagnoser_requests"] = sum(r["calls"] for r in diagnoses)
-    ledger["diagnoser_errors"] = sum(1 for r in diagnoses if r["error"])
-    summary: dict[str, Any] = {
-        "single_shot": {**_json(single_summary), "questions": "per_hop" if per_hop else "whole"},
-        "agentic": _json(agentic),
-        "verify": _json(verify_rates(typed_records, config.propagation.faults)),
-        "invisibility": _json(invisibility(typed_traces, config.propagation.faults)),
-        "reader": reader,
-        "comparison": compare_analyses(single_dir.rows(CUER_RECORDS), records),
-        "diagnosers": diagnoser_summaries(diagnoses, diagnosers, config),
-        "ledger": ledger,
-        "config": config.model_dump(mode="json"),
-        "provenance": provenance or {},
-    }
-    caveats = honest_caveats(EvaluateResults.model_validate(summary), config.backend.name,
-                             constant_guesses(diagnoses))
-    summary["caveats"] = [c.model_dump() for c in caveats]
-    return run_dir.write_summary(summary, EvaluateSummary)
-
-
-def _json(part: Part) -> dict[str, object]:
-    """A summary part built as its model, as `summary.json` holds it (the keys it was
-    given, by their JSON names)."""
-    return part.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    diagnoses = diagnosis_rows(agentic_dir, DIAGNOSES)
+    ledger = EvaluateLedger(**ledger_from_rows(single_dir.rows(CUER_TRACES) + traces).model_dump(),
+                            diagnoser_requests=sum(r["calls"] for r in diagnoses),
+                            diagnoser_errors=sum(1 for r in diagnoses if r["error"]))
+    # Each part is given as the keys its study computed (a dict is validated into its
+    # model), so `write_model` writes exactly those keys; `config` in full, as recorded.
+    results = EvaluateResults(
+        single_shot=SingleShot.model_validate({
+            **single_summary.model_dump(mode="json", by_alias=True, exclude_unset=True),
+            "questions": "per_hop" if per_hop else "whole"}),
+        agentic=agentic, verify=verify_rates(typed_records, config.propagation.faults),
+        invisibility=invisibility(typed_traces, config.propagation.faults), reader=reader,
+        comparison=compare_analyses(single_dir.rows(CUER_RECORDS), records),
+        diagnosers=diagnoser_summaries(diagnoses, diagnosers, config), ledger=ledger,
+        config=config.model_dump(mode="json"), provenance=dict(provenance or {}))
+    caveats = honest_caveats(results, config.backend.name, constant_guesses(diagnoses))
+    return run_dir.write_model(EvaluateSummary(**dict(results), caveats=caveats))

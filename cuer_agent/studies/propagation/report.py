@@ -9,7 +9,6 @@ from cuer_agent.data import Dataset
 from cuer_agent.execution import Executor
 from cuer_agent.parallel import Parallelism
 from cuer_agent.runs import RunDir
-from cuer_agent.studies._common.cells import Ledger
 from cuer_agent.studies._common.run_agent import ledger_from_rows, retriever_factory
 from cuer_agent.studies.propagation.cells import (
     FaultCell,
@@ -40,7 +39,7 @@ def run_and_summarize(dataset: Dataset, executor: Executor, run_dir: RunDir,
         prefix_calls=results.prefix_calls, stage_transitions=results.stage_transitions,
         verify=verify_rates(records, config.faults),
         invisibility=invisibility(traces, config.faults),
-        ledger=Ledger.model_validate(ledger_from_rows(raw_traces)),
+        ledger=ledger_from_rows(raw_traces),
         # every field of the config is written, as given or defaulted
         config=PropagationConfig.model_validate(config.model_dump(mode="json")))
     return run_dir.write_model(summary)
