@@ -164,7 +164,8 @@ class RoleThresholds:
         """The defaults with `overrides` (`[cuer.roles]`) applied; a single condition name
         stands for the conditions it names alone."""
         default = cls()
-        conditions = overrides.get("confidence_conditions", default.confidence_conditions)
+        conditions: Sequence[str] | str = overrides.get("confidence_conditions",
+                                                         default.confidence_conditions)
         return cls(
             hurt_correctness=overrides.get("hurt_correctness", default.hurt_correctness),
             hurt_f1=overrides.get("hurt_f1", default.hurt_f1),
@@ -172,7 +173,8 @@ class RoleThresholds:
             redundant_divergence=overrides.get("redundant_divergence",
                                                default.redundant_divergence),
             confidence_shift=overrides.get("confidence_shift", default.confidence_shift),
-            confidence_conditions=(conditions,) if isinstance(conditions, str) else conditions,
+            confidence_conditions=((conditions,) if isinstance(conditions, str)
+                                   else tuple(conditions)),
             ci_level=overrides.get("ci_level", default.ci_level))
 
 
@@ -189,7 +191,8 @@ class RoleOverrides(TypedDict, total=False):
     redundant_f1: _Number
     redundant_divergence: _Number
     confidence_shift: _Number
-    confidence_conditions: tuple[str, ...] | str
+    confidence_conditions: list[str] | str
+    """A list as TOML and JSON write it (a run's `config.json` is read back strictly)."""
     ci_level: _Number
 
 

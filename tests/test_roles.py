@@ -182,6 +182,20 @@ def test_confidence_conditions_from_a_toml_list_become_a_tuple() -> None:
     hash(t)
 
 
+def test_role_overrides_are_recorded_as_written_and_read_back_strictly() -> None:
+    from cuer_agent.config import CuerConfig
+
+    config = CuerConfig(roles={"hurt_f1": 1, "confidence_conditions": ["remove"]})
+    recorded = config.model_dump(mode="json")
+    assert json.dumps(recorded["roles"], sort_keys=True) == (
+        '{"confidence_conditions": ["remove"], "hurt_f1": 1}')  # the int stays an int
+    again = CuerConfig.model_validate_json(json.dumps(recorded), strict=True)  # config.json
+    assert RoleThresholds.overridden(again.roles) == RoleThresholds(
+        hurt_f1=1, confidence_conditions=("remove",))
+    with pytest.raises(ValueError, match="unknown role threshold"):
+        CuerConfig(roles={"hurt_f2": 0.3})
+
+
 # ----------------------------------------------------------------------------- counts
 
 def test_role_counts_has_every_label_in_fixed_order_with_zeros() -> None:
