@@ -5,7 +5,8 @@ Inside the program data are typed: trace models, summary models, TypedDict rows.
 a JSONL row or `config.json` read from a run directory, an HTTP request or response
 body, a LangGraph checkpoint's JSON-native state, an interchange span, a raw record of
 a data set file. `tests/test_registry.py` holds the modules allowed to use it
-(`EDGE_MODULES`), so an untyped dict cannot spread inward under this name.
+(`EDGE_MODULES`), so an untyped dict cannot spread inward under this name. `JsonRow` is
+typed (read-only, values `object`: a reader must narrow them) and may be used anywhere.
 """
 
 from __future__ import annotations

@@ -188,3 +188,52 @@ def test_an_entry_point_naming_a_module_only_imports_it(monkeypatch: pytest.Monk
 
     monkeypatch.setattr(_registry, "entry_points", lambda group: [EntryPoint()])
     assert registry.names() == ["their-thing"]
+
+
+EDGE_MODULES = ("cuer_agent._json", "cuer_agent.runs", "cuer_agent.interchange.",
+                "cuer_agent.llm.", "cuer_agent.data.", "cuer_agent.metrics.official",
+                "cuer_agent.agents", "cuer_agent.graphs.server", "cuer_agent.graphs.state")
+"""Where JSON crosses into or out of the program untyped: run directories' JSONL and
+config files, the interchange's spans, HTTP bodies and the response cache, data set and
+prediction files, a LangGraph graph's state (the agent's, and the server's checkpoint)."""
+
+
+def _is_edge(module: str) -> bool:
+    return any(module == e or (e.endswith(".") and module.startswith(e))
+               for e in EDGE_MODULES)
+
+
+def _imports_name(path: Path, module: str, name: str) -> bool:
+    return any(isinstance(node, ast.ImportFrom) and node.module == module
+               and any(alias.name == name for alias in node.names)
+               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
+
+
+def test_an_untyped_json_object_is_named_only_at_the_edges() -> None:
+    inward = sorted(name for name, path in _modules().items() if not _is_edge(name)
+                    and _imports_name(path, "cuer_agent._json", "JsonObject"))
+    assert inward == []
+
+
+def _untyped_public_signatures(path: Path) -> list[str]:
+    """`module:line name` of each public function whose parameters or return mention
+    `dict[str, Any]`."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) \
+                and not node.name.startswith("_"):
+            args = node.args
+            annotations = [a.annotation for a in (*args.posonlyargs, *args.args,
+                                                  *args.kwonlyargs, args.vararg, args.kwarg)
+                           if a is not None and a.annotation is not None]
+            if node.returns is not None:
+                annotations.append(node.returns)
+            if any("dict[str, Any]" in ast.unparse(a) for a in annotations):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")
+    return found
+
+
+def test_no_public_function_outside_the_edges_takes_or_returns_an_untyped_dict() -> None:
+    found = [hit for name, path in _modules().items() if not _is_edge(name)
+             for hit in _untyped_public_signatures(path)]
+    assert found == []
