@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from cuer_agent._json import JsonObject, JsonRow
 from cuer_agent.errors import ConfigError, DataError
@@ -27,6 +27,8 @@ CONFIG_FILE = "config.json"
 SUMMARY_FILE = "summary.json"
 M = TypeVar("M", bound=BaseModel)
 """The model a summary validates through."""
+R = TypeVar("R")
+"""A row type (a TypedDict) a study reads its rows back as."""
 RUN_OUTPUTS = frozenset({SUMMARY_FILE, "ledger.json", "report.md", "report.html",
                          "single_shot", "agentic"})
 """What a run directory holds besides its config and JSONL rows (`evaluate`'s two
@@ -176,6 +178,22 @@ def request_failed(rows: Iterable[JsonRow]) -> set[str]:
 
 def _trace_error(trace: object) -> bool:
     return isinstance(trace, dict) and bool(trace.get("error"))
+
+
+def checked_rows(rows: Iterable[JsonRow], as_rows: TypeAdapter[list[R]],
+                 source: str | Path) -> list[R]:
+    """`rows` read from the JSONL file `source`, validated as the rows a study writes
+    (`as_rows`). A row of another shape — a damaged or hand-edited file, a run written by
+    another version — is a `DataError` naming the file, the row (1-based) and the first
+    field that does not fit; nothing is written."""
+    try:
+        return as_rows.validate_python(list(rows))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        index, *where = first["loc"]
+        field = ".".join(str(part) for part in where) or "the row"
+        raise DataError(source, f"not a row this version writes ({field}: {first['msg']}); "
+                                "nothing was changed", record=int(index) + 1) from None
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -542,6 +542,29 @@ def test_garbage_in_the_middle_is_exit_2_naming_file_and_line_and_nothing_is_ove
     assert snapshot(out) == before
 
 
+@pytest.mark.parametrize("name", ["single_shot/records.jsonl", "agentic/records.jsonl",
+                                  "agentic/traces.jsonl", "agentic/diagnoses.jsonl"])
+def test_a_row_of_another_shape_is_exit_2_naming_file_and_row_and_nothing_is_overwritten(
+        finished: Finished, tmp_path: Path, name: str) -> None:
+    out = copy_of(finished, "evaluate", tmp_path)
+    lines = (out / name).read_bytes().splitlines(keepends=True)
+    middle = len(lines) // 2
+    row = json.loads(lines[middle])
+    if "record" in row:  # valid JSON, but not a row this version writes
+        row["record"]["condition"] = 7
+    else:
+        row["true_hop"] = "first"
+    lines[middle] = (json.dumps(row) + "\n").encode()
+    (out / name).write_bytes(b"".join(lines))
+    (out / "summary.json").unlink()
+    before = snapshot(out)
+    code, _, err = cli(*args_of("evaluate", out))
+    assert code == 2
+    assert err.strip().splitlines() == [err.strip()]  # one line, no traceback
+    assert f"{out / name}, record {middle + 1}: not a row this version writes" in err
+    assert snapshot(out) == before
+
+
 @pytest.mark.parametrize("command", ["run", "evaluate"])
 @pytest.mark.parametrize("damage", [b"", b'{"command": "ru', b"\xff\xfe garbage", b"[1, 2]\n"],
                          ids=["empty", "truncated", "binary", "not-an-object"])

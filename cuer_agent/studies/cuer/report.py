@@ -60,7 +60,7 @@ def pattern_findings(conditions: Mapping[str, CuerCondition]) -> list[str]:
 def cuer_summary(run_dir: RunDir, config: CuerConfig) -> CuerSummary:
     """The CUE-R study's summary, from the run directory's record and trace rows alone;
     the findings and the roles' verdict read its conditions."""
-    records = record_rows(run_dir.rows(RECORDS))
+    records = record_rows(run_dir.rows(RECORDS), run_dir.path / RECORDS)
     results = summarize_cuer(records, config)
     ablations = ({"ablations": results.ablations}
                  if "ablations" in results.model_fields_set else {})

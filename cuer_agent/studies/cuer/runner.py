@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from pydantic import TypeAdapter
 from rich.progress import Progress
@@ -44,7 +45,7 @@ from cuer_agent.metrics.utility import (
 )
 from cuer_agent.parallel import Parallelism, fan_out, ordered_map
 from cuer_agent.retrieval import BM25Retriever
-from cuer_agent.runs import RunDir, example_of, request_failed
+from cuer_agent.runs import RunDir, checked_rows, example_of, request_failed
 from cuer_agent.studies._common.records import RecordData, record_data
 from cuer_agent.trace import Trace
 
@@ -73,9 +74,10 @@ class RecordRow(TypedDict):
 _RECORD_ROWS = TypeAdapter(list[RecordRow])
 
 
-def record_rows(rows: Iterable[JsonRow]) -> list[RecordRow]:
-    """Rows of records.jsonl as read (`RunDir.rows`), validated."""
-    return _RECORD_ROWS.validate_python(list(rows))
+def record_rows(rows: Iterable[JsonRow], source: str | Path) -> list[RecordRow]:
+    """Rows of records.jsonl as read from `source` (`RunDir.rows`), validated
+    (`cuer_agent.runs.checked_rows`: a row of another shape is a `DataError`)."""
+    return checked_rows(rows, _RECORD_ROWS, source)
 
 
 def trace_axes(trace: Trace, example: Example, original: Trace | None,

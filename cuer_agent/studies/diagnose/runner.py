@@ -24,7 +24,7 @@ from cuer_agent.diagnosers._probe import ExecutionProbe
 from cuer_agent.execution import Executor, RunResult
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.metrics import recall_correct
-from cuer_agent.runs import RunDir
+from cuer_agent.runs import RunDir, checked_rows
 
 CLEAN = "none"
 """The `fault` of a diagnosis made on a clean, correct, unfaulted run."""
@@ -64,8 +64,9 @@ _DIAGNOSIS_ROWS = TypeAdapter(list[DiagnosisRow])
 
 def diagnosis_rows(run_dir: RunDir, name: str) -> list[DiagnosisRow]:
     """The diagnosis rows of a run directory's JSONL file `name`, checked as
-    `DiagnosisRow`s (a row of another shape is a pydantic `ValidationError`)."""
-    return _DIAGNOSIS_ROWS.validate_python(run_dir.rows(name))
+    `DiagnosisRow`s (`cuer_agent.runs.checked_rows`: a row of another shape is a
+    `DataError`)."""
+    return checked_rows(run_dir.rows(name), _DIAGNOSIS_ROWS, run_dir.path / name)
 
 
 def build_diagnosers(config: StudyConfig, skills: SkillClient) -> list[Diagnoser]:

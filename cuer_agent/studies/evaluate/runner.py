@@ -80,7 +80,8 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
                     parallel=parallel)
     traces = agentic_dir.rows(TRACES)
     records = agentic_dir.rows(RECORDS)
-    typed_traces, typed_records = trace_rows(traces), record_rows(records)
+    typed_traces = trace_rows(traces, agentic_dir.path / TRACES)
+    typed_records = record_rows(records, agentic_dir.path / RECORDS)
     agentic = summarize_propagation(typed_records, typed_traces, config.propagation)
 
     clean_correct = [r["metrics"]["correct"] for r in records

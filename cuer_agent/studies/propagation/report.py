@@ -30,7 +30,8 @@ def run_and_summarize(dataset: Dataset, executor: Executor, run_dir: RunDir,
                     retriever_for=retriever_factory(dataset), show_progress=show_progress,
                     parallel=parallel)
     raw_traces = run_dir.rows(TRACES)
-    traces, records = trace_rows(raw_traces), record_rows(run_dir.rows(RECORDS))
+    traces = trace_rows(raw_traces, run_dir.path / TRACES)
+    records = record_rows(run_dir.rows(RECORDS), run_dir.path / RECORDS)
     results = summarize_propagation(records, traces, config)
     summary = PropagateSummary(
         persistence=results.persistence, clean=results.clean, faults=results.faults,

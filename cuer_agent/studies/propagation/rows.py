@@ -10,12 +10,14 @@ index typed rows. A key the summaries do not read is not declared and not kept.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import NotRequired
 
 from pydantic import TypeAdapter
 from typing_extensions import TypedDict
 
 from cuer_agent._json import JsonRow
+from cuer_agent.runs import checked_rows
 from cuer_agent.studies._common.records import RecordData
 from cuer_agent.trace import HopData
 
@@ -102,11 +104,13 @@ _RECORD_ROWS = TypeAdapter(list[RecordRow])
 _TRACE_ROWS = TypeAdapter(list[TraceRow])
 
 
-def record_rows(rows: Iterable[JsonRow]) -> list[RecordRow]:
-    """Rows of `records.jsonl` as read (`RunDir.rows`), validated."""
-    return _RECORD_ROWS.validate_python(list(rows))
+def record_rows(rows: Iterable[JsonRow], source: str | Path) -> list[RecordRow]:
+    """Rows of `records.jsonl` as read from `source` (`RunDir.rows`), validated
+    (`cuer_agent.runs.checked_rows`: a row of another shape is a `DataError`)."""
+    return checked_rows(rows, _RECORD_ROWS, source)
 
 
-def trace_rows(rows: Iterable[JsonRow]) -> list[TraceRow]:
-    """Rows of `traces.jsonl` as read (`RunDir.rows`), validated."""
-    return _TRACE_ROWS.validate_python(list(rows))
+def trace_rows(rows: Iterable[JsonRow], source: str | Path) -> list[TraceRow]:
+    """Rows of `traces.jsonl` as read from `source` (`RunDir.rows`), validated
+    (`cuer_agent.runs.checked_rows`: a row of another shape is a `DataError`)."""
+    return checked_rows(rows, _TRACE_ROWS, source)
