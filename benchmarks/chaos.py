@@ -61,8 +61,10 @@ sys.path.insert(0, str(BENCH))
 # -- the zygote: import once, fork a child per CLI invocation -----------------------------------
 
 def _preload(options: dict[str, Any]) -> None:
-    """Import every cuer_agent module a command may need (`ray`, an optional extra, is
-    imported only when asked for)."""
+    """Import every cuer_agent module a command may need, and the libraries they import
+    where they use them (scipy.stats, scikit-learn, matplotlib: each child would import
+    them again, a second or so each); `ray`, an optional extra, is imported only when
+    asked for."""
     import importlib
     import pkgutil
 
@@ -72,6 +74,12 @@ def _preload(options: dict[str, Any]) -> None:
         with contextlib.suppress(ImportError):
             importlib.import_module(info.name)
     import matplotlib.figure  # noqa: F401  (the report's figures)
+    import scipy.stats  # noqa: F401  (metrics.stats)
+    import sklearn.ensemble
+    import sklearn.feature_extraction.text
+    import sklearn.linear_model
+    import sklearn.model_selection
+    import sklearn.preprocessing  # noqa: F401
 
     if options.get("client_timeout"):
         from chaos_server import fast_openai_factory

@@ -101,7 +101,9 @@ def test_an_evaluate_run_with_a_non_default_k_replays_its_agent_records_identica
     study = tmp_path / "study.toml"
     study.write_text("[agent]\nk = 3\nhops = 2\n")
     out = tmp_path / "evaluate"
-    _invoke("evaluate", "--config", str(study), "--out", str(out))
+    # One fault and one diagnoser: the agentic config and replay are what is checked.
+    _invoke("evaluate", "--config", str(study), "--out", str(out),
+            "--faults", "empty_retrieval", "--diagnosers", "chance")
     config = read_run_config(out / "agentic")
     assert isinstance(config, PropagateRunConfig) and config.k == 3
     first = json.loads((out / "agentic" / "traces.jsonl").read_text().splitlines()[0])

@@ -18,10 +18,13 @@ from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
 
 DEFAULT_RESAMPLES = 5000
 DEFAULT_SEED = 42
+
+# scipy.stats is imported by the functions that use it, not here: it takes about a second
+# of CPU to import, and every process that imports cuer_agent (each worker of a process
+# pool, a command that never summarises) would pay it.
 
 
 def bootstrap_ci(values: ArrayLike, *, n_resamples: int = DEFAULT_RESAMPLES,
@@ -71,6 +74,8 @@ def wilson_interval(successes: int, n: int, *, confidence: float = 0.95) -> tupl
     """Wilson score interval of the proportion successes/n (rounded to 6 decimals)."""
     if n <= 0 or not 0 <= successes <= n:
         raise ValueError(f"need 0 <= successes <= n and n > 0, got {successes}/{n}")
+    from scipy import stats
+
     z = float(stats.norm.ppf(0.5 + confidence / 2))
     p = successes / n
     denom = 1 + z * z / n
@@ -82,6 +87,8 @@ def wilson_interval(successes: int, n: int, *, confidence: float = 0.95) -> tupl
 def sign_flip_test(deltas: ArrayLike, *, n_resamples: int = DEFAULT_RESAMPLES,
                    seed: int = DEFAULT_SEED) -> float:
     """Two-sided p-value that the mean paired delta is 0 (sign-flip permutation)."""
+    from scipy import stats
+
     data = np.asarray(deltas, dtype=np.float64)
     if data.size < 2 or not np.any(data):
         # One pair: its two sign flips have the same |mean|, so the exact p-value is 1
@@ -95,6 +102,8 @@ def sign_flip_test(deltas: ArrayLike, *, n_resamples: int = DEFAULT_RESAMPLES,
 
 def mcnemar_exact(before: ArrayLike, after: ArrayLike) -> float:
     """Exact McNemar p-value for paired binary outcomes (1 = correct)."""
+    from scipy import stats
+
     a = np.asarray(before, dtype=bool)
     b = np.asarray(after, dtype=bool)
     lost = int(np.sum(a & ~b))

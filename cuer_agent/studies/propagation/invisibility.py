@@ -161,14 +161,30 @@ def items_by_fault(trace_rows: Sequence[TraceRow],
     return dict(out)
 
 
+def _average_ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks, ties sharing their mean rank, all NaN if a value is NaN:
+    `scipy.stats.rankdata(values)` (method "average"), the same float64 values (each a
+    whole or half number, exact) without its per-call overhead — the interval of every
+    AUC ranks a thousand resamples."""
+    if np.isnan(values).any():
+        return np.full(values.shape, np.nan)
+    order = np.argsort(values, kind="mergesort")
+    position = np.empty(order.size, dtype=np.intp)
+    position[order] = np.arange(order.size)
+    ordered = values[order]
+    starts = np.r_[True, ordered[1:] != ordered[:-1]]
+    group = starts.cumsum()[position]  # 1-based tie group of each value
+    bounds = np.r_[np.flatnonzero(starts), order.size]  # where each group starts, and n
+    ranks: np.ndarray = 0.5 * (bounds[group] + bounds[group - 1] + 1)
+    return ranks
+
+
 def _auc(y: np.ndarray, scores: np.ndarray) -> float:
     """ROC AUC = the Mann-Whitney U of the positives' scores over n_pos · n_neg (ties
     count half): `sklearn.metrics.roc_auc_score`'s value, computed from ranks."""
-    from scipy.stats import rankdata
-
     positives = y == 1
     n_pos, n_neg = int(positives.sum()), int((~positives).sum())
-    ranks = rankdata(scores)
+    ranks = _average_ranks(np.asarray(scores, dtype=np.float64))
     return float((ranks[positives].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
