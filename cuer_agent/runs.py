@@ -26,7 +26,7 @@ from cuer_agent.interrupts import raise_if_interrupted
 CONFIG_FILE = "config.json"
 SUMMARY_FILE = "summary.json"
 M = TypeVar("M", bound=BaseModel)
-"""The model a summary validates through."""
+"""A summary's model."""
 R = TypeVar("R")
 """A row type (a TypedDict) a study reads its rows back as."""
 RUN_OUTPUTS = frozenset({SUMMARY_FILE, "ledger.json", "report.md", "report.html",
@@ -114,26 +114,14 @@ class RunDir:
                 self.rewrite(name, [r for _, r in sorted(zip(ranks, rows, strict=True),
                                                           key=lambda pair: pair[0])])
 
-    def write_summary(self, summary: JsonRow, model: type[M]) -> M:
-        """Write `summary.json` and return it as `model` (`cuer_agent.studies.schemas`).
-        The summary is validated through `model` first — a mismatch is a bug: pydantic's
-        `ValidationError`, and nothing is written. The dict is written as given, so the
-        bytes do not depend on the model."""
-        validated = model.model_validate(summary)
-        self._write_summary_json(summary)
-        return validated
-
     def write_model(self, summary: M) -> M:
         """Write `summary.json` from a summary built as its model: the keys it was given
         (a key left unset stays absent), by their JSON names, sorted as every summary's
         are. Returns `summary`."""
-        self._write_summary_json(summary.model_dump(mode="json", by_alias=True,
-                                                    exclude_unset=True))
-        return summary
-
-    def _write_summary_json(self, summary: JsonRow) -> None:
         raise_if_interrupted()
-        write_atomic(self.path / SUMMARY_FILE, canonical_json(summary, indent=2) + "\n")
+        data = summary.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        write_atomic(self.path / SUMMARY_FILE, canonical_json(data, indent=2) + "\n")
+        return summary
 
 
 def read_config(run_dir: str | Path) -> JsonObject:

@@ -9,11 +9,9 @@
 
 Each model and its parts live in its study's room (`studies/<study>/cells.py`; the shared
 parts and `RunSummary` in `studies/_common/cells.py`); every part forbids unknown
-keys, so a renamed key is an error. A study that builds its summary as a dict validates
-it through its model before writing it, writes the dict it computed (the bytes of
-`summary.json` do not depend on the models) and hands the model on to what prints or
-reports it; `run` and `evaluate` build their `RunSummary` and `EvaluateSummary`
-directly and write the model (`RunDir.write_model`).
+keys, so a renamed key is an error. Every study builds its summary as its model and
+writes it (`RunDir.write_model`: the keys it was given, by their JSON names), then hands
+the model on to what prints or reports it.
 `read_summary` reads one back as its model, turning a mismatch into a `DataError` that
 names the file and the key.
 
