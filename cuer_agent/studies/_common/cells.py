@@ -10,7 +10,7 @@ generates the JSON Schemas from them.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
@@ -31,6 +31,16 @@ class Part(BaseModel):
     """A part of a summary: unknown keys are errors; field docstrings document it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+P = TypeVar("P", bound=Part)
+
+
+def extended(part: Part, model: type[P], **more: object) -> P:
+    """`part` as the larger `model` that extends it (`CuerSummary` of `CuerResults`),
+    with `more` besides: the fields `part` was given, as they are (nested models are
+    not validated again), so `RunDir.write_model` writes the keys it would have."""
+    return model(**{name: getattr(part, name) for name in part.model_fields_set}, **more)
 
 
 def _no_default(schema: JsonDict) -> None:

@@ -9,6 +9,7 @@ from rich.table import Table
 from cuer_agent.config import CuerConfig
 from cuer_agent.metrics.stats import MIN_CELL
 from cuer_agent.runs import RunDir
+from cuer_agent.studies._common.cells import extended
 from cuer_agent.studies._common.run_agent import ledger_from_rows
 from cuer_agent.studies.cuer.cells import CuerCondition, CuerSummary, DeltaStat
 from cuer_agent.studies.cuer.roles import roles_summary
@@ -62,11 +63,8 @@ def cuer_summary(run_dir: RunDir, config: CuerConfig) -> CuerSummary:
     the findings and the roles' verdict read its conditions."""
     records = record_rows(run_dir.rows(RECORDS), run_dir.path / RECORDS)
     results = summarize_cuer(records, config)
-    ablations = ({"ablations": results.ablations}
-                 if "ablations" in results.model_fields_set else {})
-    return CuerSummary(
-        n=results.n, conditions=results.conditions, skipped=results.skipped, **ablations,
-        findings=pattern_findings(results.conditions),
+    return extended(
+        results, CuerSummary, findings=pattern_findings(results.conditions),
         roles=roles_summary(records, config, suppressed=no_verdict(results.conditions)),
         ledger=ledger_from_rows(run_dir.rows(TRACES)),
         # every field of the config is written, as given or defaulted

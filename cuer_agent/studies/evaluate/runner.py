@@ -22,6 +22,7 @@ from cuer_agent.execution import AgentConfig, Executor
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.parallel import Parallelism
 from cuer_agent.runs import RunDir
+from cuer_agent.studies._common.cells import extended
 from cuer_agent.studies._common.pools import single_shot_data
 from cuer_agent.studies._common.run_agent import ledger_from_rows, retriever_factory
 from cuer_agent.studies._common.run_configs import cuer_record, open_run_dir, propagate_record
@@ -84,20 +85,20 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
     typed_records = record_rows(records, agentic_dir.path / RECORDS)
     agentic = summarize_propagation(typed_records, typed_traces, config.propagation)
 
-    clean_correct = [r["metrics"]["correct"] for r in records
-                     if r["record"]["condition"] == "clean" and r["metrics"] is not None]
+    clean_correct = [metrics["correct"] for r in typed_records
+                     if r["record"]["condition"] == "clean"
+                     and (metrics := r["metrics"]) is not None]
     reader = reader_summary(dataset, skills, agent.config, clean_correct, retriever_for,
                             threshold=config.propagation.recall_threshold, parallel=parallel)
     diagnoses = diagnosis_rows(agentic_dir, DIAGNOSES)
-    ledger = EvaluateLedger(**ledger_from_rows(single_dir.rows(CUER_TRACES) + traces).model_dump(),
-                            diagnoser_requests=sum(r["calls"] for r in diagnoses),
-                            diagnoser_errors=sum(1 for r in diagnoses if r["error"]))
+    ledger = extended(ledger_from_rows(single_dir.rows(CUER_TRACES) + traces), EvaluateLedger,
+                      diagnoser_requests=sum(r["calls"] for r in diagnoses),
+                      diagnoser_errors=sum(1 for r in diagnoses if r["error"]))
     # Each part is given as the keys its study computed (a dict is validated into its
     # model), so `write_model` writes exactly those keys; `config` in full, as recorded.
     results = EvaluateResults(
-        single_shot=SingleShot.model_validate({
-            **single_summary.model_dump(mode="json", by_alias=True, exclude_unset=True),
-            "questions": "per_hop" if per_hop else "whole"}),
+        single_shot=extended(single_summary, SingleShot,
+                             questions="per_hop" if per_hop else "whole"),
         agentic=agentic, verify=verify_rates(typed_records, config.propagation.faults),
         invisibility=invisibility(typed_traces, config.propagation.faults), reader=reader,
         comparison=compare_analyses(single_dir.rows(CUER_RECORDS), records),

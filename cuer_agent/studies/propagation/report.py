@@ -9,6 +9,7 @@ from cuer_agent.data import Dataset
 from cuer_agent.execution import Executor
 from cuer_agent.parallel import Parallelism
 from cuer_agent.runs import RunDir
+from cuer_agent.studies._common.cells import extended
 from cuer_agent.studies._common.run_agent import ledger_from_rows, retriever_factory
 from cuer_agent.studies.propagation.cells import (
     FaultCell,
@@ -33,12 +34,8 @@ def run_and_summarize(dataset: Dataset, executor: Executor, run_dir: RunDir,
     traces = trace_rows(raw_traces, run_dir.path / TRACES)
     records = record_rows(run_dir.rows(RECORDS), run_dir.path / RECORDS)
     results = summarize_propagation(records, traces, config)
-    summary = PropagateSummary(
-        persistence=results.persistence, clean=results.clean, faults=results.faults,
-        tampering=results.tampering, tampering_certification=results.tampering_certification,
-        hop_operators=results.hop_operators, skipped=results.skipped,
-        prefix_calls=results.prefix_calls, stage_transitions=results.stage_transitions,
-        verify=verify_rates(records, config.faults),
+    summary = extended(
+        results, PropagateSummary, verify=verify_rates(records, config.faults),
         invisibility=invisibility(traces, config.faults),
         ledger=ledger_from_rows(raw_traces),
         # every field of the config is written, as given or defaulted
