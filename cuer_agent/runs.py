@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from cuer_agent._json import JsonObject, JsonRow
+from cuer_agent._validation import problem
 from cuer_agent.errors import ConfigError, DataError
 from cuer_agent.interrupts import raise_if_interrupted
 
@@ -174,14 +175,13 @@ def checked_rows(rows: Iterable[JsonRow], as_rows: TypeAdapter[list[R]],
     (`as_rows`). A row of another shape — a damaged or hand-edited file, a run written by
     another version — is a `DataError` naming the file, the row (1-based) and the first
     field that does not fit; nothing is written."""
+    rows = list(rows)
     try:
-        return as_rows.validate_python(list(rows))
+        return as_rows.validate_python(rows)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        index, *where = first["loc"]
-        field = ".".join(str(part) for part in where) or "the row"
-        raise DataError(source, f"not a row this version writes ({field}: {first['msg']}); "
-                                "nothing was changed", record=int(index) + 1) from None
+        index = int(exc.errors()[0]["loc"][0])
+        raise DataError(source, f"not a row this version writes ({problem(exc, rows[index])}); "
+                                "nothing was changed", record=index + 1) from None
 
 
 def write_atomic(path: Path, text: str) -> None:
