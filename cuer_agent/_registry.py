@@ -125,11 +125,10 @@ class Registry(Generic[T]):
             return "".join(described)
         return f"{', '.join(described[:-1])} or {described[-1]}"
 
-    def default_selection(self, kind: type[SelectableAbout] = SelectableAbout
-                          ) -> tuple[str, ...]:
+    def default_selection(self) -> tuple[str, ...]:
         """The names in the default selection, in their declared order."""
         ranked = [(about.default_rank, name) for name in self.names()
-                  if (about := self.about(name, kind)).default_rank is not None]
+                  if (about := self.about(name, SelectableAbout)).default_rank is not None]
         return tuple(name for _, name in sorted(ranked))
 
     def names(self) -> list[str]:

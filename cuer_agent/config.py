@@ -55,10 +55,6 @@ class CuerConfig(BaseModel):
     """Open-corpus data (the synthetic world): passages in each question's own pool —
     one per hop stating its fact, the rest lexical confusers
     (`cuer_agent.studies._common.pools`), as in HotpotQA's distractor setting."""
-
-    def asks_per_hop(self, dataset: str = "") -> bool:
-        """Is the single-shot system given the gold decomposition?"""
-        return self.questions == "per_hop"
     seed: int = 0
     """Seed of the interventions' randomness (random targets, easy replacements)."""
     replace_hardness: Literal["easy", "medium", "hard"] = "medium"
@@ -117,6 +113,10 @@ class CuerConfig(BaseModel):
                     ("remove_support_2", "remove_support", {"which": 1}),
                     ("remove_both_supports", "remove_support", {"which": "both"})]
         return out
+
+    def asks_per_hop(self) -> bool:
+        """Is the single-shot system given the gold decomposition?"""
+        return self.questions == "per_hop"
 
 
 class PropagationConfig(BaseModel):

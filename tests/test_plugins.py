@@ -68,7 +68,7 @@ out["hops_run"] = len(run.trace.hops)
 hop = run.trace.hops[0]
 outcome = get_fault("dummy_fault").apply(FaultInput(
     example_id=run.example_id, question=data.examples[0].question, hop=1,
-    subquery=hop.subquery, evidence=[ev.model_dump() for ev in hop.retrieved],
+    subquery=hop.subquery, evidence=list(hop.retrieved),
     later_subqueries=[], corpus=[], seed=0))
 out["fault_record"] = outcome.record.record_id
 judge = get_diagnoser("dummy-diagnoser")

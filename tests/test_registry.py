@@ -192,10 +192,11 @@ def test_an_entry_point_naming_a_module_only_imports_it(monkeypatch: pytest.Monk
 
 EDGE_MODULES = ("cuer_agent._json", "cuer_agent.runs", "cuer_agent.interchange.",
                 "cuer_agent.llm.", "cuer_agent.data.", "cuer_agent.metrics.official",
-                "cuer_agent.agents", "cuer_agent.graphs.server", "cuer_agent.graphs.state")
+                "cuer_agent.agents", "cuer_agent.graphs.server")
 """Where JSON crosses into or out of the program untyped: run directories' JSONL and
 config files, the interchange's spans, HTTP bodies and the response cache, data set and
-prediction files, a LangGraph graph's state (the agent's, and the server's checkpoint)."""
+prediction files, a LangGraph graph's state (a user's agent, and the server's HTTP body
+and checkpoint)."""
 
 
 def _is_edge(module: str) -> bool:
