@@ -19,7 +19,7 @@ from typing_extensions import TypedDict  # typing's has no pydantic schema on 3.
 
 from cuer_agent._json import JsonRow
 from cuer_agent.data import Dataset, Example, Passage
-from cuer_agent.execution import Executor, Mode
+from cuer_agent.execution import Executor, Mode, RunResult
 from cuer_agent.llm.cache import Ledger
 from cuer_agent.metrics import answer_scores
 from cuer_agent.parallel import Parallelism, ordered_map
@@ -96,9 +96,14 @@ class RunTask:
         return self.executor.skills.ledger
 
     def __call__(self, example: Example) -> TraceRow:
-        result = self.executor.run(example, self.retriever_for(example))
-        return {"trace": result.trace.model_dump(mode="json"),
-                "request_keys": result.request_keys, "spent": result.spent}
+        return trace_fields(self.executor.run(example, self.retriever_for(example)))
+
+
+def trace_fields(result: RunResult) -> TraceRow:
+    """A run as a row of `traces.jsonl` holds it (every study's; a study adds its
+    intervention record)."""
+    return {"trace": result.trace.model_dump(mode="json"),
+            "request_keys": result.request_keys, "spent": result.spent}
 
 
 def run_dataset(dataset: Dataset, executor: Executor, run_dir: RunDir, *,

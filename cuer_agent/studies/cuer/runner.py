@@ -47,20 +47,18 @@ from cuer_agent.parallel import Parallelism, fan_out, ordered_map
 from cuer_agent.retrieval import BM25Retriever
 from cuer_agent.runs import RunDir, checked_rows, example_of, request_failed
 from cuer_agent.studies._common.records import RecordData, record_data
+from cuer_agent.studies._common.run_agent import TraceRow as RunTraceRow
+from cuer_agent.studies._common.run_agent import trace_fields
 from cuer_agent.trace import Trace
 
 TRACES, RECORDS = "traces.jsonl", "records.jsonl"
 AXES = ("correctness", "em", "f1", "grounding", "confidence_error", "divergence")
 
 
-class TraceRow(TypedDict):
+class TraceRow(RunTraceRow):
     """A row of traces.jsonl: one run (the original or a condition's fork)."""
 
     record: RecordData
-    trace: JsonRow
-    """The run's trace as JSON (`Trace.model_dump(mode="json")`)."""
-    request_keys: list[str]
-    spent: dict[str, int]
 
 
 class RecordRow(TypedDict):
@@ -174,9 +172,7 @@ def _rows(record: InterventionRecord, result: RunResult, example: Example,
           original: Trace | None, config: CuerConfig) -> tuple[TraceRow, RecordRow]:
     rec = record_data(record)
     metrics = trace_axes(result.trace, example, original, config)
-    return ({"record": rec, "trace": result.trace.model_dump(mode="json"),
-             "request_keys": result.request_keys, "spent": result.spent},
-            {"record": rec, "metrics": metrics})
+    return {"record": rec, **trace_fields(result)}, {"record": rec, "metrics": metrics}
 
 
 def _complete_examples(run_dir: RunDir, expected: int) -> set[str]:
