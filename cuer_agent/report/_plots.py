@@ -15,7 +15,7 @@ import matplotlib
 from matplotlib.figure import Figure
 
 from cuer_agent.studies._common.cells import Interval, hop_key
-from cuer_agent.studies.cuer.cells import CuerCondition
+from cuer_agent.studies.cuer.cells import CuerCondition, DeltaStat
 from cuer_agent.studies.diagnose.cells import DiagnoserSummary
 from cuer_agent.studies.propagation.cells import FaultCell
 
@@ -160,16 +160,12 @@ def cuer_deltas(conditions: Mapping[str, CuerCondition]) -> bytes | None:
     if not deltas:
         return None
     ops = [op for op, _ in deltas]
-    by_axis = {"correctness": [d.correctness for _, d in deltas],
-               "grounding": [d.grounding for _, d in deltas],
-               "confidence_error": [d.confidence_error for _, d in deltas],
-               "divergence": [d.divergence for _, d in deltas]}
     with _style():
         fig = Figure(figsize=SIZE, layout="constrained")
         ax = fig.add_subplot()
         width = 0.8 / len(CUER_AXES)
         for j, axis in enumerate(CUER_AXES):
-            cells = by_axis[axis]
+            cells: list[DeltaStat] = [getattr(d, axis) for _, d in deltas]
             ys = [c.mean if c.mean is not None else 0.0 for c in cells]
             xs = [i + (j - (len(CUER_AXES) - 1) / 2) * width for i in range(len(ops))]
             label = "D (vs original)" if axis == "divergence" else f"Δ{axis}"

@@ -47,11 +47,8 @@ def _ordered(keys: list[str], first: tuple[str, ...]) -> list[str]:
 
 
 def role_counts(counts: RoleCounts) -> dict[str, int]:
-    """Role label (as `cuer_agent.roles` spells it) → count, in `ROLE_ORDER`."""
-    return {"constructive": counts.constructive, "corrective": counts.corrective,
-            "distractive": counts.distractive,
-            "confidence-distorting": counts.confidence_distorting,
-            "redundant": counts.redundant, "neutral": counts.neutral}
+    """Role label (as `cuer_agent.roles` spells it: the model's JSON names) → count."""
+    return counts.model_dump(by_alias=True)
 
 
 def _delta(d: DeltaStat) -> str:
