@@ -92,6 +92,8 @@ DEFAULT_MAX_WORDS = 2000
 RETRIEVALS_KEPT = 4096
 """Answers a retriever keeps, per (query, k): a study's forks and probes repeat the
 sub-queries of a few hundred hops."""
+INDEXES_KEPT = 16
+"""Indexes `BM25Retriever.from_passages` keeps per process, by content (`_INDEXES`)."""
 
 
 def tokenize(text: str) -> list[str]:
@@ -269,8 +271,22 @@ class BM25Retriever:
 
     @classmethod
     def from_passages(cls, passages: Iterable[Passage], *, max_words: int = DEFAULT_MAX_WORDS,
-                      **kwargs: Any) -> BM25Retriever:
-        return cls(chunk_passages(passages, max_words), **kwargs)
+                      engine: str = "bm25s", k1: float = 1.5, b: float = 0.75,
+                      idf: str = "lucene") -> BM25Retriever:
+        """The index of `passages`, built once per process for the same passages and
+        settings: a study indexes one corpus for its pools, its runs and its probes, and
+        a propagation study each example's pool once per fault. Sharing is safe because
+        a retriever never changes after it is built (its kept answers are what `retrieve`
+        would compute again). Kept: the last `INDEXES_KEPT` built."""
+        passages = list(passages)
+        key = _index_key(passages, max_words, engine, k1, b, idf)
+        with _INDEXES_LOCK:  # one build, however many threads ask at once
+            index = _INDEXES.get(key)
+            if index is None:
+                index = cls(chunk_passages(passages, max_words), engine=engine, k1=k1, b=b,
+                            idf=idf)
+                _INDEXES.put(key, index)
+        return index
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -343,6 +359,23 @@ class BM25Retriever:
         order = sorted(hits.tolist(), key=lambda i: (-scores[i], self.chunks[i].id))[:k]
         return [self.chunks[i].to_evidence(rank, float(scores[i]))
                 for rank, i in enumerate(order, start=1)]
+
+
+_INDEXES: LRU[str, BM25Retriever] = LRU(INDEXES_KEPT)
+_INDEXES_LOCK = threading.Lock()
+
+
+def _index_key(passages: list[Passage], max_words: int, engine: str, k1: float, b: float,
+               idf: str) -> str:
+    """A digest of everything an index is built from: each passage's title, index and
+    text (length-prefixed, so no two lists share a digest by concatenation) and the
+    settings."""
+    digest = hashlib.sha256(repr((max_words, engine, k1, b, idf)).encode())
+    for p in passages:
+        for part in (p.title.encode(), str(p.index).encode(), p.text.encode()):
+            digest.update(len(part).to_bytes(8, "little"))
+            digest.update(part)
+    return digest.hexdigest()
 
 
 # --- LangChain interop -------------------------------------------------------------------

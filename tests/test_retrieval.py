@@ -118,7 +118,7 @@ def test_query_of_stopwords_or_unknown_words_returns_nothing(engine: str) -> Non
 
 
 def test_a_repeated_query_is_answered_from_memory_as_a_fresh_list(monkeypatch) -> None:
-    retriever = BM25Retriever.from_passages(PASSAGES)
+    retriever = BM25Retriever(chunk_passages(PASSAGES))  # its own: nothing kept yet
     first = retriever.retrieve("Which film did Mara Velt direct?", 3)
     searched: list[str] = []
     monkeypatch.setattr(retriever, "_search",
@@ -129,6 +129,24 @@ def test_a_repeated_query_is_answered_from_memory_as_a_fresh_list(monkeypatch) -
     assert retriever.retrieve("Which film did Mara Velt direct?", 3) == first
     assert retriever.retrieve("Which film did Mara Velt direct?", 2) == []  # k is part of the key
     assert searched == ["Which film did Mara Velt direct?"]
+
+
+def test_the_same_passages_and_settings_share_one_index_and_any_difference_builds_another(
+) -> None:
+    index = BM25Retriever.from_passages(PASSAGES)
+    assert BM25Retriever.from_passages(list(PASSAGES)) is index
+    assert BM25Retriever.from_passages(iter(PASSAGES)) is index
+    edited = [PASSAGES[0].model_copy(update={"text": PASSAGES[0].text + " More."}),
+              *PASSAGES[1:]]
+    renumbered = [PASSAGES[0].model_copy(update={"index": PASSAGES[0].index + 1}),
+                  *PASSAGES[1:]]
+    others = [BM25Retriever.from_passages(edited), BM25Retriever.from_passages(renumbered),
+              BM25Retriever.from_passages(PASSAGES[1:]),
+              BM25Retriever.from_passages(PASSAGES, idf="robertson"),
+              BM25Retriever.from_passages(PASSAGES, engine="rank_bm25"),
+              BM25Retriever.from_passages(PASSAGES, max_words=5)]
+    assert all(other is not index for other in others)
+    assert len({id(other) for other in others}) == len(others)
 
 
 def test_unknown_engine_or_idf_is_a_config_error() -> None:

@@ -24,7 +24,7 @@ import dataclasses
 from cuer_agent.data import Dataset, Passage
 from cuer_agent.data._select import hop_questions
 from cuer_agent.interventions.facts import fact_source
-from cuer_agent.retrieval import BM25Retriever, chunk_passages
+from cuer_agent.retrieval import BM25Retriever
 
 __all__ = ["question_pools", "single_shot_data"]
 
@@ -35,9 +35,9 @@ def question_pools(dataset: Dataset, size: int = 10) -> Dataset:
     if dataset.corpus is None:
         return dataset
     facts = fact_source(dataset)
-    by_id = {chunk.id: passage for passage in dataset.corpus
-             for chunk in chunk_passages([passage])}
     index = BM25Retriever.from_passages(dataset.corpus)
+    passage_at = {(passage.title, passage.index): passage for passage in dataset.corpus}
+    by_id = {chunk.id: passage_at[chunk.title, chunk.paragraph] for chunk in index.chunks}
     examples = []
     for example in dataset.examples:
         gold: list[Passage] = []
