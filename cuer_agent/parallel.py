@@ -227,13 +227,30 @@ def _run_installed(batch: list[Any], threads: int) -> Batch:
     return _host.run(batch, threads)
 
 
+WORKER_PRELOAD = ["cuer_agent.studies.cuer.runner", "cuer_agent.studies.propagation.runner",
+                  "cuer_agent.studies.diagnose.runner", "cuer_agent.graphs.agent"]
+"""Modules the fork server imports once, so a worker starts with the study code loaded."""
+
+
+def _worker_context() -> multiprocessing.context.BaseContext:
+    """Not a fork of this process: it holds threads (progress bar) and an open SQLite
+    connection, neither of which survives a fork safely. A fork server where there is
+    one (Linux, macOS): a clean process, started once per command, that forks each
+    worker with `WORKER_PRELOAD` imported — a spawned worker imports the package again
+    (a second or two of CPU), and `evaluate` starts a pool per sub-study. Spawn
+    elsewhere."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(WORKER_PRELOAD)
+    return context
+
+
 def _processes(task: Callable[[T], R], items: Iterable[T], policy: Parallelism) -> Iterator[R]:
     workers = policy.local_workers()
     threads = policy.threads_per_worker(workers)
     blob = pickle.dumps(task)  # here, so an unpicklable task fails in the caller
-    # spawn, not fork: the parent holds threads (progress bar) and an open SQLite
-    # connection, neither of which survives a fork safely.
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+    pool = ProcessPoolExecutor(workers, mp_context=_worker_context(),
                                initializer=_install, initargs=(blob,))
     try:
         pending: deque[Future[Batch]] = deque()
