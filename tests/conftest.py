@@ -8,7 +8,8 @@ finished study run directory once per test session: a test that only reads a run
 the shared directory (`studies.get`), a test that damages, resumes or re-reports one
 takes its own copy (`studies.copy`). `background` runs process-level work — the scenarios
 of tests/scenarios.py and the shared studies a test module marks — in subprocesses
-started as soon as collection ends, on the core the in-process tests leave idle.
+started as soon as collection ends, beside the in-process tests (in the fast lane, one
+pytest-xdist worker per core; the first worker runs the jobs, every worker reads them).
 """
 
 from __future__ import annotations
@@ -169,12 +170,18 @@ class Job:
     out: Path
     proc: subprocess.Popen[bytes] | None = None
     done: threading.Event = field(default_factory=threading.Event)
-    started: float = 0.0
-    ended: float = 0.0
     waited: float = 0.0
-    """How long tests waited for it (the in-process lane idle)."""
-    cpu: float = 0.0
-    """CPU seconds of the job's processes (those it waited for)."""
+    """How long this process's tests waited for it (their worker idle)."""
+
+    @property
+    def ended(self) -> Path:
+        """Written by the process that ran the job once it ended: its exit code and times."""
+        return self.out / "ended.json"
+
+
+READER_PATIENCE = 1800.0
+"""Seconds a worker that runs no jobs waits for one before it gives up (the worker that
+runs them died)."""
 
 
 class Background:
@@ -188,18 +195,24 @@ class Background:
     (`scenarios.studies`), each the same `cuer-agent ARGS --out DIR --no-cache
     --no-progress` the in-process `studies.get` would run. The scenarios follow in the
     order of their tests (those marked `first=True` ahead) at a lower CPU priority
-    (`nice`): the tests that read them run last (`pytest_collection_modifyitems`), so
-    the in-process tests keep a core while the scenarios take the other.
+    (`nice`): the tests that read them run last (`pytest_collection_modifyitems`).
     `result(what)` waits for a job — starting it at once, beside the lanes, if none has
     reached it — and gives its directory and result.json; `study(args)` waits for one
     study of the studies job. The subprocesses run in sessions of their own (a Ctrl-C
     at the terminal reaches pytest only), and whatever still runs when the session ends
     is killed. `$CUER_TEST_LANES` sets the lanes (default 2; 0: each job starts only
-    when a test first needs it, and the tests wait for it)."""
+    when a test first needs it, and the tests wait for it).
 
-    def __init__(self, root: Path, lanes: int = 2) -> None:
+    Under pytest-xdist every worker collects the same tests, so every worker queues the
+    same jobs under the same directories (`root` is shared); only the first worker
+    (`owner`) runs them, and the others read what it wrote (`Job.ended`, the studies'
+    `done` files). The owner lets its jobs finish before its session ends, since another
+    worker may still need them."""
+
+    def __init__(self, root: Path, lanes: int = 2, owner: bool = True) -> None:
         self.root = root
         self.lanes = lanes
+        self.owner = owner
         self.jobs: dict[str, Job] = {}
         self.studies: list[tuple[str, ...]] = []
         self._first: list[str] = []
@@ -227,40 +240,51 @@ class Background:
     def has(self, args: Sequence[str]) -> bool:
         return tuple(args) in self.studies
 
-    def _start(self, job: Job) -> bool:
-        """Start `job` unless it was started (or the lane stopped); True if this call did."""
+    def _start(self, job: Job) -> float | None:
+        """Start `job` unless it was started (or the lane stopped): when this call did,
+        the time it started."""
         with self._lock:
-            if job.proc is not None or self._stopped:
-                return False
+            if job.proc is not None or self._stopped or not self.owner:
+                return None
             job.out.mkdir(parents=True, exist_ok=True)
             if job.name == "studies":
                 (job.out / "studies.json").write_text(json.dumps(self.studies))
             env = {**os.environ, "CUER_CACHE": str(job.out / "responses.sqlite")}
-            job.started = time.monotonic()
             with open(job.out / "log.txt", "wb") as log:
                 job.proc = subprocess.Popen(job.argv, stdin=subprocess.DEVNULL, stdout=log,
                                             stderr=subprocess.STDOUT, env=env,
                                             start_new_session=True)
-            return True
+            return time.monotonic()
 
     def _run(self, job: Job) -> None:
-        if self._start(job):
-            assert job.proc is not None
-            try:
-                _, status, usage = os.wait4(job.proc.pid, 0)
-            except ChildProcessError:  # `stop` killed and reaped it (the session ended first)
-                job.proc.wait()
-            else:
-                job.proc.returncode = os.waitstatus_to_exitcode(status)
-                job.cpu = usage.ru_utime + usage.ru_stime
-            job.ended = time.monotonic()
-            job.done.set()
+        started = self._start(job)
+        if started is None:
+            return
+        assert job.proc is not None
+        try:
+            _, status, usage = os.wait4(job.proc.pid, 0)
+        except ChildProcessError:  # `stop` killed and reaped it (the session ended first)
+            job.proc.wait()
+        else:
+            job.proc.returncode = os.waitstatus_to_exitcode(status)
+            ended = {"returncode": job.proc.returncode,
+                     "cpu": usage.ru_utime + usage.ru_stime,
+                     "from": started - self.began, "seconds": time.monotonic() - started}
+            tmp = job.ended.with_suffix(".tmp")
+            tmp.write_text(json.dumps(ended))
+            os.replace(tmp, job.ended)
+        job.done.set()
+
+    def _order(self) -> list[Job]:
+        first = ["studies"] * ("studies" in self.jobs) + self._first
+        return [self.jobs[name] for name in
+                [*first, *(name for name in self.jobs if name not in first)]]
 
     def start(self) -> None:
-        """Run the queued jobs in turn, in `lanes` threads."""
-        first = ["studies"] * ("studies" in self.jobs) + self._first
-        order = [*first, *(name for name in self.jobs if name not in first)]
-        queued = iter([self.jobs[name] for name in order])
+        """Run the queued jobs in turn, in `lanes` threads (the owner only)."""
+        if not self.owner:
+            return
+        queued = iter(self._order())
 
         def lane() -> None:
             while True:
@@ -275,34 +299,48 @@ class Background:
 
     def _begin(self, job: Job) -> None:
         """Make sure `job` runs: if no lane has started it, start it now, beside them."""
-        if job.proc is None:
+        if self.owner and job.proc is None:
             threading.Thread(target=self._run, args=(job,), daemon=True).start()
 
-    def _log(self, job: Job) -> str:
-        return (job.out / "log.txt").read_text(errors="replace")[-5000:]
+    def _has_ended(self, job: Job) -> bool:
+        """The job ran to its end (or, in the owner, was stopped)."""
+        return job.done.is_set() if self.owner else job.ended.exists()
+
+    def _wait(self, job: Job, ready: Path) -> None:
+        """Wait until `ready` exists or the job has ended."""
+        waiting = time.monotonic()
+        self._begin(job)
+        while not ready.exists() and not self._has_ended(job):
+            assert time.monotonic() - waiting < READER_PATIENCE, \
+                f"background job {job.name}: nothing after {READER_PATIENCE:.0f} s"
+            time.sleep(0.05)
+        job.waited += time.monotonic() - waiting
 
     def result(self, what: str) -> tuple[Path, dict[str, Any]]:
         job = self.add(what)
-        waiting = time.monotonic()
-        self._begin(job)
-        job.done.wait()
-        job.waited += time.monotonic() - waiting
-        assert job.proc is not None
-        assert job.proc.returncode == 0, f"background job {job.name} failed:\n{self._log(job)}"
+        self._wait(job, job.ended)
+        assert job.ended.exists(), f"background job {job.name} did not finish"
+        code = json.loads(job.ended.read_text())["returncode"]
+        assert code == 0, f"background job {job.name} failed:\n{self._log(job)}"
         result = job.out / "result.json"
         return job.out, json.loads(result.read_text()) if result.exists() else {}
+
+    def _log(self, job: Job) -> str:
+        return (job.out / "log.txt").read_text(errors="replace")[-5000:]
 
     def study(self, args: Sequence[str]) -> Path:
         """The run directory of a queued study, once the studies job has made it."""
         job = self.jobs["studies"]
         out = job.out / str(self.studies.index(tuple(args)))
-        waiting = time.monotonic()
-        self._begin(job)
-        while not (out / "done").exists() and not job.done.wait(0.05):
-            pass
-        job.waited += time.monotonic() - waiting
+        self._wait(job, out / "done")
         assert (out / "done").exists(), f"{' '.join(args)} failed:\n{self._log(job)}"
         return out / "run"
+
+    def finish(self) -> None:
+        """The owner, with other workers that may still read its jobs: let them end."""
+        for job in self._order():
+            if job.proc is not None:
+                job.done.wait()
 
     def stop(self) -> None:
         with self._lock:
@@ -316,21 +354,60 @@ class Background:
 
 
 _BACKGROUND = pytest.StashKey[Background]()
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+"""This process's pytest-xdist worker id ("gw0", "gw1", ...), or None without xdist."""
+
+
+def _background_root(config: pytest.Config) -> Path:
+    """The background lane's directory: shared by the xdist workers (each has its own
+    basetemp inside the controller's) and read by the controller."""
+    base = config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
+    return (base.parent if _WORKER else base) / "background"
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto` (the default, in addopts): a bare `pytest` — the fast lane — takes
+    xdist's worker count (one per core); the real-model and end-to-end lanes, and a run
+    of the files or tests you name, stay one process (a model or a cluster per worker
+    would only compete for the cores; a few tests would wait for workers to start)."""
+    whole_fast_lane = (config.option.markexpr == FAST_LANE
+                       and config.args_source == pytest.Config.ArgsSource.TESTPATHS)
+    return None if whole_fast_lane else 0
+
+
+FAST_LANE = "not real_model and not e2e"
+"""The fast lane's marker expression (pyproject.toml addopts)."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests that read a background scenario (they use the `background` fixture) run
-    last, in their order: the scenarios have the whole session to run beside the rest."""
-    items.sort(key=lambda item: "background" in getattr(item, "fixturenames", ()))
+    """Tests in the order of what they wait for in the background lane, each kind in its
+    own order: first those that wait for nothing, then those that read a shared study
+    made there, last those that read a scenario (they use the `background` fixture) —
+    so the lane has the longest time to make each. Under xdist (`--dist loadfile`) a
+    test file is handed to a worker at its first test: `test_chaos_processes.py`, which
+    only reads scenarios, goes last."""
+    def waits_for(item: pytest.Item) -> int:
+        if "background" in getattr(item, "fixturenames", ()):
+            return 2
+        return int(any(not isinstance(what, str) for mark in item.iter_markers("background")
+                       for what in mark.args))
+
+    items.sort(key=waits_for)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Queue the background jobs of the selected tests, in test order, and start."""
+    """Queue the background jobs of the selected tests, in the order their tests are
+    reached when each test file is handed out whole (xdist's `--dist loadfile`: a file
+    at its first test), and start."""
     config = session.config
-    background = Background(config._tmp_path_factory.mktemp("background"),  # type: ignore[attr-defined]
-                            lanes=int(os.environ.get("CUER_TEST_LANES", "2")))
+    background = Background(_background_root(config),
+                            lanes=int(os.environ.get("CUER_TEST_LANES", "2")),
+                            owner=_WORKER in (None, "gw0"))
     config.stash[_BACKGROUND] = background
-    for item in session.items:
+    file_at: dict[str, int] = {}
+    for i, item in enumerate(session.items):
+        file_at.setdefault(item.nodeid.split("::", 1)[0], i)
+    for item in sorted(session.items, key=lambda item: file_at[item.nodeid.split("::", 1)[0]]):
         for mark in item.iter_markers("background"):
             for what in mark.args:
                 background.add(what, first=mark.kwargs.get("first", False))
@@ -338,25 +415,52 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         background.start()
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Stop the background lane; the owner first lets its jobs end when other xdist
+    workers may still read them (unless the run was interrupted or told to stop). Then
+    note this process's CPU time and waits, for the controller's summary."""
     background = session.config.stash.get(_BACKGROUND, None)
-    if background is not None:
-        background.stop()
+    if background is None:
+        return
+    others = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1
+    if (background.owner and others and exitstatus != pytest.ExitCode.INTERRUPTED
+            and not session.shouldstop):
+        background.finish()
+    background.stop()
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    background.root.mkdir(parents=True, exist_ok=True)
+    (background.root / f"worker-{_WORKER or 'main'}.json").write_text(json.dumps(
+        {"cpu": own.ru_utime + own.ru_stime,
+         "waited": {job.name: job.waited for job in background.jobs.values()}}))
+    if background.owner:
+        (background.root / "jobs.json").write_text(json.dumps(
+            [job.name for job in background._order()]))
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    """What each background job took, and how long tests waited for it."""
-    background = config.stash.get(_BACKGROUND, None)
-    ran = [job for job in (background.jobs.values() if background else ()) if job.ended]
-    if not ran:
+    """What each background job took, how long tests waited for it, and the CPU time of
+    the processes that ran the tests (every xdist worker, or this one)."""
+    if _WORKER:
+        return
+    root = _background_root(config)
+    if not (root / "jobs.json").exists():
+        return
+    workers = {path.stem: json.loads(path.read_text())
+               for path in sorted(root.glob("worker-*.json"))}
+    jobs = {path.parent.name.split("-", 1)[1]: json.loads(path.read_text())
+            for path in root.glob("*/ended.json")}
+    if not jobs:
         return
     terminalreporter.write_sep("=", "background lane (subprocesses beside the tests)")
-    for job in ran:
-        terminalreporter.write_line(
-            f"{job.ended - job.started:6.1f}s (cpu {job.cpu:5.1f}s)  from "
-            f"{job.started - background.began:5.1f}s  tests waited {job.waited:5.1f}s  {job.name}")
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    terminalreporter.write_line(f"in-process tests: cpu {own.ru_utime + own.ru_stime:.1f}s")
+    for name in json.loads((root / "jobs.json").read_text()):
+        if name in jobs:
+            job = jobs[name]
+            waited = sum(w["waited"].get(name, 0.0) for w in workers.values())
+            terminalreporter.write_line(
+                f"{job['seconds']:6.1f}s (cpu {job['cpu']:5.1f}s)  from {job['from']:5.1f}s  "
+                f"tests waited {waited:5.1f}s  {name}")
+    for name, worker in workers.items():
+        terminalreporter.write_line(f"in-process tests ({name}): cpu {worker['cpu']:.1f}s")
 
 
 @pytest.fixture(scope="session")

@@ -4,9 +4,9 @@ Each scenario starts processes of its own (CLI subprocesses, a forking zygote, w
 pools) or a model server, and mostly waits on them. `python tests/scenarios.py NAME OUT`
 runs one: it leaves its files under OUT and what the test needs to know in
 OUT/result.json. The background lane starts the scenarios the selected tests need as
-soon as collection ends, one after another, so they run on the second core while the
-in-process tests run on the first; a test then asserts on what its scenario left
-(every assertion stays in the test).
+soon as collection ends, two at a time, beside the in-process tests (in the fast lane,
+pytest-xdist's workers); a test then asserts on what its scenario left (every
+assertion stays in the test).
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def process_executor(out: Path) -> dict[str, Any]:
             for name, args in (("run", RUN), ("evaluate", EVALUATE_KINDS))}
 
 
-# --- test_fault_tolerance: a server with 30% faults ---------------------------------------
+# --- test_chaos_processes: a server with 30% faults --------------------------------------
 
 FAST = RetryPolicy(initial_interval=0.01, max_interval=0.05)  # 4 attempts, as by default
 CLIENT_TIMEOUT = 1.0  # long enough that only injected stalls time out, even on a busy CI
@@ -187,7 +187,7 @@ def chaos_eval(out: Path) -> dict[str, Any]:
     return chaos_pair(out, CHAOS_EVAL, poison_rate=0.03, judge_replies=JUDGE_REPLIES)
 
 
-# --- test_fault_tolerance: SIGKILL at 20 points --------------------------------------------
+# --- test_chaos_processes: SIGKILL at 20 points -------------------------------------------
 
 KILLED = ["evaluate", "--hops", "2", "--n", "12", "--seed", "7", "--no-progress",
           "--faults", "empty_retrieval,early_termination",
@@ -214,7 +214,7 @@ def sigkill(out: Path) -> dict[str, Any]:
     return {"kills": kills.kills, "sizes": kills.sizes, "final": final}
 
 
-# --- test_fault_tolerance: the API key ------------------------------------------------------
+# --- test_chaos_processes: the API key -----------------------------------------------------
 
 RUN_LOCAL = ["run", "--dataset", "synthetic", "--hops", "3", "--n", "6", "--seed", "7",
              "--no-cache", "--no-progress"]
