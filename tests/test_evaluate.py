@@ -19,7 +19,10 @@ from cuer_agent.retrieval import BM25Retriever
 from cuer_agent.testing import make_view, validate_diagnoser
 
 CONCURRENT = (*EVALUATE_KINDS, "--concurrency", "3")
-pytestmark = pytest.mark.background(EVALUATE, EVALUATE_KINDS, CONCURRENT)  # in the background
+RESUMED = ("evaluate", "--hops", "2", "--n", "2")
+"""The run a test kills and resumes: any evaluate with more than one example will do (the
+resume recomputes the summary of all of them), so the smallest shared one (test_run_configs')."""
+pytestmark = pytest.mark.background(EVALUATE, EVALUATE_KINDS, CONCURRENT, RESUMED)
 SMALL = ("evaluate", "--hops", "3", "--n", "3", "--seed", "7", "--faults", "empty_retrieval")
 """For a test whose point holds on any run with a failed injection (one fault that fails
 runs: the other six would only add work)."""
@@ -106,12 +109,13 @@ def _drop_rows(path: Path, keep: object) -> None:
     path.write_text("".join(r for r in rows if keep(json.loads(r))))  # type: ignore[operator]
 
 
-def test_killed_and_resumed_evaluate_gives_the_same_summary(run: Path, studies: Studies,
+def test_killed_and_resumed_evaluate_gives_the_same_summary(studies: Studies,
                                                             tmp_path: Path) -> None:
     """Simulate a SIGKILL in the middle of the last example: its trace and diagnosis rows
     are partly written, its record rows and closing row are not. (The finished run is
     copied, then cut back to that state.)"""
-    part = studies.copy(*EVALUATE, to=tmp_path / "part")
+    run = studies.get(*RESUMED)
+    part = studies.copy(*RESUMED, to=tmp_path / "part")
     agentic = part / "agentic"
     last = json.loads((agentic / "records.jsonl").read_text().splitlines()[-1])
     victim = last["record"]["example_id"]
@@ -128,7 +132,7 @@ def test_killed_and_resumed_evaluate_gives_the_same_summary(run: Path, studies: 
     single = (part / "single_shot" / "records.jsonl").read_text().splitlines(keepends=True)
     (part / "single_shot" / "records.jsonl").write_text("".join(single[:-3]))
     (part / "summary.json").unlink()
-    assert run_study(EVALUATE, part)[0] == 0
+    assert run_study(RESUMED, part)[0] == 0
     assert (part / "summary.json").read_bytes() == (run / "summary.json").read_bytes()
     for name in ("records.jsonl", "traces.jsonl", "diagnoses.jsonl"):
         assert (agentic / name).read_bytes() == (run / "agentic" / name).read_bytes()

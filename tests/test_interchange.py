@@ -39,6 +39,17 @@ def exported(run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def diagnosed(exported: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`diagnose --traces` of the exported run with its hop budget (the trace-only
+    diagnosers, made once for the module): read only."""
+    out = tmp_path_factory.mktemp("diagnosed") / "d"
+    code, text = cli_text("diagnose", "--traces", str(exported), "--out", str(out),
+                          "--no-cache", "--hops", "3")
+    assert code == 0, text
+    return out
+
+
 def stored_traces(run: Path) -> list[Trace]:
     return [Trace.model_validate(row["trace"]) for path in sorted(run.rglob("traces.jsonl"))
             for row in read_rows(path)]
@@ -137,12 +148,8 @@ def test_import_rebuilds_every_exported_trace_exactly(run: Path, exported: Path)
     assert {i.mapping for i in imported} == {"exact"}
 
 
-def test_round_trip_gives_the_runs_trace_only_diagnoses(run: Path, exported: Path,
-                                                       tmp_path: Path) -> None:
-    code, text = cli_text("diagnose", "--traces", str(exported), "--out", str(tmp_path / "d"),
-                     "--no-cache", "--hops", "3")
-    assert code == 0, text
-    mine = {(r["record_id"], r["diagnoser"]): r for r in read_rows(tmp_path / "d" /
+def test_round_trip_gives_the_runs_trace_only_diagnoses(run: Path, diagnosed: Path) -> None:
+    mine = {(r["record_id"], r["diagnoser"]): r for r in read_rows(diagnosed /
                                                                   "diagnoses.jsonl")}
     compared = 0
     for r in read_rows(run / "agentic" / "diagnoses.jsonl"):
@@ -154,12 +161,9 @@ def test_round_trip_gives_the_runs_trace_only_diagnoses(run: Path, exported: Pat
     assert compared > 0
 
 
-def test_round_trip_scores_diagnosers_as_the_study_did(run: Path, exported: Path,
-                                                       tmp_path: Path) -> None:
-    assert cli_text("diagnose", "--traces", str(exported), "--out", str(tmp_path / "d"),
-               "--no-cache", "--hops", "3")[0] == 0
+def test_round_trip_scores_diagnosers_as_the_study_did(run: Path, diagnosed: Path) -> None:
     study = json.loads((run / "summary.json").read_text())["diagnosers"]
-    mine = json.loads((tmp_path / "d" / "summary.json").read_text())["diagnosers"]
+    mine = json.loads((diagnosed / "summary.json").read_text())["diagnosers"]
     for name in TRACE_ONLY_NAMES:
         scored = mine[name]["scored"]
         assert scored["n"] == study[name]["n"]
@@ -179,17 +183,15 @@ def labels_from(rows: list[dict[str, Any]], hop: Callable[[dict[str, Any]], int]
     return "".join(json.dumps(v) + "\n" for v in lines.values())
 
 
-def test_a_labels_file_scores_the_diagnosers_as_the_records_do(exported: Path,
+def test_a_labels_file_scores_the_diagnosers_as_the_records_do(exported: Path, diagnosed: Path,
                                                               tmp_path: Path) -> None:
-    assert cli_text("diagnose", "--traces", str(exported), "--out", str(tmp_path / "d"),
-               "--no-cache")[0] == 0
-    rows = list(read_rows(tmp_path / "d" / "diagnoses.jsonl"))
+    rows = list(read_rows(diagnosed / "diagnoses.jsonl"))
     (tmp_path / "labels.jsonl").write_text(labels_from(rows, lambda r: r["true_hop"]))
     code, text = cli_text("diagnose", "--traces", str(exported), "--out", str(tmp_path / "l"),
-                     "--labels", str(tmp_path / "labels.jsonl"), "--no-cache")
+                          "--labels", str(tmp_path / "labels.jsonl"), "--no-cache", "--hops", "3")
     assert code == 0, text
     assert "consistency" in text and "clean blame" in text
-    by_records = json.loads((tmp_path / "d" / "summary.json").read_text())["diagnosers"]
+    by_records = json.loads((diagnosed / "summary.json").read_text())["diagnosers"]
     by_labels = json.loads((tmp_path / "l" / "summary.json").read_text())
     assert by_labels["labels"]["source"] == str(tmp_path / "labels.jsonl")
     for name, entry in by_labels["diagnosers"].items():
