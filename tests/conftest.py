@@ -93,7 +93,8 @@ EVALUATE_KINDS = ("evaluate", "--hops", "3", "--n", "4", "--seed", "7",
 """A small evaluate with every kind of work a study hands to its executor: 3 faults, a
 probing, a skill-calling and a trace-only diagnoser."""
 PROPAGATE = ("propagate", "--hops", "3", "--n", "6", "--seed", "7")
-SMALL_PROPAGATE = ("propagate", "--hops", "2", "--n", "2")
+SMALL_EVALUATE = ("evaluate", "--hops", "2", "--n", "2")
+"""The smallest shared evaluate: test_run_configs' `small("evaluate")`, so one study for both."""
 
 
 def run_study(command: Sequence[str], out: Path, *extra: str) -> tuple[int, str]:

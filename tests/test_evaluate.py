@@ -7,7 +7,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from conftest import EVALUATE, EVALUATE_KINDS, Studies, invoke, run_study
+from conftest import EVALUATE, EVALUATE_KINDS, SMALL_EVALUATE, Studies, invoke, run_study
 
 from cuer_agent.data import load_dataset
 from cuer_agent.diagnosers import diagnoser_names, get_diagnoser
@@ -19,9 +19,9 @@ from cuer_agent.retrieval import BM25Retriever
 from cuer_agent.testing import make_view, validate_diagnoser
 
 CONCURRENT = (*EVALUATE_KINDS, "--concurrency", "3")
-RESUMED = ("evaluate", "--hops", "2", "--n", "2")
+RESUMED = SMALL_EVALUATE
 """The run a test kills and resumes: any evaluate with more than one example will do (the
-resume recomputes the summary of all of them), so the smallest shared one (test_run_configs')."""
+resume recomputes the summary of all of them), so the smallest shared one."""
 pytestmark = pytest.mark.background(EVALUATE, EVALUATE_KINDS, CONCURRENT, RESUMED)
 SMALL = ("evaluate", "--hops", "3", "--n", "3", "--seed", "7", "--faults", "empty_retrieval")
 """For a test whose point holds on any run with a failed injection (one fault that fails
