@@ -239,7 +239,9 @@ def test_sigkill_at_20_points_then_resume_gives_the_uninterrupted_run_directory(
     ref, got = out / "reference", out / "killed"
     assert (got / "summary.json").read_bytes() == (ref / "summary.json").read_bytes()
     diffs = chaos.row_differences(ref, got)
-    assert len(diffs) == 5  # single_shot: traces, records; agentic: + diagnoses
+    # single_shot: traces, records; agentic: + diagnoses; natural: labels, unlabelled,
+    # spans, diagnoses
+    assert len(diffs) == 9
     for name, diff in diffs.items():
         assert diff["lost"] == diff["duplicated"] == diff["reordered"] == 0, (name, diff)
         assert (got / name).read_bytes() == (ref / name).read_bytes(), name

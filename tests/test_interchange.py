@@ -574,8 +574,9 @@ def test_a_refusing_collector_is_one_line_and_exit_2(run: Path, tmp_path: Path,
 # ---------------------------------------------------------------------------- bad input
 
 def test_the_default_diagnosers_are_the_trace_only_ones() -> None:
-    assert sorted(TRACE_ONLY_NAMES) == ["chance", "consistency", "coverage", "first-hop",
-                                        "last-hop", "llm-judge", "rule", "trace-rule"]
+    assert sorted(TRACE_ONLY_NAMES) == ["chain-rule", "chance", "consistency", "coverage",
+                                        "first-hop", "last-hop", "llm-judge", "rule",
+                                        "trace-rule"]
 
 
 def test_a_probing_diagnoser_is_refused_before_any_work(exported: Path, tmp_path: Path) -> None:

@@ -82,11 +82,11 @@ def test_no_folder_imports_a_folder_that_imports_it_back() -> None:
 
 
 STUDY_ROOMS_BELOW = {"_common": set(), "cuer": {"_common"}, "propagation": {"_common"},
-                     "diagnose": {"_common"},
-                     "evaluate": {"_common", "cuer", "propagation", "diagnose"}}
+                     "diagnose": {"_common"}, "natural": {"_common", "diagnose"},
+                     "evaluate": {"_common", "cuer", "propagation", "diagnose", "natural"}}
 """What each room of `cuer_agent.studies` may import from its siblings: `evaluate` stands
-on the three studies it combines, they stand on `_common` only; `schemas` and `replay`
-stand above all the rooms."""
+on the studies it combines, they stand on `_common` only (`natural` also on `diagnose`,
+whose labels and scoring it shares); `schemas` and `replay` stand above all the rooms."""
 
 
 def test_a_study_room_imports_only_the_rooms_below_it() -> None:

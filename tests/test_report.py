@@ -18,6 +18,7 @@ SECTIONS = ("Read this before quoting a number", "Single-shot CUE-R study",
             "Evidence-role distribution", "Agentic fault propagation",
             "What the figures rest on",
             "Single-shot vs agentic analysis, per example", "Fault diagnosers",
+            "Natural failures: wrong answers no one designed",
             "Ledger and configuration", "Provenance")
 CAVEATS = [{"text": f"caveat {i} with weight 0.{i}", "concerns": ["coverage"],
             "impact": i / 10} for i in (6, 5, 4, 3, 2)] + [
@@ -149,6 +150,15 @@ def summary() -> dict[str, Any]:
     invisibility = {"threshold": 0.65, "positional": ["score", "rank", "score_ratio"],
                     "faults": {"content_tampering": scores,
                                "replace (per hop)": {**scores, "auc": 0.7, "detectable": True}}}
+    natural = {"dataset": "synthetic",
+               "counts": {"rule": "gold-chain-walk@1", "clean_runs": 50, "not_scored": 0,
+                          "correct": 40, "failed": 10, "labelled": 9, "labelled_share": 0.9,
+                          "unlabelled": {"no per-step gold answers": 1},
+                          "by_kind": {"read": 6, "retrieval": 3}, "by_hop": {"1": 5, "2": 4},
+                          "chance_expected": 0.33},
+               "diagnosers": {"coverage": diagnoser(0.3),
+                              "trace-rule": {**diagnoser(0.2), "control": True}},
+               "not_run": {"frozen-hop": "re-executes the agent"}}
     reader = {"backend": "extractive", "model": "rules-v1", "version": "abc", "n": 50,
               "accuracy": 0.8, "ci": [0.67, 0.89],
               "without_relation_table": {"accuracy": 0.7, "ci": [0.56, 0.81]},
@@ -157,6 +167,7 @@ def summary() -> dict[str, Any]:
         "config": StudyConfig(data={"dataset": "synthetic", "hops": 3}).model_dump(mode="json"),
         "single_shot": single_shot, "agentic": agentic, "verify": verify,
         "invisibility": invisibility, "reader": reader, "comparison": comparison,
+        "natural": natural,
         "diagnosers": {"coverage-gold": diagnoser(0.9, gold=True), "coverage": diagnoser(0.5),
                        "llm-judge": diagnoser(0.25,
                                               stand_in="rule-based stand-in for an LLM judge"),
@@ -281,13 +292,15 @@ def test_parts_that_hold_nothing_say_not_run_in_every_section() -> None:
     content["comparison"].update(n=0, with_critical_hop=0, points_at_critical=0,
                                  critical_hops={}, examples=[])
     content.update(diagnosers={}, provenance={})
+    content["natural"]["diagnosers"] = {}
     md, _, figures = build_report(EvaluateSummary.model_validate(content))
     assert all(f"## {title}" in md for title in SECTIONS)
     for title in ("Single-shot CUE-R study", "Single-shot vs agentic analysis, per example",
-                  "Fault diagnosers", "Provenance"):
+                  "Fault diagnosers", "Natural failures: wrong answers no one designed",
+                  "Provenance"):
         section = md.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
         assert "Not run" in section
-    assert md.count("Not run") == 4
+    assert md.count("Not run") == 5
     assert sorted(figures) == ["recovery.png", "roles.png"]
 
 

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -28,6 +28,11 @@ from cuer_agent.cli._study import skill_client
 from cuer_agent.data import dataset_names, is_generated
 from cuer_agent.errors import CuerError
 from cuer_agent.metrics.official import official_datasets
+
+if TYPE_CHECKING:
+    from cuer_agent.config import StudyConfig
+    from cuer_agent.data import Dataset
+    from cuer_agent.studies.diagnose.labels import TraceLabel
 
 
 @data_app.command("stats")
@@ -169,17 +174,41 @@ def diagnose_cmd(
     given = read_labels(labels) if labels is not None else None
     skills = skill_client(study.backend, study.diagnose.seed, cache, no_cache)
     made = [get_diagnoser(name, skills=skills) for name in chosen]
-    examples = list(load_dataset(dataset, gold).examples) if gold and dataset else None
-    summary = run_diagnose_traces(traces, fmt, made, out, study, skills, examples=examples,
-                                  gold=str(gold) if gold else None,
-                                  retrieval_tools=names(retrieval_tools or ""),
-                                  hop_budget=hop_budget, labels=given,
-                                  labels_path=str(labels) if labels else None)
+    data = load_dataset(dataset, gold) if gold and dataset else None
+    tools = names(retrieval_tools or "")
+    labels_path = str(labels) if labels else None
+    if given is None and data is not None:  # no labels file: label from the gold chain
+        given, labels_path = gold_labels(traces, fmt, tools, data, study, out)
+    summary = run_diagnose_traces(traces, fmt, made, out, study, skills,
+                                  examples=data.examples if data else None,
+                                  gold=str(gold) if gold else None, retrieval_tools=tools,
+                                  hop_budget=hop_budget, labels=given or None,
+                                  labels_path=labels_path)
     typer.echo(f"{summary['mapped']}/{summary['traces']} traces mapped, "
                f"{summary['unmapped_spans']['n']} spans left out; "
                f"{len(made)} diagnosers → {out}")
     if given is not None:
         typer.echo(scores_line(summary))
+
+
+def gold_labels(traces: Path, fmt: str, tools: tuple[str, ...], data: Dataset,
+                study: StudyConfig, out: Path) -> tuple[dict[str, TraceLabel], str]:
+    """Labels of the traces from the gold chain (`cuer_agent.studies.natural`), written to
+    `out/labels.jsonl` (for reuse with --labels); the labels and their file."""
+    from cuer_agent.studies.diagnose.traces import load_traces
+    from cuer_agent.studies.natural.labels import labels_from_gold
+    from cuer_agent.studies.natural.runner import write_labels
+
+    items, _ = load_traces(traces, fmt, tools)
+    given, labelled = labels_from_gold(((i.trace_id, i.trace) for i in items), data,
+                                       study.propagation.recall_threshold)
+    out.mkdir(parents=True, exist_ok=True)
+    write_labels(labelled, out)
+    failed = sum(lab.failed for lab in labelled)
+    placed = sum(1 for label in given.values() if label.outcome == "failed")
+    typer.echo(f"labels from the gold chain: {len(given)} traces, {placed} of {failed} "
+               f"failures placed → {out / 'labels.jsonl'}")
+    return given, str(out / "labels.jsonl")
 
 
 @trace_app.command("show")

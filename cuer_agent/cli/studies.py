@@ -8,7 +8,7 @@ the flags' defaults (`cuer_agent.cli._options`: a flag left out is None). `evalu
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -46,6 +46,12 @@ from cuer_agent.cli._study import (
 from cuer_agent.data import is_generated
 from cuer_agent.errors import CuerError
 
+if TYPE_CHECKING:
+    from cuer_agent.config import StudyConfig
+    from cuer_agent.data import Dataset
+    from cuer_agent.llm.backends import SkillClient
+    from cuer_agent.runs import RunDir
+
 
 @app.command("run")
 @user_errors
@@ -61,6 +67,10 @@ def run_cmd(
                                           "(default 5).")] = None,
     llm: ModelFlags = MODEL_FLAGS,
     execution: ExecutionFlags = EXECUTION_FLAGS,
+    natural: Annotated[bool, typer.Option(
+        "--natural", help="Also label the runs that ended wrong from the data set's gold "
+                          "chain and diagnose them, into natural/ (labels, OpenInference "
+                          "spans, diagnoses, summary).")] = False,
 ) -> None:
     """Run the agent (or the single-shot system) and write traces.jsonl + summary.json."""
     from cuer_agent.config import load_config
@@ -75,6 +85,9 @@ def run_cmd(
     data, section = study_sections(study, data_flags, agent_flags, k=k)
     if section.factory is not None and modes[mode] != "agentic":
         raise CuerError("--agent runs your agent: it does not combine with --mode single-shot")
+    if natural and modes[mode] != "agentic":
+        raise CuerError("--natural labels an agent's hops: it does not combine with --mode "
+                        "single-shot")
     check_agent(section.factory)
     agent_config = AgentConfig(mode=modes[mode], hop_budget=section.hops,  # type: ignore[arg-type]
                                k=section.k, retries_per_hop=section.retries_per_hop)
@@ -107,6 +120,27 @@ def run_cmd(
                f"{invocation['calls']}, cache hits {invocation['cache_hits']}, parse "
                f"failures {invocation['parse_failures']}  → {out}")
     warn_request_errors(summary.ledger)
+    if natural:
+        label_natural(run_dir, ds, study, skills, section.hops)
+
+
+def label_natural(run_dir: RunDir, ds: Dataset, study: StudyConfig, skills: SkillClient,
+                  hops: int) -> None:
+    """`run --natural`: the natural-failure part over the run's traces, into natural/."""
+    from cuer_agent.interventions.facts import fact_source
+    from cuer_agent.studies.diagnose.runner import build_diagnosers
+    from cuer_agent.studies.natural.labels import runs_of
+    from cuer_agent.studies.natural.runner import NATURAL, run_natural
+    from cuer_agent.trace import Trace
+
+    traces = [Trace.model_validate(row["trace"]) for row in run_dir.rows("traces.jsonl")]
+    part = run_natural(runs_of(((t.example_id, t) for t in traces), ds.examples,
+                               key=ds.name),
+                       fact_source(ds), build_diagnosers(study, skills),
+                       run_dir.path / NATURAL, study, skills, dataset=ds.name, hop_budget=hops)
+    counts = part.counts
+    typer.echo(f"natural failures {counts.failed}, placed by {counts.rule}: {counts.labelled}"
+               f" → {run_dir.path / NATURAL}")
 
 
 @app.command("cuer")

@@ -38,6 +38,9 @@ class HopGold(BaseModel):
     synthetic world's sub-question); None where the dataset has none."""
     support_title: str | None = None
     """Title of the passage that supports this hop."""
+    support_index: int | None = None
+    """Paragraph index (`Passage.index`) of the passage that supports this hop, where the
+    data set names one paragraph (MuSiQue `paragraph_support_idx`); None elsewhere."""
     answer: str | None = None
     """Intermediate answer: the bridge entity carried into the next hop, or the final answer."""
     relation: str | None = None

@@ -21,7 +21,7 @@ Mapping to `Example`:
 * ``hops``: one `HopGold` per decomposition step, in order, with ``question`` = the
   sub-question with every ``#k`` replaced by hop *k*'s answer, ``support_title`` = the
   title of the paragraph whose ``idx`` is ``paragraph_support_idx`` (None when that is
-  null), ``answer`` = the hop answer.
+  null), ``support_index`` = ``paragraph_support_idx``, ``answer`` = the hop answer.
 * ``supporting_titles``: the hop support titles in hop order, without repeats.
 * ``qtype``: the id prefix before ``__`` (``"2hop"``, ``"3hop1"``, …; "" without one).
 * ``meta``: {"answerable": "true" | "false"} when ``answerable`` is present.
@@ -160,6 +160,7 @@ def musique_hops(record: RawRecord, passages: Sequence[Passage]) -> tuple[HopGol
         HopGold(
             question=resolve_references(record, hop, step.question, answers),
             support_title=support_title(record, hop, step.support_idx, passages),
+            support_index=step.support_idx,
             answer=step.answer,
         )
         for hop, step in enumerate(raw, start=1)

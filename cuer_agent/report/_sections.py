@@ -10,6 +10,7 @@ from cuer_agent.config import StudyConfig
 from cuer_agent.llm.backends import backend_about
 from cuer_agent.report import _plots, _tables
 from cuer_agent.report._format import ci, num
+from cuer_agent.report._natural import natural
 from cuer_agent.report._render import (
     Block,
     Bullets,
@@ -86,7 +87,8 @@ def headline(summary: EvaluateSummary) -> list[Block]:
     else:
         blocks.append(Para(f"The backend is {name}; the paper columns still come from the "
                            "papers' own models, data and retrievers."))
-    table = _tables.headline(headline_of(summary.diagnosers, summary.agentic))
+    table = _tables.headline(headline_of(summary.diagnosers, summary.agentic,
+                                         summary.natural.diagnosers))
     diagnosers = summary.diagnosers
     families = {f: [n for n, d in diagnosers.items() if family(d) == f] for f in FAMILIES}
     plot = _plots.exact_hop_families(diagnosers, families)
@@ -366,5 +368,5 @@ def all_sections(summary: EvaluateSummary) -> list[Block]:
     """The whole report, in reading order."""
     return [*headline(summary), *single_shot(summary), *roles(summary),
             *agentic(summary), *construction(summary), *comparison(summary),
-            *diagnosers(summary),
+            *diagnosers(summary), *natural(summary.natural),
             *ledger_and_config(summary), *provenance(summary)]

@@ -18,7 +18,7 @@ from cuer_agent.studies.cuer.cells import (
 )
 from cuer_agent.studies.diagnose.cells import Abstention, DiagnoserSummary
 from cuer_agent.studies.evaluate.cells import EvaluateLedger, ReaderCheck
-from cuer_agent.studies.evaluate.headline import Cell, Headline
+from cuer_agent.studies.evaluate.headline import NATURAL, Cell, Headline
 from cuer_agent.studies.propagation.cells import (
     FaultCell,
     HopOperatorCell,
@@ -77,8 +77,9 @@ def headline(head: Headline) -> Table | None:
     rows = []
     for row in head.rows:
         failed = next(iter(row.diagnosers.values())).n if row.diagnosers else None
+        injected = row.fault != NATURAL
         rows.append((row.fault + (" (forced)" if row.forced else ""), row.depth,
-                     str(row.recovery.n or 0), _cell(row.recovery),
+                     str(row.recovery.n or 0) if injected else DASH, _cell(row.recovery),
                      _cell(row.control, interval=False), str(failed or 0),
                      *(_cell(row.diagnosers[name], interval=name == head.best_gold_free)
                        for name in head.columns)))
@@ -92,7 +93,10 @@ def headline(head: Headline) -> Table | None:
                            "with the agent's retries off (the control); forced: a stop the "
                            "agent did not choose. Best gold-free / oracle probe: the diagnoser "
                            "of that family with the best pooled exact-hop accuracy, chosen once "
-                           "for the table. trace-rule reads only what the agent said of itself; "
+                           "for the table over the injected and the natural failures. "
+                           "Natural failures: clean runs that ended wrong, at their "
+                           "first-error hop from the gold chain (nothing injected, so no "
+                           "recovery). trace-rule reads only what the agent said of itself; "
                            "chance names a uniform hop of the trace. † a rule-based stand-in "
                            "(see the caveats)."))
 

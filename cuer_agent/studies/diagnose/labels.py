@@ -13,8 +13,14 @@ A labels file is JSON Lines, one object per trace (schema: `docs/schemas/labels.
 * `outcome` — `correct` or `failed`;
 * `hop` — for a failed trace, the hop where the failure started: 1..n a hop of the
   trace, 0 the answer step (every hop was fine), n+1 the agent stopped too early;
-* `stage` — for a failed trace: `retrieval`, `tool` (the query went wrong) or `answer`;
-* `fault` — optional: a name for the kind of failure (tables group by it).
+* `stage` — for a failed trace: `retrieval` (what the hop needed was not retrieved),
+  `read` (it was in view, the hop read it wrong), `tool` (the query went wrong) or
+  `answer`;
+* `fault` — optional: a name for the kind of failure (tables group by it);
+* `rule` — optional: the labelling rule and version that made the label (natural
+  failures: `gold-chain-walk@1`, `cuer_agent.studies.natural.rule`); absent for labels
+  made by hand;
+* `why` — optional: one line on how the label was decided.
 
 A failed trace without `hop` and `stage`, a correct one with them, a duplicate
 `trace_id`, or an unknown key is an error naming the file and record (the n-th label).
@@ -55,10 +61,14 @@ class TraceLabel(BaseModel):
     hop: int | None = Field(None, ge=0)
     """Failed traces only: the first-error hop — 1..n a hop of the trace, 0 the answer
     step, n+1 the agent stopped too early."""
-    stage: Literal["retrieval", "tool", "answer"] | None = None
+    stage: Literal["retrieval", "read", "tool", "answer"] | None = None
     """Failed traces only: the stage where the failure started."""
     fault: str | None = Field(None, min_length=1)
     """Optional name of the kind of failure (tables group by it)."""
+    rule: str | None = Field(None, min_length=1)
+    """The labelling rule and version that made the label (absent: labelled by hand)."""
+    why: str | None = None
+    """One line on how the label was decided."""
 
     @model_validator(mode="after")
     def _hop_with_failure(self) -> TraceLabel:

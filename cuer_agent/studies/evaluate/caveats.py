@@ -53,14 +53,40 @@ def honest_caveats(summary: EvaluateResults, backend: str,
                    constant: dict[str, int] | None = None) -> list[Caveat]:
     """Every caveat a reader needs before quoting a number, ranked (see the module)."""
     diagnosers = summary.diagnosers
-    best = best_of(diagnosers, "gold-free")
+    best = best_of(diagnosers, "gold-free", summary.natural.diagnosers)
     oracle = best_of(diagnosers, "oracle probes")
     headline = {n for n in (best, oracle, "trace-rule") if n}
     out = [*_diagnoser_caveats(diagnosers, backend, constant or {}, best, oracle, headline,
                                summary),
+           *natural_caveats(summary.natural.diagnosers, best),
            *construction_caveats(summary),
            *_run_caveats(summary, backend)]
     return ranked(out)
+
+
+NATURAL_CONTROLS = ("chain-rule", "trace-rule", "first-hop", "last-hop")
+"""The controls a diagnoser must beat on natural failures (pooled over depths)."""
+
+
+def natural_caveats(natural: dict[str, DiagnoserSummary], best: str | None) -> list[Caveat]:
+    """The best gold-free diagnoser on the agent's own failures, when the lower end of its
+    Wilson interval does not lie above the best control's accuracy there: its
+    injected-fault figure does not carry over."""
+    mine = natural.get(best or "")
+    controls = {n: acc for n in NATURAL_CONTROLS
+                if n in natural and (acc := natural[n].exact_hop_acc.mean) is not None}
+    if best is None or mine is None or mine.exact_hop_acc.mean is None or not controls:
+        return []
+    top = max(controls, key=lambda n: controls[n])
+    ci = mine.exact_hop_acc.ci
+    if ci is not None and ci[0] > controls[top]:
+        return []
+    return [Caveat(
+        text=(f"On the agent's own failures (natural, labelled from the gold chain) {best} "
+              f"scores {mine.exact_hop_acc.mean:.2f} over {mine.n}, not above the control "
+              f"{top} ({controls[top]:.2f}): its injected-fault accuracy does not carry over "
+              "to failures no one built."),
+        concerns=[best, top], impact=0.95)]
 
 
 def _acc(d: DiagnoserSummary) -> float | None:

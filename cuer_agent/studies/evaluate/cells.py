@@ -12,6 +12,7 @@ from cuer_agent.config import StudyConfig
 from cuer_agent.studies._common.cells import HopKey, Interval, Ledger, Part
 from cuer_agent.studies.cuer.cells import CuerSummary
 from cuer_agent.studies.diagnose.cells import DiagnoserSummary
+from cuer_agent.studies.natural.summary import NaturalSummary
 from cuer_agent.studies.propagation.cells import Invisibility, PropagationResults, VerifyRates
 
 # ------------------------------------------------------------------------- reader check
@@ -169,6 +170,9 @@ class EvaluateResults(Part):
     comparison: Comparison
     diagnosers: dict[str, DiagnoserSummary]
     """Diagnoser name → its summary."""
+    natural: NaturalSummary
+    """The clean runs that ended wrong, labelled from the gold chain, and the diagnosers
+    scored on them (`cuer_agent.studies.natural`)."""
     ledger: EvaluateLedger
     config: StudyConfig
     """The whole study config (the run's `config.json`)."""

@@ -7,7 +7,9 @@ Diagnosers fall into families by what they declare (`family`): *controls* (decla
 answer: an upper bound no deployed user has), *reads gold* (the gold answer is in their
 view) and *gold-free* (the trace alone: what a builder can deploy). The headline picks the
 gold-free and the oracle-probe diagnoser with the best pooled exact-hop accuracy, once for
-the whole table (a choice per cell would select on noise).
+the whole table (a choice per cell would select on noise), over the injected and the
+natural failures together (`natural`: the clean runs that ended wrong, labelled from the
+gold chain), whose rows follow the injected ones.
 """
 
 from __future__ import annotations
@@ -31,11 +33,22 @@ def family(d: DiagnoserSummary) -> str:
     return "reads gold" if d.uses_gold else "gold-free"
 
 
-def best_of(diagnosers: Mapping[str, DiagnoserSummary], wanted: str) -> str | None:
-    """The member of family `wanted` with the best pooled exact-hop accuracy (ties: the
-    first name in order), or None when the family has none with an accuracy."""
+def pooled(*summaries: DiagnoserSummary | None) -> float | None:
+    """Exact-hop accuracy over the failed traces of every summary given (None: none)."""
+    parts = [(d.exact_hop_acc.mean, d.n) for d in summaries
+             if d is not None and d.exact_hop_acc.mean is not None and d.n]
+    total = sum(n for _, n in parts)
+    return sum(acc * n for acc, n in parts) / total if total else None
+
+
+def best_of(diagnosers: Mapping[str, DiagnoserSummary], wanted: str,
+            natural: Mapping[str, DiagnoserSummary] | None = None) -> str | None:
+    """The member of family `wanted` with the best exact-hop accuracy pooled over the
+    injected failures and, when given, the natural ones (ties: the first name in order),
+    or None when the family has none with an accuracy."""
+    natural = natural or {}
     scored = [(-acc, name) for name, d in sorted(diagnosers.items())
-              if family(d) == wanted and (acc := d.exact_hop_acc.mean) is not None]
+              if family(d) == wanted and (acc := pooled(d, natural.get(name))) is not None]
     return min(scored)[1] if scored else None
 
 
@@ -74,10 +87,11 @@ class Headline:
     rows: tuple[HeadlineRow, ...]
 
 
-def headline(diagnosers: Mapping[str, DiagnoserSummary],
-             agentic: PropagationResults) -> Headline:
-    """The headline table's content, from the summary's diagnosers and agentic study."""
-    best = best_of(diagnosers, "gold-free")
+def headline(diagnosers: Mapping[str, DiagnoserSummary], agentic: PropagationResults,
+             natural: Mapping[str, DiagnoserSummary] | None = None) -> Headline:
+    """The headline table's content, from the summary's diagnosers and agentic study, and
+    the diagnosers scored on natural failures (one row per depth, after the faults)."""
+    best = best_of(diagnosers, "gold-free", natural)
     oracle = best_of(diagnosers, "oracle probes")
     columns = tuple(n for n in (best, "trace-rule", "chance", oracle)
                     if n is not None and n in diagnosers)
@@ -96,6 +110,7 @@ def headline(diagnosers: Mapping[str, DiagnoserSummary],
                 control=control, forced=bool(cell.forced),
                 diagnosers={name: _accuracy(diagnosers[name], fault, depth)
                             for name in columns}))
+    rows += _natural_rows(natural or {}, columns)
     stand_ins = frozenset(n for n in columns if diagnosers[n].stand_in)
     return Headline(best, oracle, columns, stand_ins, tuple(rows))
 
@@ -103,3 +118,23 @@ def headline(diagnosers: Mapping[str, DiagnoserSummary],
 def _accuracy(d: DiagnoserSummary, fault: str, depth: str) -> Cell:
     cell = d.by_fault_depth.get(fault, {}).get(depth)
     return Cell(None) if cell is None else Cell(cell.acc, cell.ci, cell.n)
+
+
+NATURAL = "natural failures"
+"""The `fault` of the headline rows of natural failures."""
+
+
+def _natural_rows(natural: Mapping[str, DiagnoserSummary], columns: tuple[str, ...]
+                  ) -> list[HeadlineRow]:
+    """Per depth of the natural failures: the columns' exact-hop accuracy (no recovery:
+    nothing was injected)."""
+    depths = sorted({h for d in natural.values() for h in d.by_depth}, key=hop_key)
+    rows = []
+    for depth in depths:
+        cells = {}
+        for name in columns:
+            cell = natural[name].by_depth.get(depth) if name in natural else None
+            cells[name] = Cell(None) if cell is None else Cell(cell.acc, cell.ci, cell.n)
+        rows.append(HeadlineRow(fault=NATURAL, depth=depth, recovery=Cell(None),
+                                control=Cell(None), forced=False, diagnosers=cells))
+    return rows

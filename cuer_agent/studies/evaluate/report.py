@@ -51,6 +51,28 @@ def diagnoser_table(summary: EvaluateSummary) -> Table:
     return table
 
 
+def natural_table(summary: EvaluateSummary) -> Table:
+    """Per diagnoser on the natural failures: pooled exact-hop accuracy with its Wilson
+    interval, per first-error hop, and clean blame."""
+    part = summary.natural
+    counts = part.counts
+    depths = sorted({h for d in part.diagnosers.values() for h in d.by_depth}, key=int)
+    table = Table(title=f"Natural failures: {counts.labelled} of {counts.failed} clean runs that "
+                        f"ended wrong, placed by {counts.rule} (exact-hop accuracy)")
+    for col in ("diagnoser", "pooled [95% CI]", *(f"hop {h}" for h in depths), "clean"):
+        table.add_column(col, justify="left" if col == "diagnoser" else "right",
+                         no_wrap=True)
+    for name, d in part.diagnosers.items():
+        acc, ci = d.exact_hop_acc.mean, d.exact_hop_acc.ci
+        pooled = "—" if acc is None else f"{acc:.2f}" + (
+            "" if ci is None else f" [{ci[0]:.2f}, {ci[1]:.2f}]")
+        cells = ["—" if (c := d.by_depth.get(h)) is None or c.acc is None
+                 else f"{c.acc:.2f} ({c.n})" for h in depths]
+        blame = d.clean_blame_rate
+        table.add_row(name, pooled, *cells, "—" if blame is None else f"{blame:.2f}")
+    return table
+
+
 def _reads(d: DiagnoserSummary) -> str:
     """Short form of what a diagnoser reads besides the trace (the report spells it out)."""
     parts = (["gold"] if d.uses_gold else []) + (
@@ -104,6 +126,11 @@ def print_headline(summary: EvaluateSummary, invocation: Mapping[str, object]) -
                   "clean tool (environment oracle).  cover/prec: share of failures it names a "
                   "hop on, its accuracy there.  clean: share of clean, correct runs on "
                   "which it names a hop (clean blame).")
+    if summary.natural.diagnosers:
+        console.print(natural_table(summary))
+        console.print("Hop 0: every gold step found, the answer still wrong; n+1: stopped "
+                      "with steps left. Labels: natural/labels.jsonl; spans: "
+                      "natural/spans.jsonl.")
     caveats = summary.caveats
     console.print("Read this before quoting a number (the caveats that move these numbers "
                   "most):")

@@ -3,8 +3,9 @@ study, and the diagnoser comparison, into one run directory.
 
 Layout: `config.json`, `single_shot/` (a CUE-R run directory), `agentic/` (a propagation
 run directory, plus `diagnoses.jsonl`: one row per diagnoser per injected run that still
-failed, and per clean, correct run with `fault` "none"), `summary.json`, `report.md`,
-`report.html`. Every part resumes where it stopped.
+failed, and per clean, correct run with `fault` "none"), `natural/` (the clean runs that
+ended wrong, labelled from the gold chain and diagnosed: `cuer_agent.studies.natural`),
+`summary.json`, `report.md`, `report.html`. Every part resumes where it stopped.
 
 Diagnosers run on every injected run that still fails and on every clean, correct,
 unfaulted run (`cuer_agent.studies.diagnose.runner`); their summaries
@@ -14,11 +15,13 @@ unfaulted run (`cuer_agent.studies.diagnose.runner`); their summaries
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
+from cuer_agent._json import JsonRow
 from cuer_agent.config import StudyConfig
 from cuer_agent.data import Dataset
 from cuer_agent.execution import AgentConfig, Executor
+from cuer_agent.interventions.facts import fact_source
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.parallel import Parallelism
 from cuer_agent.runs import RunDir
@@ -41,10 +44,13 @@ from cuer_agent.studies.evaluate.cells import (
 )
 from cuer_agent.studies.evaluate.comparison import compare_analyses
 from cuer_agent.studies.evaluate.reader_check import reader_summary
+from cuer_agent.studies.natural.labels import runs_of
+from cuer_agent.studies.natural.runner import NATURAL, run_natural
 from cuer_agent.studies.propagation.invisibility import invisibility
-from cuer_agent.studies.propagation.rows import record_rows, trace_rows
+from cuer_agent.studies.propagation.rows import TraceRow, record_rows, trace_rows
 from cuer_agent.studies.propagation.runner import DIAGNOSES, RECORDS, TRACES, run_propagation
 from cuer_agent.studies.propagation.summary import summarize_propagation, verify_rates
+from cuer_agent.trace import Trace
 
 
 def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config: StudyConfig,
@@ -90,6 +96,10 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
                      and (metrics := r["metrics"]) is not None]
     reader = reader_summary(dataset, skills, agent.config, clean_correct, retriever_for,
                             threshold=config.propagation.recall_threshold, parallel=parallel)
+    natural = run_natural(
+        runs_of(clean_traces(typed_traces, traces), dataset.examples, key=dataset.name),
+        fact_source(dataset), diagnosers, run_dir.path / NATURAL, config, skills,
+        dataset=dataset.name, hop_budget=config.agent.hops)
     diagnoses = diagnosis_rows(agentic_dir, DIAGNOSES)
     ledger = extended(ledger_from_rows(single_dir.rows(CUER_TRACES) + traces), EvaluateLedger,
                       diagnoser_requests=sum(r["calls"] for r in diagnoses),
@@ -102,7 +112,15 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
         agentic=agentic, verify=verify_rates(typed_records, config.propagation.faults),
         invisibility=invisibility(typed_traces, config.propagation.faults), reader=reader,
         comparison=compare_analyses(single_dir.rows(CUER_RECORDS), records),
-        diagnosers=diagnoser_summaries(diagnoses, diagnosers, config), ledger=ledger,
+        diagnosers=diagnoser_summaries(diagnoses, diagnosers, config), natural=natural,
+        ledger=ledger,
         config=config.model_dump(mode="json"), provenance=dict(provenance or {}))
     caveats = honest_caveats(results, config.backend.name, constant_guesses(diagnoses))
     return run_dir.write_model(EvaluateSummary(**dict(results), caveats=caveats))
+
+
+def clean_traces(typed: list[TraceRow], rows: Sequence[JsonRow]) -> list[tuple[str, Trace]]:
+    """(record id, trace) of every clean run among a propagation study's trace rows, `typed`
+    as the summaries read them (which keep only some of a trace's fields) and as read."""
+    return [(row["record"]["record_id"], Trace.model_validate(raw["trace"]))
+            for row, raw in zip(typed, rows, strict=True) if row["record"]["condition"] == "clean"]

@@ -1,0 +1,97 @@
+"""The natural-failure part of a study: label the clean runs from the data set's gold
+chain, write them as a benchmark any tool can score itself on, and score the diagnosers.
+
+Writes into its directory (`natural/` of a run):
+
+* `labels.jsonl` — one `TraceLabel` per scored clean run (correct, or failed with the
+  first-error hop and stage, `fault` = natural/<kind>, `rule` = the rule's name and
+  version, `why` = one line of the walk);
+* `unlabelled.jsonl` — failures the rule could not place, and runs not scored, with why;
+* `spans.jsonl` — every clean run as OpenInference spans (`cuer_agent.interchange`), ids
+  as in `labels.jsonl`: `cuer-agent diagnose --traces natural/spans.jsonl --labels
+  natural/labels.jsonl` scores any diagnoser on the same failures;
+* `diagnoses.jsonl` — one row per diagnoser × labelled run (failures scored against the
+  label, correct runs for clean blame);
+* `summary.json` — `NaturalSummary`.
+
+Diagnosers that re-execute the agent (probes) are not run: they repair a hop under an
+injected fault, and a natural failure has none (`not_run` says so). Every file is
+written whole from the runs (a killed part is done again, to the same bytes).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cuer_agent.config import StudyConfig
+from cuer_agent.diagnosers import Diagnoser, make_view
+from cuer_agent.interchange.export import trace_request
+from cuer_agent.interventions.facts import FactSource
+from cuer_agent.llm.backends import SkillClient
+from cuer_agent.runs import RunDir, canonical_json, write_atomic
+from cuer_agent.studies.diagnose.labels import LABELLED
+from cuer_agent.studies.diagnose.runner import CLEAN, DiagnosisRow, diagnosis_fields
+from cuer_agent.studies.natural.labels import CleanRun, Labelled, label_runs
+from cuer_agent.studies.natural.summary import NaturalSummary, natural_summary
+
+NATURAL = "natural"
+"""The part's directory in a run directory."""
+PROBES_NOT_RUN = ("re-executes the agent to repair a hop under an injected fault; a "
+                  "natural failure has no fault to repair")
+
+
+def _lines(rows: list[dict[str, object]]) -> str:
+    return "".join(canonical_json(row) + "\n" for row in rows)
+
+
+def write_labels(labelled: list[Labelled], out: Path) -> None:
+    """`labels.jsonl` and `unlabelled.jsonl` of the labelled runs, in `out`."""
+    write_atomic(out / "labels.jsonl", _lines([
+        lab.label.model_dump(mode="json", exclude_none=True)
+        for lab in labelled if lab.label is not None]))
+    write_atomic(out / "unlabelled.jsonl", _lines([
+        {"trace_id": lab.run.trace_id, "example_id": lab.run.trace.example_id,
+         "reason": lab.reason} for lab in labelled if lab.label is None]))
+
+
+def write_benchmark(labelled: list[Labelled], out: Path) -> None:
+    """`write_labels`, and `spans.jsonl` of the labelled runs."""
+    out.mkdir(parents=True, exist_ok=True)
+    write_labels(labelled, out)
+    write_atomic(out / "spans.jsonl", _lines([
+        trace_request(lab.run.trace, lab.run.trace_id, study=NATURAL) for lab in labelled]))
+
+
+def diagnose_labelled(labelled: list[Labelled], diagnosers: list[Diagnoser],
+                      config: StudyConfig, skills: SkillClient,
+                      hop_budget: int | None) -> list[DiagnosisRow]:
+    """Every diagnoser on every labelled run, as the study's diagnosis rows."""
+    rows: list[DiagnosisRow] = []
+    for lab in labelled:
+        label, run = lab.label, lab.run
+        if label is None or run.example is None:
+            continue
+        truth = ((label.fault or LABELLED, label.hop or 0, label.stage or "answer")
+                 if label.outcome == "failed" else (CLEAN, 0, CLEAN))
+        for d in diagnosers:
+            view = make_view(d, run.trace, run.example.answer, config.diagnose.seed,
+                             hop_budget=hop_budget)
+            rows.append({"record_id": run.record_id, "example_id": run.trace.example_id,
+                         "fault": truth[0], "true_hop": truth[1], "true_stage": truth[2],
+                         "n_hops": len(run.trace.hops), "diagnoser": d.name,
+                         **diagnosis_fields(d, view, None, skills)})
+    return rows
+
+
+def run_natural(runs: list[CleanRun], facts: FactSource, diagnosers: list[Diagnoser],
+                out: Path, config: StudyConfig, skills: SkillClient, *, dataset: str,
+                hop_budget: int | None) -> NaturalSummary:
+    """Label `runs`, write the benchmark, diagnose, write and return the summary."""
+    labelled = label_runs(runs, facts, config.propagation.recall_threshold)
+    write_benchmark(labelled, out)
+    usable = [d for d in diagnosers if not d.probing]
+    rows = diagnose_labelled(labelled, usable, config, skills, hop_budget)
+    write_atomic(out / "diagnoses.jsonl", _lines([dict(r) for r in rows]))
+    not_run = {d.name: PROBES_NOT_RUN for d in diagnosers if d.probing}
+    return RunDir(out).write_model(natural_summary(dataset, labelled, rows, usable, not_run,
+                                                   config))

@@ -1,0 +1,87 @@
+"""`summary.json` of the natural-failure part (`natural/summary.json`, and `natural` in
+`evaluate`'s summary): what was labelled, and each diagnoser scored on the labelled
+failures — exact-hop accuracy per depth and per kind × depth with Wilson intervals, clean
+blame on the correct runs, the independence baseline — exactly as on injected faults
+(`cuer_agent.studies.diagnose.summary`), so the two tables read alike."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from cuer_agent.config import StudyConfig
+from cuer_agent.diagnosers import Diagnoser
+from cuer_agent.metrics.attribution import chance_expected_accuracy
+from cuer_agent.studies._common.cells import HopKey, Part, hop_key
+from cuer_agent.studies.diagnose.cells import DiagnoserSummary
+from cuer_agent.studies.diagnose.runner import CLEAN, DiagnosisRow
+from cuer_agent.studies.diagnose.summary import attribution, diagnoser_summaries
+from cuer_agent.studies.natural.labels import NOT_SCORED, Labelled
+from cuer_agent.studies.natural.rule import RULE
+
+
+class NaturalCounts(Part):
+    """The clean runs and how the rule labelled their failures."""
+
+    rule: str
+    """The labelling rule and version (`cuer_agent.studies.natural.rule`)."""
+    clean_runs: int
+    not_scored: int
+    """Clean runs that ended in a request error or a parse failure (no label)."""
+    correct: int
+    failed: int
+    """Natural failures: clean runs that ended normally with a wrong answer."""
+    labelled: int
+    """Failures the rule placed."""
+    labelled_share: float | None
+    """`labelled / failed`; null without failures."""
+    unlabelled: dict[str, int]
+    """Why the rest were not placed → how many."""
+    by_kind: dict[str, int]
+    """retrieval, read, stopped-early, answer → labelled failures."""
+    by_hop: dict[HopKey, int]
+    """First-error hop → labelled failures (0: the answer step)."""
+    chance_expected: float | None
+    """What a uniform hop in 1..n scores on the labelled failures (analytic)."""
+
+
+class NaturalSummary(Part):
+    """The natural-failure part of a run."""
+
+    dataset: str
+    counts: NaturalCounts
+    diagnosers: dict[str, DiagnoserSummary]
+    """Diagnoser name → its summary over the natural failures (`fault` = natural/<kind>;
+    clean blame over the correct clean runs)."""
+    not_run: dict[str, str]
+    """Diagnosers of the study that cannot run on a natural failure → why."""
+
+
+def natural_counts(labelled: list[Labelled], rows: list[DiagnosisRow]) -> NaturalCounts:
+    """Counts of `labelled`; the chance figure from the failure rows of one diagnoser."""
+    failed = [lab for lab in labelled if lab.failed]
+    placed = [lab.label for lab in failed if lab.label is not None]
+    hops = Counter(str(label.hop) for label in placed)
+    first = rows[0]["diagnoser"] if rows else ""
+    scored = [attribution(r) for r in rows if r["diagnoser"] == first and r["fault"] != CLEAN]
+    return NaturalCounts(
+        rule=RULE, clean_runs=len(labelled),
+        not_scored=sum(1 for lab in labelled if lab.reason == NOT_SCORED),
+        correct=sum(1 for lab in labelled if lab.label is not None
+                    and lab.label.outcome == "correct"),
+        failed=len(failed), labelled=len(placed),
+        labelled_share=round(len(placed) / len(failed), 6) if failed else None,
+        unlabelled=dict(sorted(Counter(lab.reason for lab in failed
+                                       if lab.label is None).items())),
+        by_kind=dict(sorted(Counter((label.fault or "").removeprefix("natural/")
+                                    for label in placed).items())),
+        by_hop={h: hops[h] for h in sorted(hops, key=hop_key)},
+        chance_expected=chance_expected_accuracy(scored)["expected_acc"] if scored else None)
+
+
+def natural_summary(dataset: str, labelled: list[Labelled], rows: list[DiagnosisRow],
+                    diagnosers: list[Diagnoser], not_run: dict[str, str],
+                    config: StudyConfig) -> NaturalSummary:
+    """The part's summary (see the module docstring)."""
+    return NaturalSummary(dataset=dataset, counts=natural_counts(labelled, rows),
+                          diagnosers=diagnoser_summaries(rows, diagnosers, config),
+                          not_run=not_run)

@@ -1,0 +1,131 @@
+"""The natural-failure part of a study: every clean run that ended wrong, labelled from the
+gold chain, written as a benchmark (`natural/`), and the diagnosers scored on it — in
+`evaluate`, in `run --natural`, and for any agent's traces with `diagnose --gold`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import EVALUATE, Studies, cli_text
+from test_loaders import musique_record, write_jsonl
+
+from cuer_agent.studies.diagnose.labels import read_labels
+from cuer_agent.studies.evaluate.cells import EvaluateSummary
+from cuer_agent.studies.natural.rule import RULE
+from cuer_agent.studies.natural.summary import NaturalSummary
+
+pytestmark = pytest.mark.background(EVALUATE)  # the shared run, made in the background lane
+CONTROLS = ("chain-rule", "trace-rule", "chance", "first-hop", "last-hop")
+
+
+@pytest.fixture(scope="module")
+def run(studies: Studies) -> Path:
+    """The session's shared `evaluate --hops 3 --n 8` run: read only."""
+    return studies.get(*EVALUATE)
+
+
+@pytest.fixture(scope="module")
+def natural(run: Path) -> NaturalSummary:
+    text = (run / "summary.json").read_text(encoding="utf-8")
+    return EvaluateSummary.model_validate_json(text).natural
+
+
+def _lines(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_every_clean_run_is_labelled_or_counted_with_a_reason(natural: NaturalSummary) -> None:
+    counts = natural.counts
+    assert counts.rule == RULE
+    assert counts.correct + counts.failed + counts.not_scored == counts.clean_runs == 8
+    assert counts.labelled + sum(counts.unlabelled.values()) == counts.failed > 0
+
+
+def test_the_labels_file_validates_and_names_its_rule(run: Path,
+                                                      natural: NaturalSummary) -> None:
+    labels = read_labels(run / "natural" / "labels.jsonl")
+    assert {label.rule for label in labels.values()} == {RULE}
+    failed = [label for label in labels.values() if label.outcome == "failed"]
+    assert len(failed) == natural.counts.labelled
+    assert all(label.fault and label.fault.startswith("natural/") and label.why
+               for label in failed)
+
+
+def test_the_spans_hold_every_clean_run_under_the_labels_ids(run: Path) -> None:
+    spans = _lines(run / "natural" / "spans.jsonl")
+    ids = {span["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"]  # type: ignore[index]
+           for span in spans}
+    assert len(spans) == 8
+    assert set(read_labels(run / "natural" / "labels.jsonl")) <= ids
+
+
+def test_the_controls_are_scored_beside_the_diagnosers_and_probes_are_not_run(
+        natural: NaturalSummary) -> None:
+    assert set(CONTROLS) | {"consistency", "coverage"} <= set(natural.diagnosers)
+    assert natural.not_run and all("no fault to repair" in why
+                                   for why in natural.not_run.values())
+    for summary in natural.diagnosers.values():
+        assert summary.n == natural.counts.labelled
+        assert summary.clean_n == natural.counts.correct
+
+
+def test_diagnose_on_the_benchmark_files_reproduces_the_natural_scores(
+        run: Path, natural: NaturalSummary, tmp_path: Path) -> None:
+    part = run / "natural"
+    code, text = cli_text("diagnose", "--traces", part / "spans.jsonl", "--labels",
+                          part / "labels.jsonl", "--out", tmp_path, "--no-cache", "--hops", "3")
+    assert code == 0, text
+    again = json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))["diagnosers"]
+    for name in ("consistency", "coverage", *CONTROLS):
+        assert again[name]["scored"]["exact_hop_acc"] == (
+            natural.diagnosers[name].exact_hop_acc.model_dump(mode="json")), name
+
+
+def test_the_report_and_the_headline_show_natural_failures(run: Path) -> None:
+    report = (run / "report.md").read_text(encoding="utf-8")
+    assert "## Natural failures" in report
+    assert "| natural failures |" in report
+
+
+def test_run_natural_writes_the_part_for_any_run(tmp_path: Path) -> None:
+    code, text = cli_text("run", "--dataset", "synthetic", "--n", "6", "--natural",
+                          "--out", tmp_path, "--no-cache", "--no-progress")
+    assert code == 0, text
+    summary = NaturalSummary.model_validate_json(
+        (tmp_path / "natural" / "summary.json").read_text(encoding="utf-8"))
+    assert summary.counts.clean_runs == 6 and "natural failures" in text
+
+
+def test_run_natural_refuses_the_single_shot_mode(tmp_path: Path) -> None:
+    code, text = cli_text("run", "--mode", "single-shot", "--natural", "--out", tmp_path)
+    assert code == 2 and "--natural" in text
+
+
+def test_diagnose_with_gold_labels_foreign_traces_from_the_gold_chain(tmp_path: Path) -> None:
+    data = write_jsonl(tmp_path / "musique.jsonl", [musique_record()])
+    code, text = cli_text("run", "--dataset", "musique", "--path", data, "--hops", "3",
+                          "--out", tmp_path / "run", "--no-cache", "--no-progress")
+    assert code == 0, text
+    spans = tmp_path / "spans.jsonl"
+    assert cli_text("export", tmp_path / "run", "--out", spans)[0] == 0
+    code, text = cli_text("diagnose", "--traces", spans, "--gold", data, "--dataset",
+                          "musique", "--out", tmp_path / "d", "--no-cache")
+    assert code == 0, text
+    assert "labels from the gold chain: 1 traces" in text
+    [label] = read_labels(tmp_path / "d" / "labels.jsonl").values()
+    assert label.rule == RULE
+
+
+@pytest.mark.parametrize("agent", ["examples/react_agent.py:build",
+                                   "examples/two_node_agent.py:build"])
+def test_the_natural_part_runs_on_other_agent_shapes(agent: str, tmp_path: Path) -> None:
+    code, text = cli_text("run", "--agent", agent, "--dataset", "synthetic", "--n", "12",
+                          "--hops", "3", "--natural", "--out", tmp_path, "--no-cache",
+                          "--no-progress")
+    assert code == 0, text
+    counts = NaturalSummary.model_validate_json(
+        (tmp_path / "natural" / "summary.json").read_text(encoding="utf-8")).counts
+    assert counts.correct + counts.failed == 12
+    assert counts.failed > 0 and counts.labelled == counts.failed
