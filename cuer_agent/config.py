@@ -32,7 +32,7 @@ from cuer_agent.interventions import HARDNESS, POSITIONS, ConditionParams, get_f
 from cuer_agent.interventions._fault_types import default_faults
 from cuer_agent.interventions.misleading_faults import RENAMED
 from cuer_agent.interventions.persistence import Persistence
-from cuer_agent.llm._remote import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT, omitted
+from cuer_agent.llm._remote import DEFAULT_TIMEOUT, SKILLS, omitted
 from cuer_agent.llm.backends import backend_about, backend_names
 from cuer_agent.roles import RoleOverrides, RoleThresholds
 
@@ -216,8 +216,9 @@ class BackendSection(_Section):
     """Seconds one request may take. Excluded from a run's recorded config: it decides
     how long to wait, not what comes back, so a run may resume with a longer one."""
     max_tokens: dict[str, int] = Field(default_factory=dict)
-    """Output tokens per skill (`[backend.max_tokens]`, e.g. `answer = 512`); skills not
-    named keep their defaults (`cuer_agent.llm._remote.DEFAULT_MAX_TOKENS`)."""
+    """Output tokens per skill (`[backend.max_tokens]`, e.g. `answer = 512`); a skill not
+    named gets the bound its reply schema implies (`cuer_agent.llm.bounds.token_bound`),
+    before which a grammar-constrained reply always closes."""
     think: bool = False
     """Reasoning output of thinking models (Qwen3...): off unless asked for."""
     threads: int | None = Field(None, ge=1)
@@ -229,10 +230,10 @@ class BackendSection(_Section):
     @field_validator("max_tokens")
     @classmethod
     def _known_skills(cls, value: dict[str, int]) -> dict[str, int]:
-        unknown = sorted(set(value) - set(DEFAULT_MAX_TOKENS))
+        unknown = sorted(set(value) - set(SKILLS))
         if unknown:
             raise ValueError(f"unknown skill(s) {unknown}; choose from "
-                             f"{', '.join(DEFAULT_MAX_TOKENS)}")
+                             f"{', '.join(SKILLS)}")
         if any(v < 1 for v in value.values()):
             raise ValueError("must be >= 1")
         return value

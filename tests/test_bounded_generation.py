@@ -17,7 +17,8 @@ from pydantic import BaseModel
 
 from cuer_agent.config import BackendSection, load_config, validate_config
 from cuer_agent.errors import ConfigError
-from cuer_agent.llm._remote import DEFAULT_MAX_TOKENS, RemoteBackend, RetryPolicy
+from cuer_agent.llm import bounds, prompts
+from cuer_agent.llm._remote import SKILLS, RemoteBackend, RetryPolicy
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.llm.ollama_backend import OllamaBackend
 from cuer_agent.llm.openai_backend import OpenAIBackend
@@ -84,18 +85,25 @@ def is_openai(received: Received | dict[str, Any]) -> bool:
 
 # --- what is sent ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("skill", sorted(DEFAULT_MAX_TOKENS))
-def test_each_skill_sends_its_output_token_limit(server: FakeServer, skill: str) -> None:
+def limit_of(skill: str) -> int:
+    """The output-token bound a request of the skill's implies (`bounds.token_bound`)."""
+    ids = bounds.ids_in_view(skill, REQUESTS[skill])
+    return bounds.token_bound(prompts.reply_schema(skill, ids))
+
+
+@pytest.mark.parametrize("skill", SKILLS)
+def test_each_skill_sends_the_token_bound_its_schema_implies(server: FakeServer,
+                                                             skill: str) -> None:
     body = ask(server, skill)
 
     name = "max_tokens" if is_openai(body) else "num_predict"
-    assert decoding(body)[name] == DEFAULT_MAX_TOKENS[skill]
+    assert decoding(body)[name] == limit_of(skill)
 
 
 def test_configured_limit_overrides_one_skill_only(server: FakeServer) -> None:
     backend = backend_at(server, max_tokens={"answer": 40})
 
-    assert backend.max_tokens == {**DEFAULT_MAX_TOKENS, "answer": 40}
+    assert backend.max_tokens == {"answer": 40}
     body = ask(server, "answer", max_tokens={"answer": 40})
     assert 40 in decoding(body).values()
 
@@ -155,25 +163,45 @@ def test_limits_and_thinking_are_part_of_the_cache_key(openai_server: FakeServer
 
 # --- what comes back -------------------------------------------------------------------------
 
-def test_reply_cut_at_the_limit_is_a_parse_failure_without_repair(server: FakeServer) -> None:
+def test_a_reply_cut_inside_a_decisive_field_is_a_parse_failure_without_repair(
+        server: FakeServer) -> None:
     server.script(Behaviour(content='{"action": "search", "subquery": "Who dir',
                             truncated=True))
     client = SkillClient(backend_at(server))
     result = client("plan", REQUESTS["plan"])
 
     assert result.status == "parse_failure"
-    assert result.error == f"hit max_tokens ({DEFAULT_MAX_TOKENS['plan']} for plan)"
+    assert result.error == (f"hit max_tokens ({limit_of('plan')} for plan); closed, it is "
+                            "still invalid: it lacks subquery")
     assert len(server.chat_requests) == 1  # a repair turn would be cut again
-    assert client.ledger.by_skill["plan"].parse_failures == 1
+    counts = client.ledger.by_skill["plan"]
+    assert (counts.parse_failures, counts.cut, counts.repaired) == (1, 1, 0)
 
 
-def test_valid_reply_at_the_limit_still_counts_as_cut(server: FakeServer) -> None:
-    # A JSON object that happens to close exactly at the limit is still a cut generation:
-    # the model did not choose to stop, so its reply is not trusted.
+def test_a_reply_cut_in_its_explanation_is_closed_and_counted_repaired(
+        server: FakeServer) -> None:
+    server.script(Behaviour(content='{"action": "search", "subquery": "Who directed Film X?",'
+                                    ' "reason": "The question asks for the dir',
+                            truncated=True))
+    client = SkillClient(backend_at(server))
+    result = client("plan", REQUESTS["plan"])
+
+    assert result.status == "ok" and result.response is not None
+    assert result.response.model_dump() == {"action": "search",
+                                            "subquery": "Who directed Film X?", "reason": ""}
+    counts = client.ledger.by_skill["plan"]
+    assert (counts.parse_failures, counts.cut, counts.repaired) == (0, 1, 1)
+
+
+def test_a_reply_that_closes_exactly_at_the_limit_is_still_counted_cut(
+        server: FakeServer) -> None:
+    # The model did not choose to stop: a cut reply is never taken as whole silently.
     server.script(Behaviour(content='{"action": "answer"}', truncated=True))
-    result = SkillClient(backend_at(server))("plan", REQUESTS["plan"])
+    client = SkillClient(backend_at(server))
+    result = client("plan", REQUESTS["plan"])
 
     assert result.status == "parse_failure" and result.error.startswith("hit max_tokens")
+    assert client.ledger.by_skill["plan"].cut == 1
 
 
 def test_rejected_temperature_is_one_config_error_without_retry(server: FakeServer) -> None:

@@ -20,7 +20,7 @@ import pytest
 from conftest import invoke
 
 from cuer_agent.errors import ConfigError
-from cuer_agent.llm import llamacpp_backend
+from cuer_agent.llm import bounds, llamacpp_backend
 from cuer_agent.llm.backends import SkillClient, make_backend
 from cuer_agent.llm.llamacpp_backend import LlamaCppBackend
 from cuer_agent.llm.skills import PlanRequest
@@ -119,19 +119,22 @@ def test_request_is_deterministic_bounded_and_uncached(
 
     assert result.status == "ok"
     [body] = server.bodies
-    assert (body["temperature"], body["seed"], body["max_tokens"]) == (0.0, 3, 256)
+    plan_bound = bounds.token_bound(bounds.bounded_schema("plan"))
+    assert (body["temperature"], body["seed"], body["max_tokens"]) == (0.0, 3, plan_bound)
     assert body["cache_prompt"] is False
     assert body["chat_template_kwargs"] == {"enable_thinking": False}
     assert body["response_format"]["json_schema"]["strict"] is True
 
 
-def test_reply_cut_at_the_limit_is_a_parse_failure(
+def test_a_reply_cut_before_its_first_field_is_a_parse_failure(
         served: tuple[LlamaCppBackend, list[Any]]) -> None:
     backend, servers = served
     servers.append(StandInServer(completion('{"action": "sea', finish="length")))
     result = SkillClient(backend)("plan", PLAN)
 
-    assert result.status == "parse_failure" and result.error == "hit max_tokens (256 for plan)"
+    plan_bound = bounds.token_bound(bounds.bounded_schema("plan"))
+    assert result.status == "parse_failure"
+    assert result.error == f"hit max_tokens ({plan_bound} for plan)"
 
 
 def answering_400(served: tuple[LlamaCppBackend, list[Any]], message: str) -> LlamaCppBackend:

@@ -179,3 +179,12 @@ def test_mcnemar_exact_on_discordant_pairs() -> None:
     after = [0] * 6 + [0] * 4
     assert mcnemar_exact(before, after) == pytest.approx(2 * 0.5 ** 6)
     assert mcnemar_exact([1, 0], [1, 0]) == 1.0
+
+
+def test_a_sub_query_that_is_the_question_again_repeats_it() -> None:
+    from cuer_agent.metrics.answer import repeats_question
+
+    question = "In which town was the founder of Brask Mills born?"
+    assert repeats_question("in which town was the founder of Brask Mills born", question)
+    assert not repeats_question("Who founded Brask Mills?", question)
+    assert not repeats_question("", question)

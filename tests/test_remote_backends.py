@@ -30,7 +30,7 @@ from fake_servers import (
 from pydantic import BaseModel
 
 from cuer_agent.errors import ConfigError
-from cuer_agent.llm import prompts
+from cuer_agent.llm import bounds, prompts
 from cuer_agent.llm._remote import RemoteBackend, RetryPolicy
 from cuer_agent.llm.backends import BackendError, SkillClient
 from cuer_agent.llm.cache import Ledger, ResponseCache
@@ -202,7 +202,8 @@ def test_request_carries_temperature_zero_seed_and_schema(rig: Rig, skill: str) 
     [received] = rig.server.chat_requests
     assert received.body is not None and received.body["model"] == MODEL
     assert sent_decoding(rig.kind, received) == (0, SEED)
-    assert sent_schema(rig.kind, received) == prompts.reply_schema(skill)
+    ids = bounds.ids_in_view(skill, REQUESTS[skill])
+    assert sent_schema(rig.kind, received) == prompts.reply_schema(skill, ids)
     assert sent_messages(received) == prompts.render(skill, REQUESTS[skill])
     if rig.kind == "ollama":
         assert received.body["stream"] is False
@@ -504,5 +505,5 @@ def test_injected_evidence_travels_as_json_data(rig: Rig, text: str) -> None:
     assert INJECTION not in system["content"]
     document = fenced_json(user["content"])  # the fence holds exactly one JSON document
     assert document["evidence"][1] == {"id": "e9", "title": "Trap", "text": text}
-    assert sent_schema(rig.kind, received) == prompts.reply_schema("read")
+    assert sent_schema(rig.kind, received) == prompts.reply_schema("read", (EVIDENCE.id, "e9"))
 

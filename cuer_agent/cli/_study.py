@@ -77,6 +77,41 @@ def warn_request_errors(ledger: Ledger) -> None:
                    err=True)
 
 
+PARSE_FAILURE_FLAG = 0.05
+"""A run whose skill replies fail to parse more often than this is flagged."""
+
+
+def print_skill_table(invocation: JsonRow, backend: str) -> None:
+    """How the model did in this invocation, per skill: calls, parse failures, replies cut
+    at their output-token bound and how many of those were repaired, mean output tokens;
+    and a warning when more than `PARSE_FAILURE_FLAG` of the replies failed to parse.
+    Nothing for a rule-based backend (it writes no tokens)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from cuer_agent.llm.backends import backend_about
+
+    skills = invocation.get("by_skill")
+    if backend_about(backend).rule_based or not isinstance(skills, dict) or not skills:
+        return
+    table = Table(title="How the model did, per skill (this invocation)")
+    for col in ("skill", "calls", "cached", "parse failures", "cut at bound", "repaired",
+                "mean output tokens"):
+        table.add_column(col, justify="left" if col == "skill" else "right")
+    for name, c in sorted(skills.items()):
+        calls = int(c["calls"])
+        table.add_row(name, str(calls), str(c["cache_hits"]), str(c["parse_failures"]),
+                      str(c["cut"]), str(c["repaired"]),
+                      f"{c['completion_tokens'] / calls:.1f}" if calls else "—")
+    console = Console(width=max(Console().width, 100))
+    console.print(table)
+    rate = float(invocation.get("parse_failure_rate", 0.0))  # type: ignore[arg-type]
+    if rate > PARSE_FAILURE_FLAG:
+        console.print(f"warning: {rate:.0%} of the skill replies failed to parse (over "
+                      f"{PARSE_FAILURE_FLAG:.0%}): the traces measure the model's output "
+                      "format as much as the agent.")
+
+
 RUNNING: dict[str, Path | None] = {"run_dir": None}
 """The run directory the current command writes (set by `open_run`)."""
 

@@ -39,6 +39,7 @@ from cuer_agent.cli._study import (
     open_run,
     open_study,
     persistence,
+    print_skill_table,
     replayed_engine,
     run_path,
     skill_client,
@@ -134,6 +135,7 @@ def evaluate_cmd(
                            parallel=parallel,
                            provenance=provenance(command_line(ctx), data.path))
     console = print_headline(summary, skills.ledger.to_dict())
+    print_skill_table(skills.ledger.to_dict(), study.backend.name)
     md, html = write_report(run_dir.path)
     console.print(f"→ {run_dir.path}  ({md.name}, {html.name})")
 

@@ -38,6 +38,7 @@ from cuer_agent.cli._study import (
     open_run,
     open_study,
     persistence,
+    print_skill_table,
     recorded,
     run_path,
     study_sections,
@@ -120,8 +121,24 @@ def run_cmd(
                f"{invocation['calls']}, cache hits {invocation['cache_hits']}, parse "
                f"failures {invocation['parse_failures']}  → {out}")
     warn_request_errors(summary.ledger)
+    print_skill_table(invocation, engine.name)
+    if agent_config.mode == "agentic":
+        typer.echo(first_subqueries(run_dir))
     if natural:
         label_natural(run_dir, ds, study, skills, section.hops)
+
+
+def first_subqueries(run_dir: RunDir) -> str:
+    """How many runs' first sub-query repeats the whole question instead of asking one step
+    of it (`metrics.answer.repeats_question`)."""
+    from cuer_agent.metrics.answer import repeats_question
+    from cuer_agent.trace import Trace
+
+    traces = [Trace.model_validate(row["trace"]) for row in run_dir.rows("traces.jsonl")]
+    firsts = [(t.hops[0].first_attempt().subquery, t.question) for t in traces if t.hops]
+    repeated = sum(repeats_question(asked, question) for asked, question in firsts)
+    return (f"first sub-queries that repeat the question: {repeated}/{len(firsts)}"
+            + (f" ({repeated / len(firsts):.0%})" if firsts else ""))
 
 
 def label_natural(run_dir: RunDir, ds: Dataset, study: StudyConfig, skills: SkillClient,

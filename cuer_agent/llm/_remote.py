@@ -34,14 +34,13 @@ from pydantic import BaseModel, ValidationError
 
 from cuer_agent._json import JsonObject
 from cuer_agent.errors import ConfigError
-from cuer_agent.llm import prompts
-from cuer_agent.llm.backends import BackendError, BackendReply
+from cuer_agent.llm import bounds, prompts
+from cuer_agent.llm.backends import CUT, REPAIRED, BackendError, BackendReply
 from cuer_agent.llm.skills import RESPONSES
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
-DEFAULT_MAX_TOKENS: dict[str, int] = {"plan": 256, "read": 256, "answer": 384, "judge": 128,
-                                       "check": 192}
-"""Output tokens per skill, sized to each reply schema with room for a verbose model."""
+SKILLS = ("plan", "read", "answer", "judge", "check")
+"""The skills whose output tokens `[backend.max_tokens]` may bound."""
 DEFAULT_TIMEOUT = 120.0
 """Seconds one request may take: a CPU model or a busy server needs more than a GPU one."""
 OMITTABLE = ("temperature", "seed", "max_tokens", "think")
@@ -126,7 +125,9 @@ class RemoteBackend(ABC):
         self.temperature = temperature
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
-        self.max_tokens = {**DEFAULT_MAX_TOKENS, **(max_tokens or {})}
+        self.max_tokens = dict(max_tokens or {})
+        """Output tokens per skill the user set; the rest are derived from each request's
+        bounded reply schema (`cuer_agent.llm.bounds.token_bound`)."""
         self.think = think
         self._sleep = time.sleep  # replaced in tests
         self._cooldown = Cooldown()
@@ -161,7 +162,7 @@ class RemoteBackend(ABC):
         """What shapes a reply, so the response cache keys on it."""
         return {"temperature": self.temperature, "seed": self.seed,
                 "max_tokens": dict(sorted(self.max_tokens.items())), "think": self.think,
-                "omit": list(self.omit)}
+                "omit": list(self.omit), "bounds": bounds.VERSION}
 
     def sends(self, parameter: str) -> bool:
         """Does every request carry this decoding parameter (not omitted)?"""
@@ -170,14 +171,20 @@ class RemoteBackend(ABC):
     def render(self, skill: str, request: BaseModel) -> Any:
         return prompts.render(skill, request)
 
+    def limit(self, skill: str, schema: JsonObject) -> int:
+        """Output tokens of one request: the user's for the skill, else the bound its
+        reply schema implies (a grammar-constrained reply always closes before it)."""
+        return self.max_tokens.get(skill) or bounds.token_bound(schema)
+
     def respond(self, skill: str, request: BaseModel, rendered: Any) -> BackendReply:
         messages: list[dict[str, str]] = list(rendered)
-        schema = prompts.reply_schema(skill)
+        ids = bounds.ids_in_view(skill, request)
+        schema = prompts.reply_schema(skill, ids)
         started = time.perf_counter()
         usage = [0, 0]
         retries = 0
         error = ""
-        limit = self.max_tokens[skill]
+        limit = self.limit(skill, schema)
         for turn in range(2):  # the reply, then at most one repair turn
             try:
                 sent, used_retries = self._send_with_retries(messages, schema, limit)
@@ -187,10 +194,18 @@ class RemoteBackend(ABC):
             retries += used_retries
             usage[0] += sent.prompt_tokens
             usage[1] += sent.completion_tokens
-            if sent.truncated:  # a repair turn would be cut again
-                text, error = None, f"hit max_tokens ({limit} for {skill})"
+            if sent.truncated:  # closed from the fields it completed; a turn would be cut too
+                closed = bounds.close_cut(sent.text)
+                missing = bounds.missing(skill, closed)
+                text, why = ((None, "") if closed is None
+                             else (None, f"it lacks {missing}") if missing
+                             else _validate(skill, closed, ids))
+                error = (f"{REPAIRED} at max_tokens ({limit} for {skill}): closed after the "
+                         "last field it completed" if text is not None
+                         else f"{CUT} ({limit} for {skill})"
+                         + (f"; closed, it is still invalid: {why}" if why else ""))
                 break
-            text, error = _validate(skill, sent.text)
+            text, error = _validate(skill, sent.text, ids)
             if text is not None:
                 break
             if turn == 0:
@@ -198,7 +213,7 @@ class RemoteBackend(ABC):
                             prompts.repair_message(error)]
         return BackendReply(text=text, prompt_tokens=usage[0], completion_tokens=usage[1],
                             latency_s=time.perf_counter() - started, retries=retries,
-                            error="" if text is not None else error)
+                            error=error if text is None or error.startswith(REPAIRED) else "")
 
     def _send_with_retries(self, messages: list[dict[str, str]], schema: JsonObject,
                            max_tokens: int) -> tuple[Sent, int]:
@@ -242,8 +257,9 @@ class RemoteBackend(ABC):
                 just_waited = True
 
 
-def _validate(skill: str, text: str) -> tuple[str | None, str]:
-    """(canonical JSON, "") for a valid reply, else (None, the first problem)."""
+def _validate(skill: str, text: str, ids: Sequence[str] = ()) -> tuple[str | None, str]:
+    """(canonical JSON, "") for a valid reply within its bounds (`bounds.violation`),
+    else (None, the first problem)."""
     candidate = _strip_fences(text)
     try:
         model = RESPONSES[skill].model_validate_json(candidate)
@@ -251,7 +267,11 @@ def _validate(skill: str, text: str) -> tuple[str | None, str]:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"]) or "reply"
         return None, f"{loc}: {first['msg']}"
-    return json.dumps(model.model_dump(mode="json"), sort_keys=True), ""
+    reply = model.model_dump(mode="json")
+    broken = bounds.violation(skill, reply, ids)
+    if broken:
+        return None, broken
+    return json.dumps(reply, sort_keys=True), ""
 
 
 def _strip_fences(text: str) -> str:

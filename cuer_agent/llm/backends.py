@@ -52,6 +52,14 @@ _COLLECTOR: ContextVar[list[RequestLog] | None] = ContextVar("cuer_request_keys"
 """The key lists open in this context (nested `collect` blocks each get every key)."""
 
 
+REPAIRED = "repaired: cut"
+"""How a reply's error begins when it was cut at its output-token bound and closed after
+the last field it completed (the reply is valid: `BackendReply.text` is set)."""
+CUT = "hit max_tokens"
+"""How a parse failure's error begins when the reply was cut at its bound and could not be
+closed into a valid reply."""
+
+
 class BackendError(CuerError):
     """A request failed for good (server down, retries exhausted)."""
 
@@ -72,7 +80,8 @@ class BackendReply:
     latency_s: float = 0.0
     retries: int = 0
     error: str = ""
-    """Why the reply is a parse failure (the validation message), else empty."""
+    """Why the reply is a parse failure (the validation message); for a valid reply, empty,
+    or how it was repaired (`REPAIRED`)."""
 
 
 @runtime_checkable
@@ -249,6 +258,9 @@ class SkillClient:
                                prompt_tokens=stored.prompt_tokens,
                                completion_tokens=stored.completion_tokens)
 
+        cut = stored.error.startswith((REPAIRED, CUT))
+        if cut:
+            self.ledger.add(skill, cut=1, repaired=int(stored.text is not None))
         if stored.text is None:
             self.ledger.add(skill, parse_failures=1)
             return result(None, "parse_failure", stored.error)

@@ -177,6 +177,10 @@ class SkillCounts:
     retries: int = 0
     parse_failures: int = 0
     """Skill outcomes that stayed invalid after the repair retry (served or cached)."""
+    cut: int = 0
+    """Replies cut at their output-token bound (served or cached), repaired or not."""
+    repaired: int = 0
+    """Of those, the ones closed after the last field they completed and valid."""
     errors: int = 0
     """Requests that failed for good (transport errors after all retries)."""
     reused: int = 0

@@ -105,3 +105,12 @@ def answer_scores(prediction: str, golds: Sequence[str], *,
         "f1": max(f1_score(prediction, g) for g in golds),
         "soft": max(soft_correct(prediction, g, f1_threshold=f1_threshold) for g in golds),
     }
+
+
+def repeats_question(subquery: str, question: str, *, overlap: float = 0.8) -> bool:
+    """A sub-query that is the question again rather than one step of it: after answer
+    normalisation, their word sets overlap by at least `overlap` (Jaccard)."""
+    asked, whole = set(normalize_answer(subquery).split()), set(normalize_answer(question).split())
+    if not asked or not whole:
+        return False
+    return len(asked & whole) / len(asked | whole) >= overlap
