@@ -134,8 +134,9 @@ def evaluate_cmd(
     summary = run_evaluate(ds, skills, run_dir, study, show_progress=execution.progress,
                            parallel=parallel,
                            provenance=provenance(command_line(ctx), data.path))
-    console = print_headline(summary, skills.ledger.to_dict())
-    print_skill_table(skills.ledger.to_dict(), study.backend.name)
+    invocation = skills.ledger.to_dict()
+    console = print_headline(summary, invocation)
+    print_skill_table(invocation, study.backend.name)
     md, html = write_report(run_dir.path)
     console.print(f"→ {run_dir.path}  ({md.name}, {html.name})")
 

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from cuer_agent.data import Dataset
     from cuer_agent.llm.backends import SkillClient
     from cuer_agent.runs import RunDir
+    from cuer_agent.trace import Trace
 
 
 @app.command("run")
@@ -78,6 +79,7 @@ def run_cmd(
     from cuer_agent.execution import AgentConfig, Executor
     from cuer_agent.runs import canonical_json
     from cuer_agent.studies._common.run_agent import run_dataset
+    from cuer_agent.trace import Trace
 
     modes = {"agentic": "agentic", "single-shot": "single_shot", "single_shot": "single_shot"}
     if mode not in modes:
@@ -123,38 +125,31 @@ def run_cmd(
     warn_request_errors(summary.ledger)
     print_skill_table(invocation, engine.name)
     if agent_config.mode == "agentic":
-        typer.echo(first_subqueries(run_dir))
-    if natural:
-        label_natural(run_dir, ds, study, skills, section.hops)
+        traces = [Trace.model_validate(row["trace"]) for row in run_dir.rows("traces.jsonl")]
+        typer.echo(first_subqueries(traces))
+        if natural:
+            label_natural(traces, run_dir, ds, study, skills, section.hops)
 
 
-def first_subqueries(run_dir: RunDir) -> str:
+def first_subqueries(traces: list[Trace]) -> str:
     """How many runs' first sub-query repeats the whole question instead of asking one step
     of it (`metrics.answer.repeats_question`)."""
     from cuer_agent.metrics.answer import repeats_question
-    from cuer_agent.trace import Trace
 
-    traces = [Trace.model_validate(row["trace"]) for row in run_dir.rows("traces.jsonl")]
     firsts = [(t.hops[0].first_attempt().subquery, t.question) for t in traces if t.hops]
     repeated = sum(repeats_question(asked, question) for asked, question in firsts)
     return (f"first sub-queries that repeat the question: {repeated}/{len(firsts)}"
             + (f" ({repeated / len(firsts):.0%})" if firsts else ""))
 
 
-def label_natural(run_dir: RunDir, ds: Dataset, study: StudyConfig, skills: SkillClient,
-                  hops: int) -> None:
+def label_natural(traces: list[Trace], run_dir: RunDir, ds: Dataset, study: StudyConfig,
+                  skills: SkillClient, hops: int) -> None:
     """`run --natural`: the natural-failure part over the run's traces, into natural/."""
-    from cuer_agent.interventions.facts import fact_source
     from cuer_agent.studies.diagnose.runner import build_diagnosers
-    from cuer_agent.studies.natural.labels import runs_of
     from cuer_agent.studies.natural.runner import NATURAL, run_natural
-    from cuer_agent.trace import Trace
 
-    traces = [Trace.model_validate(row["trace"]) for row in run_dir.rows("traces.jsonl")]
-    part = run_natural(runs_of(((t.example_id, t) for t in traces), ds.examples,
-                               key=ds.name),
-                       fact_source(ds), build_diagnosers(study, skills),
-                       run_dir.path / NATURAL, study, skills, dataset=ds.name, hop_budget=hops)
+    part = run_natural(((t.example_id, t) for t in traces), ds, build_diagnosers(study, skills),
+                       run_dir.path / NATURAL, study, skills, hop_budget=hops)
     counts = part.counts
     typer.echo(f"natural failures {counts.failed}, placed by {counts.rule}: {counts.labelled}"
                f" → {run_dir.path / NATURAL}")

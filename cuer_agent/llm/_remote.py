@@ -195,15 +195,7 @@ class RemoteBackend(ABC):
             usage[0] += sent.prompt_tokens
             usage[1] += sent.completion_tokens
             if sent.truncated:  # closed from the fields it completed; a turn would be cut too
-                closed = bounds.close_cut(sent.text)
-                missing = bounds.missing(skill, closed)
-                text, why = ((None, "") if closed is None
-                             else (None, f"it lacks {missing}") if missing
-                             else _validate(skill, closed, ids))
-                error = (f"{REPAIRED} at max_tokens ({limit} for {skill}): closed after the "
-                         "last field it completed" if text is not None
-                         else f"{CUT} ({limit} for {skill})"
-                         + (f"; closed, it is still invalid: {why}" if why else ""))
+                text, error = _closed(skill, sent.text, ids, limit)
                 break
             text, error = _validate(skill, sent.text, ids)
             if text is not None:
@@ -255,6 +247,22 @@ class RemoteBackend(ABC):
                         retries=failures + rate_limits - 1) from None
                 self._sleep(self.retry.wait(failures - 1, failure.retry_after))
                 just_waited = True
+
+
+def _closed(skill: str, text: str, ids: Sequence[str], limit: int) -> tuple[str | None, str]:
+    """A reply cut at `limit` tokens, closed after the last field it completed: (canonical
+    JSON, how it was repaired) when that holds every decisive field and validates, else
+    (None, why it is a parse failure)."""
+    fields = bounds.close_cut(text)
+    if fields is None:
+        return None, f"{CUT} ({limit} for {skill})"
+    missing = bounds.missing(skill, fields)
+    closed, why = ((None, f"it lacks {missing}") if missing
+                   else _validate(skill, json.dumps(fields), ids))
+    if closed is None:
+        return None, f"{CUT} ({limit} for {skill}); closed, it is still invalid: {why}"
+    return closed, (f"{REPAIRED} at max_tokens ({limit} for {skill}): closed after the last "
+                    "field it completed")
 
 
 def _validate(skill: str, text: str, ids: Sequence[str] = ()) -> tuple[str | None, str]:

@@ -146,9 +146,9 @@ def violation(skill: str, reply: dict[str, Any], ids: Sequence[str]) -> str:
     return ""
 
 
-def close_cut(text: str) -> str | None:
-    """A reply cut mid-way, closed after the last field it completed: the JSON object of
-    those fields, or None when not even one was completed."""
+def close_cut(text: str) -> dict[str, Any] | None:
+    """A reply cut mid-way, closed after the last field it completed: those fields, or None
+    when not even one was completed."""
     stripped = text.strip()
     if stripped.startswith("```"):
         stripped = stripped.split("\n", 1)[1] if "\n" in stripped else ""
@@ -172,14 +172,13 @@ def close_cut(text: str) -> str | None:
         if stripped[at:at + 1] != ",":
             break
         at += 1
-    return json.dumps(fields) if fields else None
+    return fields or None
 
 
-def missing(skill: str, closed: str | None) -> str:
+def missing(skill: str, fields: dict[str, Any]) -> str:
     """The decisive fields (all but the last, explanatory one of `ORDER`) a closed reply
     lacks, comma-separated ("" when it has them all)."""
-    have = set(json.loads(closed)) if closed else set()
-    return ", ".join(name for name in ORDER[skill][:-1] if name not in have)
+    return ", ".join(name for name in ORDER[skill][:-1] if name not in fields)
 
 
 def _skip(text: str, at: int) -> int:

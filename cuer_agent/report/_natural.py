@@ -8,6 +8,7 @@ from cuer_agent.report._format import ci, num
 from cuer_agent.report._render import Block, Heading, Para, Table
 from cuer_agent.studies._common.cells import hop_key
 from cuer_agent.studies.diagnose.cells import DiagnoserSummary
+from cuer_agent.studies.diagnose.summary import beats
 from cuer_agent.studies.evaluate.caveats import NATURAL_CONTROLS
 from cuer_agent.studies.natural.summary import NaturalCounts, NaturalSummary
 
@@ -33,7 +34,7 @@ def _beats(d: DiagnoserSummary, control: DiagnoserSummary | None) -> str:
     """Whether the lower end of d's pooled Wilson interval lies above the control's."""
     if control is None or control.exact_hop_acc.mean is None or d.exact_hop_acc.ci is None:
         return DASH
-    return "yes" if d.exact_hop_acc.ci[0] > control.exact_hop_acc.mean else "no"
+    return "yes" if beats(d.exact_hop_acc.ci, control.exact_hop_acc.mean) else "no"
 
 
 def accuracy_table(part: NaturalSummary) -> Table:

@@ -129,13 +129,13 @@ def _beside_trace_rule(summaries: dict[str, DiagnoserSummary]
         return summaries
     rule_acc = {depth: cell.acc for depth, cell in rule.by_depth.items()}
     return {name: summary.model_copy(update={"by_depth": {
-                depth: cell.model_copy(update={"beats_trace_rule": _beats(cell.ci,
+                depth: cell.model_copy(update={"beats_trace_rule": beats(cell.ci,
                                                                            rule_acc.get(depth))})
                 for depth, cell in summary.by_depth.items()}})
             for name, summary in summaries.items()}
 
 
-def _beats(ci: Interval | None, other: float | None) -> bool:
+def beats(ci: Interval | None, other: float | None) -> bool:
     """The lower end of `ci` lies above `other`."""
     return ci is not None and other is not None and ci[0] > other
 

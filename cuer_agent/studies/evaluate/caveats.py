@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from cuer_agent.llm.backends import backend_about
 from cuer_agent.studies.cuer.report import FLOOR
 from cuer_agent.studies.diagnose.cells import DiagnoserSummary
+from cuer_agent.studies.diagnose.summary import beats
 from cuer_agent.studies.evaluate.cells import Caveat, EvaluateResults
 from cuer_agent.studies.evaluate.headline import best_of, family
 from cuer_agent.studies.propagation.cells import FaultCell, PropagationResults
@@ -78,8 +79,7 @@ def natural_caveats(natural: dict[str, DiagnoserSummary], best: str | None) -> l
     if best is None or mine is None or mine.exact_hop_acc.mean is None or not controls:
         return []
     top = max(controls, key=lambda n: controls[n])
-    ci = mine.exact_hop_acc.ci
-    if ci is not None and ci[0] > controls[top]:
+    if beats(mine.exact_hop_acc.ci, controls[top]):
         return []
     return [Caveat(
         text=(f"On the agent's own failures (natural, labelled from the gold chain) {best} "

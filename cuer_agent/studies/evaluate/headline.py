@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from cuer_agent.studies._common.cells import Interval, hop_key
-from cuer_agent.studies.diagnose.cells import DiagnoserSummary
+from cuer_agent.studies.diagnose.cells import DepthCell, DiagnoserSummary, FaultDepthCell
 from cuer_agent.studies.propagation.cells import PropagationResults
 
 FAMILIES = ("gold-free", "reads gold", "oracle probes", "controls")
@@ -116,7 +116,10 @@ def headline(diagnosers: Mapping[str, DiagnoserSummary], agentic: PropagationRes
 
 
 def _accuracy(d: DiagnoserSummary, fault: str, depth: str) -> Cell:
-    cell = d.by_fault_depth.get(fault, {}).get(depth)
+    return _cell(d.by_fault_depth.get(fault, {}).get(depth))
+
+
+def _cell(cell: FaultDepthCell | DepthCell | None) -> Cell:
     return Cell(None) if cell is None else Cell(cell.acc, cell.ci, cell.n)
 
 
@@ -129,12 +132,9 @@ def _natural_rows(natural: Mapping[str, DiagnoserSummary], columns: tuple[str, .
     """Per depth of the natural failures: the columns' exact-hop accuracy (no recovery:
     nothing was injected)."""
     depths = sorted({h for d in natural.values() for h in d.by_depth}, key=hop_key)
-    rows = []
-    for depth in depths:
-        cells = {}
-        for name in columns:
-            cell = natural[name].by_depth.get(depth) if name in natural else None
-            cells[name] = Cell(None) if cell is None else Cell(cell.acc, cell.ci, cell.n)
-        rows.append(HeadlineRow(fault=NATURAL, depth=depth, recovery=Cell(None),
-                                control=Cell(None), forced=False, diagnosers=cells))
-    return rows
+    return [HeadlineRow(fault=NATURAL, depth=depth, recovery=Cell(None), control=Cell(None),
+                        forced=False,
+                        diagnosers={name: _cell(natural[name].by_depth.get(depth)
+                                                if name in natural else None)
+                                    for name in columns})
+            for depth in depths]

@@ -21,7 +21,6 @@ from cuer_agent._json import JsonRow
 from cuer_agent.config import StudyConfig
 from cuer_agent.data import Dataset
 from cuer_agent.execution import AgentConfig, Executor
-from cuer_agent.interventions.facts import fact_source
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.parallel import Parallelism
 from cuer_agent.runs import RunDir
@@ -44,7 +43,6 @@ from cuer_agent.studies.evaluate.cells import (
 )
 from cuer_agent.studies.evaluate.comparison import compare_analyses
 from cuer_agent.studies.evaluate.reader_check import reader_summary
-from cuer_agent.studies.natural.labels import runs_of
 from cuer_agent.studies.natural.runner import NATURAL, run_natural
 from cuer_agent.studies.propagation.invisibility import invisibility
 from cuer_agent.studies.propagation.rows import TraceRow, record_rows, trace_rows
@@ -96,10 +94,8 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
                      and (metrics := r["metrics"]) is not None]
     reader = reader_summary(dataset, skills, agent.config, clean_correct, retriever_for,
                             threshold=config.propagation.recall_threshold, parallel=parallel)
-    natural = run_natural(
-        runs_of(clean_traces(typed_traces, traces), dataset.examples, key=dataset.name),
-        fact_source(dataset), diagnosers, run_dir.path / NATURAL, config, skills,
-        dataset=dataset.name, hop_budget=config.agent.hops)
+    natural = run_natural(clean_traces(typed_traces, traces), dataset, diagnosers,
+                          run_dir.path / NATURAL, config, skills, hop_budget=config.agent.hops)
     diagnoses = diagnosis_rows(agentic_dir, DIAGNOSES)
     ledger = extended(ledger_from_rows(single_dir.rows(CUER_TRACES) + traces), EvaluateLedger,
                       diagnoser_requests=sum(r["calls"] for r in diagnoses),

@@ -21,18 +21,21 @@ written whole from the runs (a killed part is done again, to the same bytes).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from cuer_agent.config import StudyConfig
+from cuer_agent.data import Dataset
 from cuer_agent.diagnosers import Diagnoser, make_view
 from cuer_agent.interchange.export import trace_request
-from cuer_agent.interventions.facts import FactSource
+from cuer_agent.interventions.facts import fact_source
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.runs import RunDir, canonical_json, write_atomic
 from cuer_agent.studies.diagnose.labels import LABELLED
 from cuer_agent.studies.diagnose.runner import CLEAN, DiagnosisRow, diagnosis_fields
-from cuer_agent.studies.natural.labels import CleanRun, Labelled, label_runs
+from cuer_agent.studies.natural.labels import Labelled, label_runs, runs_of
 from cuer_agent.studies.natural.summary import NaturalSummary, natural_summary
+from cuer_agent.trace import Trace
 
 NATURAL = "natural"
 """The part's directory in a run directory."""
@@ -83,15 +86,17 @@ def diagnose_labelled(labelled: list[Labelled], diagnosers: list[Diagnoser],
     return rows
 
 
-def run_natural(runs: list[CleanRun], facts: FactSource, diagnosers: list[Diagnoser],
-                out: Path, config: StudyConfig, skills: SkillClient, *, dataset: str,
-                hop_budget: int | None) -> NaturalSummary:
-    """Label `runs`, write the benchmark, diagnose, write and return the summary."""
-    labelled = label_runs(runs, facts, config.propagation.recall_threshold)
+def run_natural(traces: Iterable[tuple[str, Trace]], dataset: Dataset,
+                diagnosers: list[Diagnoser], out: Path, config: StudyConfig,
+                skills: SkillClient, *, hop_budget: int | None) -> NaturalSummary:
+    """Label the clean runs of `dataset` given as (record id, trace), write the benchmark,
+    diagnose, write and return the summary."""
+    runs = runs_of(traces, dataset.examples, key=dataset.name)
+    labelled = label_runs(runs, fact_source(dataset), config.propagation.recall_threshold)
     write_benchmark(labelled, out)
     usable = [d for d in diagnosers if not d.probing]
     rows = diagnose_labelled(labelled, usable, config, skills, hop_budget)
     write_atomic(out / "diagnoses.jsonl", _lines([dict(r) for r in rows]))
     not_run = {d.name: PROBES_NOT_RUN for d in diagnosers if d.probing}
-    return RunDir(out).write_model(natural_summary(dataset, labelled, rows, usable, not_run,
-                                                   config))
+    return RunDir(out).write_model(natural_summary(dataset.name, labelled, rows, usable,
+                                                   not_run, config))
