@@ -139,3 +139,10 @@ def test_the_first_error_hop_is_within_zero_to_n_plus_one(findings: list[str],
     assert isinstance(label, FirstError)
     assert 0 <= label.hop <= len(hops) + 1
     assert (label.stage == "answer") == (label.hop in (0, len(hops) + 1))
+
+
+def test_a_trace_no_example_matches_is_not_counted_a_failure() -> None:
+    from cuer_agent.studies.natural.labels import NO_EXAMPLE, CleanRun, label_run
+
+    labelled = label_run(CleanRun("t", "r", trace(hop(1, "x")), None), PoolFacts(), 0.8)
+    assert (labelled.label, labelled.reason, labelled.failed) == (None, NO_EXAMPLE, False)

@@ -147,8 +147,9 @@ def violation(skill: str, reply: dict[str, Any], ids: Sequence[str]) -> str:
 
 
 def close_cut(text: str) -> dict[str, Any] | None:
-    """A reply cut mid-way, closed after the last field it completed: those fields, or None
-    when not even one was completed."""
+    """A reply cut mid-way, closed after the last field it completed — a value counts as
+    completed once a comma or the closing brace follows it (a number cut at "0" of "0.5"
+    looks whole): those fields, or None when not even one was completed."""
     stripped = text.strip()
     if stripped.startswith("```"):
         stripped = stripped.split("\n", 1)[1] if "\n" in stripped else ""
@@ -167,9 +168,11 @@ def close_cut(text: str) -> dict[str, Any] | None:
             value, at = decoder.raw_decode(stripped, _skip(stripped, at + 1))
         except (json.JSONDecodeError, IndexError):
             break
-        fields[key] = value
         at = _skip(stripped, at)
-        if stripped[at:at + 1] != ",":
+        if stripped[at:at + 1] not in (",", "}"):  # unterminated: a number may be cut
+            break
+        fields[key] = value
+        if stripped[at] == "}":
             break
         at += 1
     return fields or None

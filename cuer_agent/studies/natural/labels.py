@@ -48,9 +48,11 @@ class Labelled:
 
     @property
     def failed(self) -> bool:
-        """A natural failure (labelled or not)."""
-        return (self.label is not None and self.label.outcome == "failed") or (
-            self.label is None and self.reason != NOT_SCORED)
+        """A natural failure (labelled or not): not a run that was not scored, nor one whose
+        answer could not be judged for want of its example."""
+        if self.label is not None:
+            return self.label.outcome == "failed"
+        return self.reason not in (NOT_SCORED, NO_EXAMPLE)
 
 
 def label_run(run: CleanRun, facts: FactSource, threshold: float) -> Labelled:
