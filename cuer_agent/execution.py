@@ -59,7 +59,9 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict, TypeVar
+from typing import Any, Literal, TypeVar
+
+from typing_extensions import TypedDict  # typing's has no pydantic schema on 3.11
 
 from cuer_agent._lru import LRU
 from cuer_agent.agents import AgentSpec, Boundary, Factory, State, hop_of_key, load_agent
@@ -97,6 +99,24 @@ class AgentConfig:
             raise ConfigError(f"retries per hop must be >= 0, got {self.retries_per_hop}")
 
 
+class Spent(TypedDict):
+    """What one invocation's skill requests took (a trace row's `spent`)."""
+
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    parse_failures: int
+    retries: int
+    by_skill: dict[str, dict[str, int]]
+    """Skill → `SPENT_BY_SKILL` counters (`RequestLog.spent_by_skill`)."""
+
+
+def nothing_spent() -> Spent:
+    """An invocation that made no skill request."""
+    return {"llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "parse_failures": 0,
+            "retries": 0, "by_skill": {}}
+
+
 @dataclass
 class RunResult:
     """One execution: its trace, the per-node snapshots, and what ran."""
@@ -112,7 +132,7 @@ class RunResult:
     """The fault in force during this execution (None: a clean run)."""
     request_keys: list[str] = field(default_factory=list, repr=False)
     """Cache keys of the skill requests this invocation made (16 hex digits each)."""
-    spent: dict[str, int] = field(default_factory=dict)
+    spent: Spent = field(default_factory=lambda: nothing_spent())
     """Skill calls and tokens of this invocation only (a fork's trace cost also counts
     the prefix it inherited; this does not)."""
     final_state: State = field(default_factory=dict, repr=False)
@@ -344,9 +364,10 @@ class Executor:
             graph.checkpointer.delete_thread(thread["configurable"]["thread_id"])
         trace = spec.trace(current, example_id=example_id, question=question, meta=self.meta,
                            cost=_plus(inherited, log), error=error)
-        spent = {"llm_calls": len(log), "prompt_tokens": log.prompt_tokens,
+        spent: Spent = {"llm_calls": len(log), "prompt_tokens": log.prompt_tokens,
                  "completion_tokens": log.completion_tokens,
-                 "parse_failures": log.parse_failures, "retries": log.retries}
+                 "parse_failures": log.parse_failures, "retries": log.retries,
+                 "by_skill": log.spent_by_skill()}
         return RunResult(example_id, trace, snapshots, nodes_run, retriever, condition,
                          [k[:16] for k in log], spent, current, question, cost_at), log
 
@@ -385,7 +406,7 @@ def _fresh(result: RunResult) -> RunResult:
     does) without touching the stored one; states and traces are never changed in place."""
     return dataclasses.replace(result, snapshots=dict(result.snapshots),
                                nodes_run=list(result.nodes_run),
-                               request_keys=list(result.request_keys), spent=dict(result.spent),
+                               request_keys=list(result.request_keys), spent=result.spent,
                                cost_at=dict(result.cost_at))
 
 

@@ -135,6 +135,10 @@ class HopAttempt(_Frozen):
     reason: str = ""
     """The reader's stated reason for its finding (the extractive reader quotes the
     sentence it drew from)."""
+    windows: dict[str, tuple[int, int]] = Field(default_factory=dict)
+    """Items the model was shown only a window of, by id: [first word, word after the
+    last] in `text.split()` (`cuer_agent.llm.windows`); empty when it saw every item
+    whole."""
 
     @property
     def failed(self) -> bool:
@@ -262,6 +266,7 @@ class HopData(TypedDict):
     support: NotRequired[Support]
     confidence: NotRequired[float | None]
     reason: NotRequired[str]
+    windows: NotRequired[dict[str, list[int]]]
     attempts: NotRequired[list[HopData]]
 
 

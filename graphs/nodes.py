@@ -14,6 +14,7 @@ earlier attempts in `attempts`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, cast
 
 from langgraph.runtime import Runtime
@@ -29,6 +30,7 @@ from cuer_agent.llm.skills import (
     ReadRequest,
     ReadResponse,
 )
+from cuer_agent.llm.windows import shown, window
 from cuer_agent.run_context import AgentContext
 from cuer_agent.trace import (
     Action,
@@ -78,16 +80,29 @@ def _spend(state: AgentState, result: SkillResult) -> AgentState:
     }
 
 
-def evidence_view(ev: EvidenceData) -> EvidenceView:
-    """An evidence item of the state as a skill request shows it."""
-    return EvidenceView(id=ev["id"], title=ev["title"], text=ev["text"])
+def evidence_view(ev: EvidenceData, span: Sequence[int] | None = None) -> EvidenceView:
+    """An evidence item of the state as a skill request shows it: whole, or its window
+    `span` (`cuer_agent.llm.windows`)."""
+    text = ev["text"] if span is None else shown(ev["text"], (span[0], span[1]))
+    return EvidenceView(id=ev["id"], title=ev["title"], text=text)
+
+
+def windows_of(evidence: list[EvidenceData], query: str,
+               words: int | None) -> dict[str, list[int]]:
+    """The windows shown of the items over the backend's `words` budget, by id (none
+    without a budget): what a hop record's `windows` holds."""
+    if words is None:
+        return {}
+    return {ev["id"]: list(span) for ev in evidence
+            if (span := window(ev["text"], query, words)) is not None}
 
 
 def hop_view(rec: HopData, with_evidence: bool) -> HopView:
     """A hop record of the state as a skill request shows it (evidence: the selected
-    items)."""
-    chosen = set(rec.get("selected", ()))
-    evidence = tuple(evidence_view(ev) for ev in rec.get("retrieved", ()) if ev["id"] in chosen)
+    items, each as the reader saw it)."""
+    chosen, windows = set(rec.get("selected", ())), rec.get("windows", {})
+    evidence = tuple(evidence_view(ev, windows.get(ev["id"]))
+                     for ev in rec.get("retrieved", ()) if ev["id"] in chosen)
     return HopView(hop=rec["hop"], subquery=rec["subquery"], finding=rec.get("finding", ""),
                    support=rec.get("support", "unknown"), reason=rec.get("reason", ""),
                    evidence=evidence if with_evidence else ())
@@ -154,8 +169,10 @@ def read(state: AgentState, runtime: Runtime[AgentContext]) -> AgentState:
     hop, query, evidence = state["hop"], state["subquery"], state["retrieved"]
     attempt = int(state.get("attempt", 1))
     retrying = attempt > 1 and bool(state["hops"]) and state["hops"][-1]["hop"] == hop
+    windows = windows_of(evidence, query, runtime.context.skills.evidence_words)
     request = ReadRequest(question=state["question"], hop=hop, subquery=query,
-                          evidence=tuple(evidence_view(ev) for ev in evidence),
+                          evidence=tuple(evidence_view(ev, windows.get(ev["id"]))
+                                         for ev in evidence),
                           history=_history(state, skip_current=retrying))
     result = runtime.context.skills("read", request)
     update = _spend(state, result)
@@ -168,7 +185,8 @@ def read(state: AgentState, runtime: Runtime[AgentContext]) -> AgentState:
     confidence = reply.confidence if result.status == "ok" else None
     record: HopData = {"hop": hop, "attempt": attempt, "subquery": query, "retrieved": evidence,
                        "selected": selected, "finding": reply.finding, "support": support,
-                       "confidence": confidence, "reason": reply.reason, "attempts": []}
+                       "confidence": confidence, "reason": reply.reason, "windows": windows,
+                       "attempts": []}
     hops = list(state["hops"])
     if retrying:
         previous = hops.pop()
@@ -222,8 +240,10 @@ def retrieve_question(state: AgentState, runtime: Runtime[AgentContext]) -> Agen
 def answer_from_context(state: AgentState, runtime: Runtime[AgentContext]) -> AgentState:
     """Single-shot SELECT + ANSWER: the answer's used ids are the selection."""
     evidence = state["retrieved"]
+    windows = windows_of(evidence, state["question"], runtime.context.skills.evidence_words)
     hop_view = HopView(hop=1, subquery=state["question"],
-                       evidence=tuple(evidence_view(ev) for ev in evidence))
+                       evidence=tuple(evidence_view(ev, windows.get(ev["id"]))
+                                      for ev in evidence))
     update = _answer(state, runtime, AnswerRequest(question=state["question"],
                                                    hops=(hop_view,)))
     used = update["final"]["used_ids"]
@@ -232,6 +252,6 @@ def answer_from_context(state: AgentState, runtime: Runtime[AgentContext]) -> Ag
                        "retrieved": evidence, "selected": used,
                        "finding": update["final"]["answer"], "support": "unknown",
                        "confidence": update["final"]["confidence"], "reason": "",
-                       "attempts": []}
+                       "windows": windows, "attempts": []}
     select = step(Action.SELECT, 1, query=state["question"], in_view=ids, selected=used)
     return {**update, "hops": [record], "trace": [select, *update["trace"]]}

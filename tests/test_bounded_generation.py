@@ -20,6 +20,7 @@ from cuer_agent.errors import ConfigError
 from cuer_agent.llm import bounds, prompts
 from cuer_agent.llm._remote import SKILLS, RemoteBackend, RetryPolicy
 from cuer_agent.llm.backends import SkillClient
+from cuer_agent.llm.cache import ResponseCache
 from cuer_agent.llm.ollama_backend import OllamaBackend
 from cuer_agent.llm.openai_backend import OpenAIBackend
 from cuer_agent.llm.skills import (
@@ -191,6 +192,25 @@ def test_a_reply_cut_in_its_explanation_is_closed_and_counted_repaired(
                                             "subquery": "Who directed Film X?", "reason": ""}
     counts = client.ledger.by_skill["plan"]
     assert (counts.parse_failures, counts.cut, counts.repaired) == (0, 1, 1)
+
+
+def test_a_trace_rows_spent_records_each_skills_cut_and_repaired_replies(
+        server: FakeServer, tmp_path: Path) -> None:
+    # What summary.json's per-skill ledger is summed from: the counts travel with the
+    # request log (a cached repeat counts the same), not with the process's ledger.
+    server.script(Behaviour(content='{"action": "search", "subquery": "Who directed Film X?",'
+                                    ' "reason": "The question asks for the dir',
+                            truncated=True))
+    client = SkillClient(backend_at(server), cache=ResponseCache(tmp_path / "cache.sqlite"))
+    with client.collect() as first:
+        client("plan", REQUESTS["plan"])
+    with client.collect() as repeat:
+        client("plan", REQUESTS["plan"])
+
+    assert first.spent_by_skill() == repeat.spent_by_skill() == {
+        "plan": {"completion_tokens": first.completion_tokens, "cut": 1,
+                 "parse_failures": 0, "repaired": 1, "requests": 1}}
+    assert len(server.chat_requests) == 1
 
 
 def test_a_reply_that_closes_exactly_at_the_limit_is_still_counted_cut(

@@ -87,6 +87,9 @@ def test_parse_failures_are_recorded_as_steps_and_counted_in_the_ledgers(
         == run_pair.faults["malformed_repair"] > 0
     assert summary["ledger"]["parse_failure_rate"] == round(
         noted / summary["ledger"]["requests"], 6)
+    per_skill = summary["ledger"]["by_skill"].values()
+    assert sum(s["parse_failures"] for s in per_skill) == noted
+    assert sum(s["requests"] for s in per_skill) == summary["ledger"]["requests"]
 
 
 def test_exhausted_retries_mark_the_example_error_with_the_reason(run_pair: Pair) -> None:

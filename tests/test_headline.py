@@ -36,6 +36,25 @@ def results(**parts: Any) -> EvaluateResults:
     return EvaluateResults.model_validate({**content, **parts})
 
 
+def parse_failing_ledger(rate: float) -> dict[str, Any]:
+    """test_report's evaluate ledger with `rate` of its read replies failing to parse."""
+    ledger = summary()["ledger"]
+    failed = round(rate * ledger["requests"])
+    read = {**ledger["by_skill"]["read"], "parse_failures": failed, "parse_failure_rate": rate}
+    return {**ledger, "parse_failures": failed, "parse_failure_rate": rate,
+            "by_skill": {"read": read}}
+
+
+def test_a_run_over_five_percent_parse_failures_gets_a_caveat_naming_the_skill() -> None:
+    flagged = honest_caveats(results(ledger=parse_failing_ledger(0.12)), "llamacpp")
+    quiet = honest_caveats(results(ledger=parse_failing_ledger(0.05)), "llamacpp")
+
+    said = [c for c in flagged if "failed to parse" in c.text]
+    assert len(said) == 1 and said[0].impact == 0.12
+    assert "12% of the studies' skill replies" in said[0].text and "read: 12%" in said[0].text
+    assert not [c for c in quiet if "failed to parse" in c.text]
+
+
 def test_families_follow_what_a_diagnoser_declares() -> None:
     assert family(diag(0.5, control=True, uses_environment_oracle=True)) == "controls"
     assert family(diag(0.5, uses_environment_oracle=True)) == "oracle probes"

@@ -75,7 +75,10 @@ def role_stat(mean: float) -> dict[str, Any]:
 def ledger(requests: int, calls: int) -> dict[str, Any]:
     return {"requests": requests, "calls": calls, "cache_hits": requests - calls,
             "parse_failures": 0, "parse_failure_rate": 0.0, "errors": 0, "retries": 0,
-            "prompt_tokens": 0, "completion_tokens": 0, "tokens": 0}
+            "prompt_tokens": 0, "completion_tokens": 0, "tokens": 0,
+            "by_skill": {"read": {"requests": requests, "parse_failures": 0,
+                                  "parse_failure_rate": 0.0, "cut": 0, "repaired": 0,
+                                  "completion_tokens": 0, "mean_completion_tokens": 0.0}}}
 
 
 def summary() -> dict[str, Any]:
@@ -179,7 +182,8 @@ def summary() -> dict[str, Any]:
                        "frozen-hop": {**diagnoser(0.95), "uses_environment_oracle": True,
                                       "probing": True, "calls_per_diagnosis": 0.0}},
         "caveats": CAVEATS,
-        "ledger": {**ledger(900, 700), "diagnoser_requests": 50, "diagnoser_errors": 0},
+        "ledger": {**ledger(900, 700), "diagnoser_requests": 50, "diagnoser_errors": 0,
+                   "diagnoser_by_skill": {}},
         "provenance": {"command": "cuer-agent evaluate --hops 3", "version": "0.1.0",
                        "commit": None, "data_sha256": None, "python": "3.11.7",
                        "platform": "Linux"},
@@ -366,6 +370,12 @@ def test_the_extractive_backend_is_flagged_as_a_stand_in(full: tuple[str, str]) 
     content["config"]["backend"].update(name="ollama", model="qwen3:8b")
     md = build_report(EvaluateSummary.model_validate(content))[0]
     assert "extractive stand-in" not in md and "ollama, model qwen3:8b" in md
+
+
+def test_the_ledger_section_has_a_row_per_skill(full: tuple[str, str]) -> None:
+    section = full[0].split("## Ledger and configuration", 1)[1]
+    assert "Per skill (studies' traces" in section
+    assert "| read | 900 | 0 | 0.0000 | 0 | 0 | 0.0 |" in section
 
 
 def test_html_escapes_summary_text(full: tuple[str, str]) -> None:

@@ -77,10 +77,6 @@ def warn_request_errors(ledger: Ledger) -> None:
                    err=True)
 
 
-PARSE_FAILURE_FLAG = 0.05
-"""A run whose skill replies fail to parse more often than this is flagged."""
-
-
 def print_skill_table(invocation: JsonRow, backend: str) -> None:
     """How the model did in this invocation, per skill: calls, parse failures, replies cut
     at their output-token bound and how many of those were repaired, mean output tokens;
@@ -90,6 +86,7 @@ def print_skill_table(invocation: JsonRow, backend: str) -> None:
     from rich.table import Table
 
     from cuer_agent.llm.backends import backend_about
+    from cuer_agent.llm.cache import PARSE_FAILURE_FLAG
 
     skills = invocation.get("by_skill")
     if backend_about(backend).rule_based or not isinstance(skills, dict) or not skills:

@@ -44,8 +44,24 @@ class RequestLog(list[str]):
 
     def __init__(self) -> None:
         super().__init__()
-        self.by_skill: Counter[str] = Counter()
-        """Requests per skill."""
+        self.by_skill: dict[str, Counter[str]] = {}
+        """Per skill: `requests`, and of their replies `parse_failures`, `cut` (at the
+        output-token bound), `repaired` (of those, closed into a valid reply) and
+        `completion_tokens` — what a trace row's `spent.by_skill` records."""
+
+    def tally(self, skill: str, **counts: int) -> None:
+        """Add `counts` to `skill`'s entry (made on first use)."""
+        self.by_skill.setdefault(skill, Counter()).update(counts)
+
+    def spent_by_skill(self) -> dict[str, dict[str, int]]:
+        """`by_skill` as plain JSON, skills and counters in name order, zeros kept (every
+        entry has the same keys)."""
+        return {skill: {k: counts[k] for k in SPENT_BY_SKILL}
+                for skill, counts in sorted(self.by_skill.items())}
+
+
+SPENT_BY_SKILL = ("completion_tokens", "cut", "parse_failures", "repaired", "requests")
+"""The per-skill counters of a trace row's `spent.by_skill`, in name order."""
 
 
 _COLLECTOR: ContextVar[list[RequestLog] | None] = ContextVar("cuer_request_keys", default=None)
@@ -156,6 +172,13 @@ class SkillClient:
             _COLLECTOR.reset(token)
 
     @property
+    def evidence_words(self) -> int | None:
+        """The most words of one evidence item a request shows, when the backend declares
+        a budget (a small context: `cuer_agent.llm.windows`); None shows every item whole."""
+        words = getattr(self.backend, "evidence_words", None)
+        return words if isinstance(words, int) else None
+
+    @property
     def repeatable(self) -> bool:
         """Whether asking the same request again gives the same reply: a response cache
         answers it, or the backend is deterministic by construction (the offline reader)."""
@@ -165,11 +188,12 @@ class SkillClient:
         """Count the requests of `log` in every open `collect` block, as if they were made
         again here: a reused execution costs, in every log, what re-running it would. The
         ledger counts them as `reused`: not made, so neither calls nor cache hits."""
-        for skill, count in log.by_skill.items():
-            self.ledger.add(skill, reused=count)
+        for skill, counts in log.by_skill.items():
+            self.ledger.add(skill, reused=counts["requests"])
         for keys in _COLLECTOR.get() or []:
             keys.extend(log)
-            keys.by_skill.update(log.by_skill)
+            for skill, counts in log.by_skill.items():
+                keys.tally(skill, **counts)
             keys.retries += log.retries
             keys.prompt_tokens += log.prompt_tokens
             keys.completion_tokens += log.completion_tokens
@@ -179,7 +203,7 @@ class SkillClient:
         rendered, key = self._prompt(skill, request)
         for keys in _COLLECTOR.get() or []:
             keys.append(key)
-            keys.by_skill[skill] += 1
+            keys.tally(skill, requests=1)
         if self.cache is None:
             return self._call_backend(skill, request, rendered, key)
         while True:
@@ -245,11 +269,15 @@ class SkillClient:
 
     def _result(self, skill: str, stored: CachedReply, *, cached: bool) -> SkillResult:
         result = self._parsed(skill, stored, cached=cached)
+        cut = stored.error.startswith((REPAIRED, CUT))
+        failed = result.status != "ok"
         for log in _COLLECTOR.get() or []:
             log.retries += stored.retries
             log.prompt_tokens += stored.prompt_tokens
             log.completion_tokens += stored.completion_tokens
-            log.parse_failures += result.status != "ok"
+            log.parse_failures += failed
+            log.tally(skill, parse_failures=failed, cut=cut, repaired=cut and not failed,
+                      completion_tokens=stored.completion_tokens)
         return result
 
     def _parsed(self, skill: str, stored: CachedReply, *, cached: bool) -> SkillResult:

@@ -166,6 +166,12 @@ class ResponseCache:
             self._conn.close()
 
 
+PARSE_FAILURE_FLAG = 0.05
+"""A run whose skill replies fail to parse more often than this is flagged (the console
+table, a report caveat): its traces measure the model's output format as much as the
+agent."""
+
+
 @dataclass
 class SkillCounts:
     calls: int = 0

@@ -42,6 +42,7 @@ from cuer_agent.errors import ConfigError
 from cuer_agent.llm._remote import Failure, RemoteBackend, Sent, rejected_parameter
 from cuer_agent.llm.backends import register_backend
 from cuer_agent.llm.openai_backend import chat_reply, openai_body
+from cuer_agent.llm.windows import EVIDENCE_WORDS
 from cuer_agent.provenance import file_sha256
 
 SMOLLM2 = "smollm2-135m"
@@ -77,6 +78,9 @@ def resolve_model(model: str) -> Path:
 
 class LlamaCppBackend(RemoteBackend):
     name = "llamacpp"
+    evidence_words = EVIDENCE_WORDS
+    """A small model's context: a longer evidence item is shown as its window
+    (`cuer_agent.llm.windows`)."""
 
     def __init__(self, model: str, *, threads: int | None = None, **kwargs: Any) -> None:
         super().__init__(model, **kwargs)

@@ -8,7 +8,7 @@ import json
 
 from cuer_agent.config import StudyConfig
 from cuer_agent.llm.backends import backend_about
-from cuer_agent.report import _plots, _tables
+from cuer_agent.report import _ledger, _plots, _tables
 from cuer_agent.report._format import ci, num
 from cuer_agent.report._natural import natural
 from cuer_agent.report._render import (
@@ -347,7 +347,9 @@ def diagnosers(summary: EvaluateSummary) -> list[Block]:
 def ledger_and_config(summary: EvaluateSummary) -> list[Block]:
     """The backend ledger and the run config, for reproducing the numbers."""
     config = summary.config.model_dump(mode="json")
-    return [Heading(2, "Ledger and configuration"), _tables.ledger(summary.ledger),
+    per_skill = _ledger.skills(summary.ledger)
+    return [Heading(2, "Ledger and configuration"), _ledger.ledger(summary.ledger),
+            *([] if per_skill is None else [per_skill]),
             Code(json.dumps(config, sort_keys=True, indent=2, ensure_ascii=False))]
 
 

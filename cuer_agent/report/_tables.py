@@ -17,7 +17,7 @@ from cuer_agent.studies.cuer.cells import (
     Verdict,
 )
 from cuer_agent.studies.diagnose.cells import Abstention, DiagnoserSummary
-from cuer_agent.studies.evaluate.cells import EvaluateLedger, ReaderCheck
+from cuer_agent.studies.evaluate.cells import ReaderCheck
 from cuer_agent.studies.evaluate.headline import NATURAL, Cell, Headline
 from cuer_agent.studies.propagation.cells import (
     FaultCell,
@@ -540,14 +540,3 @@ def paper_diagnosers() -> Table:
                  headers=("diagnoser", "faults", "failed n (d1/d2/d3)", "depth 1", "depth 2",
                           "depth 3"),
                  rows=tuple(rows))
-
-
-def ledger(led: EvaluateLedger) -> Table:
-    """The backend ledger of the evaluate run."""
-    counters: dict[str, int | float] = led.model_dump()
-    keys = _ordered(list(counters), ("requests", "calls", "cache_hits", "parse_failures",
-                                     "parse_failure_rate", "tokens"))
-    rows = tuple((k, num(v, 4) if isinstance(v := counters[k], float) else str(v))
-                 for k in keys)
-    return Table(caption="Backend ledger (whole evaluate run)", headers=("counter", "value"),
-                 rows=rows)

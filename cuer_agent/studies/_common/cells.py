@@ -64,6 +64,26 @@ class MeanCI(Part):
     null with the mean."""
 
 
+class SkillSpend(Part):
+    """How one skill's replies went in a run (from its trace rows alone)."""
+
+    requests: int
+    """Requests of this skill (repeats served by the cache included)."""
+    parse_failures: int
+    """Replies that stayed invalid after the repair turn."""
+    parse_failure_rate: float
+    """`parse_failures / requests`."""
+    cut: int
+    """Replies cut at their output-token bound (a server that does not enforce the reply
+    schema), repaired or not."""
+    repaired: int
+    """Of those, the ones closed after the last field they completed and valid."""
+    completion_tokens: int
+    """Output tokens of the replies used."""
+    mean_completion_tokens: float
+    """`completion_tokens / requests`."""
+
+
 class Ledger(Part):
     """What the skill requests of a run cost, from its trace rows alone (a resumed run
     counts the same)."""
@@ -88,6 +108,8 @@ class Ledger(Part):
     """Completion tokens of the replies used."""
     tokens: int
     """`prompt_tokens + completion_tokens`."""
+    by_skill: dict[str, SkillSpend]
+    """Per skill, from the trace rows' `spent.by_skill`."""
 
 
 # ---------------------------------------------------------------------------------- run

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NotRequired
 
@@ -19,7 +19,7 @@ from typing_extensions import TypedDict  # typing's has no pydantic schema on 3.
 
 from cuer_agent._json import JsonRow
 from cuer_agent.data import Dataset, Example, Passage
-from cuer_agent.execution import Executor, Mode, RunResult
+from cuer_agent.execution import Executor, Mode, RunResult, Spent
 from cuer_agent.llm.cache import Ledger
 from cuer_agent.metrics import answer_scores
 from cuer_agent.parallel import Parallelism, ordered_map
@@ -30,6 +30,7 @@ from cuer_agent.studies._common.cells import (
     GoldHopsAccuracy,
     RunError,
     RunSummary,
+    SkillSpend,
 )
 from cuer_agent.studies._common.cells import Ledger as RunLedger
 from cuer_agent.trace import Trace
@@ -44,7 +45,7 @@ class TraceRow(TypedDict):
     """The `Trace`, as JSON."""
     request_keys: list[str]
     """The skill requests it made (cache keys)."""
-    spent: dict[str, int]
+    spent: Spent
     """What this invocation spent on it (`RunResult.spent`)."""
 
 
@@ -162,6 +163,7 @@ class _Spent(TypedDict):
     prompt_tokens: NotRequired[int]
     completion_tokens: NotRequired[int]
     retries: NotRequired[int]
+    by_skill: NotRequired[dict[str, dict[str, int]]]
 
 
 class _SpendingRow(TypedDict):
@@ -173,6 +175,7 @@ class _SpendingRow(TypedDict):
 
 
 _SPENDING_ROWS = TypeAdapter(list[_SpendingRow])
+_BY_SKILL = TypeAdapter(dict[str, dict[str, int]])
 
 
 def ledger_from_rows(rows: Sequence[JsonRow]) -> RunLedger:
@@ -195,4 +198,22 @@ def ledger_from_rows(rows: Sequence[JsonRow]) -> RunLedger:
         parse_failures=parse_failures,
         parse_failure_rate=round(parse_failures / requests, 6) if requests else 0.0,
         errors=errors, retries=retries, prompt_tokens=prompt, completion_tokens=completion,
-        tokens=prompt + completion)
+        tokens=prompt + completion, by_skill=skill_spend(spent))
+
+
+def skill_spend(spent: Iterable[Mapping[str, object]]) -> dict[str, SkillSpend]:
+    """The per-skill counters (`by_skill`) of trace rows' `spent` or of diagnosis rows,
+    summed, with the rates they imply (a part without `by_skill` adds nothing)."""
+    totals: dict[str, Counter[str]] = {}
+    for s in spent:
+        for skill, counts in _BY_SKILL.validate_python(s.get("by_skill", {})).items():
+            totals.setdefault(skill, Counter()).update(counts)
+    out = {}
+    for skill, c in sorted(totals.items()):
+        n = c["requests"]
+        out[skill] = SkillSpend(
+            requests=n, parse_failures=c["parse_failures"],
+            parse_failure_rate=round(c["parse_failures"] / n, 6) if n else 0.0,
+            cut=c["cut"], repaired=c["repaired"], completion_tokens=c["completion_tokens"],
+            mean_completion_tokens=round(c["completion_tokens"] / n, 3) if n else 0.0)
+    return out

@@ -22,7 +22,7 @@ from cuer_agent.data import Example
 from cuer_agent.diagnosers import Diagnoser, DiagnosisView, get_diagnoser, make_view
 from cuer_agent.diagnosers._probe import ExecutionProbe
 from cuer_agent.execution import Executor, RunResult
-from cuer_agent.llm.backends import SkillClient
+from cuer_agent.llm.backends import RequestLog, SkillClient
 from cuer_agent.metrics import recall_correct
 from cuer_agent.runs import RunDir, checked_rows
 
@@ -43,6 +43,8 @@ class DiagnosisFields(TypedDict):
     """Skill requests the diagnosis made (an error row: those made before it failed)."""
     tokens: int
     error: str
+    by_skill: NotRequired[dict[str, dict[str, int]]]
+    """The diagnosis's skill requests per skill (`RequestLog.spent_by_skill`)."""
 
 
 class DiagnosisRow(DiagnosisFields):
@@ -114,14 +116,16 @@ def diagnosis_fields(d: Diagnoser, view: DiagnosisView, probe: ExecutionProbe | 
     """One diagnosis as row fields: {pred_hop, pred_stage, propagated, cause, calls,
     tokens, error}. A diagnoser that raises gives an error row (pred_hop None) with the
     requests it made before failing, which were spent all the same."""
-    keys: list[str] = []
+    keys = RequestLog()
     try:
         with skills.collect() as keys:
             diagnosis = d.diagnose(view, probe)
     except Exception as exc:  # one trace's failure must not stop the study
         return {"pred_hop": None, "pred_stage": None, "calls": len(keys), "tokens": 0,
-                "error": f"{type(exc).__name__}: {exc}"[:300]}
+                "error": f"{type(exc).__name__}: {exc}"[:300],
+                "by_skill": keys.spent_by_skill()}
     tokens = diagnosis.cost.tokens + (probe.tokens if probe else 0)
     return {"pred_hop": diagnosis.hop, "pred_stage": diagnosis.stage,
             "propagated": diagnosis.propagated, "cause": diagnosis.cause,
-            "calls": len(keys), "tokens": tokens, "error": ""}
+            "calls": len(keys), "tokens": tokens, "error": "",
+            "by_skill": keys.spent_by_skill()}

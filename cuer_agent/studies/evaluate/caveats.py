@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from cuer_agent.llm.backends import backend_about
+from cuer_agent.llm.cache import PARSE_FAILURE_FLAG
 from cuer_agent.studies.cuer.report import FLOOR
 from cuer_agent.studies.diagnose.cells import DiagnoserSummary
 from cuer_agent.studies.diagnose.summary import beats
@@ -227,6 +228,16 @@ def _run_caveats(summary: EvaluateResults, backend: str) -> list[Caveat]:
         out.append(caveat(f"The single-shot baseline answers {original:.0%} correctly, so its "
                           "CUE-R deltas on correctness sit near a floor; grounding and D still "
                           "move."))
+    rate = summary.ledger.parse_failure_rate
+    if rate > PARSE_FAILURE_FLAG:
+        worst = max(summary.ledger.by_skill.items(), key=lambda kv: kv[1].parse_failure_rate)
+        out.append(caveat(
+            f"{rate:.0%} of the studies' skill replies failed to parse (over "
+            f"{PARSE_FAILURE_FLAG:.0%}; most often {worst[0]}: "
+            f"{worst[1].parse_failure_rate:.0%}): a run that ends in a parse failure is "
+            "neither recovered nor failed and is never diagnosed, so these traces measure "
+            "the model's output format as much as the agent (per skill: the ledger).",
+            impact=rate))
     errors = summary.ledger.errors
     if errors:
         clean_n = summary.agentic.clean.n

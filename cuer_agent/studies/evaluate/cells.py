@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from pydantic import Discriminator, Tag
 
 from cuer_agent.config import StudyConfig
-from cuer_agent.studies._common.cells import HopKey, Interval, Ledger, Part
+from cuer_agent.studies._common.cells import HopKey, Interval, Ledger, Part, SkillSpend
 from cuer_agent.studies.cuer.cells import CuerSummary
 from cuer_agent.studies.diagnose.cells import DiagnoserSummary
 from cuer_agent.studies.natural.summary import NaturalSummary
@@ -114,6 +114,10 @@ class EvaluateLedger(Ledger):
     """Skill requests made by the diagnosers."""
     diagnoser_errors: int
     """Diagnoses that raised."""
+    diagnoser_by_skill: dict[str, SkillSpend]
+    """The diagnosers' requests per skill, over the injected-fault and the
+    natural-failure diagnoses (`consistency`'s `check`, the judge's `judge`, a probe's
+    re-executions)."""
 
 
 class Provenance(Part):

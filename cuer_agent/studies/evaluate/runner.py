@@ -26,7 +26,7 @@ from cuer_agent.parallel import Parallelism
 from cuer_agent.runs import RunDir
 from cuer_agent.studies._common.cells import extended
 from cuer_agent.studies._common.pools import single_shot_data
-from cuer_agent.studies._common.run_agent import ledger_from_rows, retriever_factory
+from cuer_agent.studies._common.run_agent import ledger_from_rows, retriever_factory, skill_spend
 from cuer_agent.studies._common.run_configs import cuer_record, open_run_dir, propagate_record
 from cuer_agent.studies.cuer.report import cuer_summary
 from cuer_agent.studies.cuer.runner import RECORDS as CUER_RECORDS
@@ -99,7 +99,9 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
     diagnoses = diagnosis_rows(agentic_dir, DIAGNOSES)
     ledger = extended(ledger_from_rows(single_dir.rows(CUER_TRACES) + traces), EvaluateLedger,
                       diagnoser_requests=sum(r["calls"] for r in diagnoses),
-                      diagnoser_errors=sum(1 for r in diagnoses if r["error"]))
+                      diagnoser_errors=sum(1 for r in diagnoses if r["error"]),
+                      diagnoser_by_skill=skill_spend(
+                          [*diagnoses, *RunDir(run_dir.path / NATURAL).rows(DIAGNOSES)]))
     # Each part is given as the keys its study computed (a dict is validated into its
     # model), so `write_model` writes exactly those keys; `config` in full, as recorded.
     results = EvaluateResults(

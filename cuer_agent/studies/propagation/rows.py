@@ -17,6 +17,7 @@ from pydantic import TypeAdapter
 from typing_extensions import TypedDict
 
 from cuer_agent._json import JsonRow
+from cuer_agent.execution import Spent
 from cuer_agent.runs import checked_rows
 from cuer_agent.studies._common.records import RecordData
 from cuer_agent.trace import HopData
@@ -64,7 +65,7 @@ class ForkRow(TypedDict):
     status: NotRequired[str]
     """How the run ended: ok, parse_failure or error."""
     request_keys: NotRequired[list[str]]
-    spent: NotRequired[dict[str, int]]
+    spent: NotRequired[Spent]
     verify: NotRequired[list[bool]]
     """The clean run's: VERIFY's verdict on each hop's first attempt."""
     tampering: NotRequired[str]
