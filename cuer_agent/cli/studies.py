@@ -133,13 +133,18 @@ def run_cmd(
 
 def first_subqueries(traces: list[Trace]) -> str:
     """How many runs' first sub-query repeats the whole question instead of asking one step
-    of it (`metrics.answer.repeats_question`)."""
-    from cuer_agent.metrics.answer import repeats_question
+    of it (`metrics.answer.repeats_question`), and how many name nothing of it
+    (`shares_no_word`): the two ways a planner fails to decompose."""
+    from cuer_agent.metrics.answer import repeats_question, shares_no_word
 
     firsts = [(t.hops[0].first_attempt().subquery, t.question) for t in traces if t.hops]
+    n = len(firsts)
     repeated = sum(repeats_question(asked, question) for asked, question in firsts)
-    return (f"first sub-queries that repeat the question: {repeated}/{len(firsts)}"
-            + (f" ({repeated / len(firsts):.0%})" if firsts else ""))
+    unrelated = sum(shares_no_word(asked, question) for asked, question in firsts)
+    return (f"first sub-queries that repeat the question: {repeated}/{n}"
+            + (f" ({repeated / n:.0%})" if n else "")
+            + f"; that share no word with it: {unrelated}/{n}"
+            + (f" ({unrelated / n:.0%})" if n else ""))
 
 
 def label_natural(traces: list[Trace], run_dir: RunDir, ds: Dataset, study: StudyConfig,

@@ -114,3 +114,9 @@ def repeats_question(subquery: str, question: str, *, overlap: float = 0.8) -> b
     if not asked or not whole:
         return False
     return len(asked & whole) / len(asked | whole) >= overlap
+
+
+def shares_no_word(subquery: str, question: str) -> bool:
+    """A sub-query that names nothing of the question: after answer normalisation, no
+    word in common (a small model may write a schema word, "search", as its sub-query)."""
+    return not set(normalize_answer(subquery).split()) & set(normalize_answer(question).split())
