@@ -42,7 +42,9 @@ from typing_extensions import TypedDict
 
 from cuer_agent.errors import DataError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+"""3: evidence ids hash the paragraph with the title (no place, no count); hops record
+the `windows` a model was shown."""
 
 
 class Action(StrEnum):
@@ -59,14 +61,17 @@ Support = Literal["supported", "partial", "unsupported", "unknown"]
 
 
 def evidence_id(title: str, paragraph: int, chunk: int = 0) -> str:
-    """Stable evidence id from (source title, paragraph index, chunk index).
+    """Stable evidence id from (source title, paragraph index, chunk index):
+    `<sha1(title, paragraph)[:12]>-c<chunk>`.
 
     Never derived from list position, so the same passage has the same id in every run
-    and every intervention. The title is hashed (sha1, 8 hex digits) so ids stay short and
-    free of separators; the indices stay readable.
-    """
-    digest = hashlib.sha1(title.encode("utf-8")).hexdigest()[:8]
-    return f"{digest}-p{paragraph}-c{chunk}"
+    and every intervention. The paragraph is hashed with its title, so an id tells neither
+    where its paragraph stands in the article nor how many paragraphs the article has: a
+    passage a fault adds gets an id of the same form, and nothing in it says it is the
+    newest of its title. The chunk number stays readable (every chunk of a paragraph
+    shares the id's first part: `paragraph_key`)."""
+    digest = hashlib.sha1(f"{title}\x1f{paragraph}".encode()).hexdigest()[:12]
+    return f"{digest}-c{chunk}"
 
 
 class _Frozen(BaseModel):

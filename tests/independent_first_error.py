@@ -77,13 +77,10 @@ def matches(finding: str, answers: Iterable[str]) -> bool:
 # --- evidence ids -------------------------------------------------------------------
 
 
-def title_hash(title: str) -> str:
-    return hashlib.sha1(title.encode("utf-8")).hexdigest()[:8]
-
-
 def paragraph_prefix(title: str, paragraph: int) -> str:
-    """The id prefix shared by every chunk of a paragraph: `<hash>-p<paragraph>-c`."""
-    return f"{title_hash(title)}-p{paragraph}-c"
+    """The id prefix shared by every chunk of a paragraph: `<sha1(title, paragraph)>-c`."""
+    digest = hashlib.sha1(f"{title}\x1f{paragraph}".encode()).hexdigest()[:12]
+    return f"{digest}-c"
 
 
 def id_supports(item_id: str, support_ids: frozenset[str]) -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from pathlib import Path
@@ -11,6 +10,8 @@ import numpy as np
 import pytest
 from conftest import Studies, invoke, run_study
 from typer.testing import Result
+
+from cuer_agent.trace import evidence_id
 
 CONDITIONS = ("original", "remove", "replace", "duplicate", "zero_retrieval", "random_target")
 AXES = ("correctness", "em", "f1", "grounding", "confidence_error", "divergence")
@@ -51,9 +52,9 @@ def test_records_and_traces_are_stored_with_intervention_records(study: Path) ->
     assert {r["record"]["condition"] for r in rows} == set(CONDITIONS)
     dup = next(r for r in rows if r["record"]["condition"] == "duplicate")
     copy_id = dup["record"]["new_ids"][0]
-    assert re.fullmatch(r"[0-9a-f]{8}-p\d+-c0", copy_id)  # a real-form id: nothing tells
+    assert re.fullmatch(r"[0-9a-f]{12}-c0", copy_id)  # a real-form id: nothing tells
     target = dup["record"]["target_titles"][0]
-    assert copy_id.startswith(hashlib.sha1(target.encode()).hexdigest()[:8])
+    assert any(copy_id == evidence_id(target, p) for p in range(100))  # of its title
     assert "record" not in dup["trace"] and "intervention" not in dup["trace"]
 
 

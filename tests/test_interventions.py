@@ -77,7 +77,7 @@ def test_duplicate_positions(position: str, order: list[str]) -> None:
 def test_duplicate_copy_has_a_real_form_id_of_its_title() -> None:
     target = select_target(EVIDENCE, {"e1"}, set())
     _, copy_ = duplicate(EVIDENCE, target)
-    assert re.fullmatch(r"[0-9a-f]{8}-p\d+-c0", copy_.id)
+    assert re.fullmatch(r"[0-9a-f]{12}-c0", copy_.id)
     assert copy_.id == duplicate(EVIDENCE, target)[1].id  # deterministic
     assert copy_.id not in {e.id for e in EVIDENCE}
 

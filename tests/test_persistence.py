@@ -27,7 +27,7 @@ from cuer_agent.studies.propagation.runner import (
     inject,
 )
 
-REAL_ID = re.compile(r"[0-9a-f]{8}-p\d+-c\d+")
+REAL_ID = re.compile(r"[0-9a-f]{12}-c\d+")
 
 
 @cache

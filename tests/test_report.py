@@ -149,7 +149,8 @@ def summary() -> dict[str, Any]:
     scores = {"items": 300, "injected": 60, "auc": 0.55, "ci": [0.48, 0.62],
               "auc_independent": 0.53, "auc_words": 0.5,
               "feature_auc": {"sentences": 0.52, "score": 0.58}, "detectable": False,
-              "top_feature": "score", "in_view": {"items": 300, "auc": 0.9, "auc_content": 0.6}}
+              "top_feature": "score", "in_view": {"items": 300, "auc": 0.9, "auc_content": 0.6},
+              "by_rank": False}
     invisibility = {"threshold": 0.65, "positional": ["score", "rank", "score_ratio"],
                     "faults": {"content_tampering": scores,
                                "replace (per hop)": {**scores, "auc": 0.7, "detectable": True}}}

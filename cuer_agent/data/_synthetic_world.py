@@ -66,10 +66,17 @@ Redundancy = int | tuple[float, ...]
 """How many passages state each fact: a fixed number (1-3), or weights of 1, 2, 3."""
 REDUNDANCY_MIX: tuple[float, float, float] = (1 / 3, 1 / 3, 1 / 3)
 """The default: each fact is stated in 1, 2 or 3 passages, equally often."""
-STALE_SCALES: tuple[float, ...] = (0.5, 0.7, 1.3, 1.5)
-"""A stale population is the true one scaled by one of these (paper-notes §B's factors)."""
-YEAR_SHIFTS: tuple[int, ...] = (2, 3, 4, 5)
-"""A stale year is the true one shifted by one of these, either way."""
+YEAR_RANGES: dict[str, tuple[int, int]] = {
+    "person": (1880, 1991), "university": (1150, 1901), "band": (1950, LAST_YEAR - 4)}
+"""Type → [low, high) of its year, drawn uniformly."""
+YEARS_AFTER: dict[str, tuple[str, int, int]] = {
+    "film": ("directed_by", 24, 70), "book": ("written_by", 20, 75),
+    "company": ("founded_by", 22, 60), "album": ("recorded_by", 0, 25)}
+"""Type → (relation to its maker, fewest and most years after the maker's year)."""
+CITY_POPULATION = (11.5, 1.2, 2_000, 9_000_000)
+"""A city's population: exp(normal(mean, sd)) clipped to [low, high], in tens."""
+COUNTRY_FACTOR = (1.5, 4.0)
+"""A country's population: its cities' total times uniform(low, high), in thousands."""
 
 
 def check_redundancy(value: object) -> Redundancy:
@@ -168,9 +175,11 @@ class World:
 
     def counterfactual_value(self, entity: int, relation: str, kind: str,
                              rng: np.random.Generator) -> str:
-        """Another value of the fact, as the world would state it. `conflicting`: the value
-        a family sibling has for the relation (the confusion a real corpus holds), else any
-        other; `stale`: a year shifted by 2-5, a population scaled (`STALE_SCALES`), or
+        """Another value of the fact, drawn as the world draws its values, so nothing in
+        the value tells it apart (no shift or scale of the true one, which would make it
+        a value found nowhere else). `conflicting`: the value a family sibling has for the
+        relation (the confusion a real corpus holds), else as `stale`; `stale`: a literal
+        drawn again by the world's own rule for the entity's type (`literal_draw`), or
         another entity of the object's type."""
         true = self.answer(entity, relation)
         literal = relation == LITERALS[self.types[entity]]
@@ -180,28 +189,42 @@ class World:
             if values:
                 return values[int(rng.integers(len(values)))]
         if literal:
-            value = int(self.graph.nodes[entity][relation])
-            if relation == "population":
-                unit = 1000 if self.types[entity] == "country" else 10
-                scale = STALE_SCALES[int(rng.integers(len(STALE_SCALES)))]
-                new = max(unit, int(value * scale) // unit * unit)
-            else:
-                shift = YEAR_SHIFTS[int(rng.integers(len(YEAR_SHIFTS)))]
-                later = rng.random() >= 0.5 and value + shift <= LAST_YEAR
-                new = value + shift if later else value - shift
-            return _format_literal(relation, new)
+            for _ in range(64):
+                new = _format_literal(relation, self.literal_draw(entity, rng))
+                if new != true:
+                    return new
+            return _format_literal(relation, int(self.graph.nodes[entity][relation]) + 1)
         obj_type = self.types[self.target(entity, relation)]
         pool = [int(e) for e in self.by_type[obj_type].tolist() if self.names[e] != true]
         return self.names[pool[int(rng.integers(len(pool)))]]
+
+    def literal_draw(self, entity: int, rng: np.random.Generator) -> int:
+        """The entity's literal drawn again by the rule that drew it (`_literal_values`):
+        a year in its type's range or after its maker's, a population as its type's."""
+        t = self.types[entity]
+        if t in YEAR_RANGES:
+            return int(rng.integers(*YEAR_RANGES[t]))
+        if t in YEARS_AFTER:
+            rel, lo, hi = YEARS_AFTER[t]
+            maker = self.graph.nodes[self.target(entity, rel)][LITERALS[self.types[
+                self.target(entity, rel)]]]
+            return int(_years_after(rng, np.asarray([maker]), lo, hi)[0])
+        if t == "city":
+            return int(_city_populations(rng, 1)[0])
+        cities = [c for c, _, key in self.graph.in_edges(entity, keys=True)
+                  if key == "located_in"]
+        total = float(sum(int(self.graph.nodes[c]["population"]) for c in cities))
+        return int(_country_populations(rng, np.asarray([total]))[0])
 
     def counterfactual_paragraph(self, entity: int, relation: str, value: str,
                                  *seed_parts: object) -> Passage:
         """A paragraph of the entity's article as the world's own generator writes it when
         the fact says `value`: the article is drawn afresh (paragraph count, where each
         fact is stated, sentence forms, fillers) and one of its paragraphs stating the
-        fact is taken at random — the intro paragraph as often as a real fact's passage
-        is one. Its `index` is the article's next paragraph number, as a new paragraph
-        would get."""
+        fact is taken at random, never the intro: its `index` is the article's next
+        paragraph number, as a new paragraph would get, so it opens as a paragraph past
+        the first opens (an article has one intro). A fact the draw states only in the
+        intro is moved to paragraph 1."""
         dice = txt.Dice(_seed_int("counterfactual", self.seed, self.size, entity, relation,
                                   value, *seed_parts))
         t, name = self.types[entity], self.names[entity]
@@ -215,9 +238,11 @@ class World:
         refs = txt.other_refs(t, self.stem(entity), dice)
         count, placement = txt.place_facts(dice, _redundancies(dice, self.redundancy,
                                                                len(facts)))
+        if not any(placement[slot]):  # stated only in the intro
+            count, placement[slot] = max(count, 2), (1,)
         paragraphs = txt.render_article(dice, t, name, refs, facts, placement, count, siblings,
                                         self.details[entity])
-        chosen = dice.pick(placement[slot])
+        chosen = dice.pick([j for j in placement[slot] if j > 0])
         return Passage(title=name, text=paragraphs[chosen], index=len(self.article(entity)))
 
     def id_of(self, name: str) -> int:
@@ -461,20 +486,32 @@ def _literal_values(rng: np.random.Generator, by_type: dict[str, np.ndarray],
     def n(t: str) -> int:
         return len(by_type[t])
 
-    v[by_type["person"]] = rng.integers(1880, 1991, size=n("person"))
-    for t, rel, lo, hi in (("film", "directed_by", 24, 70), ("book", "written_by", 20, 75),
-                           ("company", "founded_by", 22, 60)):
+    v[by_type["person"]] = rng.integers(*YEAR_RANGES["person"], size=n("person"))
+    for t in ("film", "book", "company"):
+        rel, lo, hi = YEARS_AFTER[t]
         v[by_type[t]] = _years_after(rng, v[targets[t, rel]], lo, hi)
-    v[by_type["university"]] = rng.integers(1150, 1901, size=n("university"))
-    v[by_type["band"]] = rng.integers(1950, LAST_YEAR - 4, size=n("band"))
-    v[by_type["album"]] = _years_after(rng, v[targets["album", "recorded_by"]], 0, 25)
-    city_pop = np.exp(rng.normal(11.5, 1.2, size=n("city"))).clip(2_000, 9_000_000)
-    v[by_type["city"]] = (city_pop // 10 * 10).astype(np.int64)
+    for t in ("university", "band"):
+        v[by_type[t]] = rng.integers(*YEAR_RANGES[t], size=n(t))
+    rel, lo, hi = YEARS_AFTER["album"]
+    v[by_type["album"]] = _years_after(rng, v[targets["album", rel]], lo, hi)
+    v[by_type["city"]] = _city_populations(rng, n("city"))
     totals = np.zeros(size, dtype=np.float64)
     np.add.at(totals, targets["city", "located_in"], v[by_type["city"]])
-    factor = rng.uniform(1.5, 4.0, size=n("country"))
-    v[by_type["country"]] = (totals[by_type["country"]] * factor // 1000 * 1000).astype(np.int64)
+    v[by_type["country"]] = _country_populations(rng, totals[by_type["country"]])
     return v
+
+
+def _city_populations(rng: np.random.Generator, n: int) -> np.ndarray:
+    mean, sd, low, high = CITY_POPULATION
+    drawn: np.ndarray = (np.exp(rng.normal(mean, sd, size=n)).clip(low, high)
+                         // 10 * 10).astype(np.int64)
+    return drawn
+
+
+def _country_populations(rng: np.random.Generator, city_totals: np.ndarray) -> np.ndarray:
+    factor = rng.uniform(*COUNTRY_FACTOR, size=len(city_totals))
+    drawn: np.ndarray = (city_totals * factor // 1000 * 1000).astype(np.int64)
+    return drawn
 
 
 def _years_after(rng: np.random.Generator, base: np.ndarray, lo: int, hi: int) -> np.ndarray:

@@ -2,7 +2,7 @@
 nothing observable tells it apart from the items the retriever returned itself.
 
 * **id** — of the real form `evidence_id(title, paragraph, chunk)`
-  (`<sha1(title)[:8]>-p<n>-c<n>`), for a paragraph number drawn (seeded) from the range
+  (`<sha1(title, paragraph)[:12]>-c<n>`), for a paragraph number drawn (seeded) from the range
   the corpus uses and taken by no indexed chunk and no item in view;
 * **score** — what the same retriever gives the item for the same sub-query
   (`BM25Retriever.score_text`);

@@ -5,7 +5,7 @@
   (random), `medium` (most similar to the question), `hard` (most similar to the
   target). Never an item already in view, never one with a gold supporting title.
 * DUPLICATE adds a copy of the target at the `end`, the `front`, or right `after` the
-  original. The copy has an id of the real form (`<sha1(title)[:8]>-p<n>-c0`, a
+  original. The copy has an id of the real form (`<sha1(title, paragraph)[:12]>-c0`, a
   paragraph number nothing else uses: `_placement.mint_id`), so no id tells it apart.
 
 After every edit the items are re-ranked 1..n in their new order, so the edited list

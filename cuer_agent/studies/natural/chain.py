@@ -17,7 +17,7 @@ Per data set (`gold_chain`):
 A step whose answer normalises to the question's final gold answer also accepts the final
 answer's aliases (MuSiQue `answer_aliases`, the synthetic world's unformatted numbers).
 Supporting passages are kept as *paragraph keys*: an evidence id without its chunk
-number (`<sha1(title)[:8]>-p<n>`), so every chunk of a long paragraph counts.
+number (`<sha1(title, paragraph)[:12]>`), so every chunk of a long paragraph counts.
 """
 
 from __future__ import annotations

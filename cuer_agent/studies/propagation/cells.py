@@ -135,6 +135,11 @@ class InvisibilityCell(Part):
     top_feature: str | None
     """The single feature that separates best ("words": the n-gram model)."""
     in_view: InViewScores
+    by_rank: bool
+    """Its items enter by rank (a withholding surfaces them; per-hop REPLACE puts its
+    item at the target's rank): `auc`, `auc_independent` and `feature_auc` leave the
+    positional features out, since an outsider has no clean run to compare a place
+    with."""
 
 
 class Invisibility(Part):

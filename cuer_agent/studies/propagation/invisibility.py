@@ -17,8 +17,15 @@ injected is. Also reported, **in view**: every real item of the faulted view as
 negatives, position included.
 
 **Features** (generic, nothing fault-specific): sentence and token counts, whether the
-text opens with its title, how many other items in view share its title, score, rank,
-score over the view's best, and hashed word 1-2-grams of title and text.
+text opens with its title, how many other items in view share its title, the id's
+numbers (the largest whole number among its parts, as `p3` in `…-p3-c0`) and whether its
+id is the largest of its title in view, score, rank, score over the view's best, and
+hashed word 1-2-grams of title and text.
+
+**Items that enter by rank** — a withholding surfaces the next real item, per-hop REPLACE
+puts its item at the target's rank — are scored **without position** (`by_rank`): an
+outsider sees no clean run to compare a place with, so `auc` and `auc_independent` use
+the content features only.
 
 **Classifiers.** A logistic regression on all features (the figure: `auc`), and, as an
 independent check, gradient-boosted trees on the numeric features plus a low-dimensional
@@ -33,6 +40,8 @@ Needs scikit-learn (a dependency). Deterministic: fixed folds and seeds, one thr
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -52,8 +61,8 @@ DETECTABLE = 0.65
 FOLDS = 5
 RESAMPLES = 500
 SEED = 0
-NUMERIC = ("sentences", "tokens", "opens_with_title", "title_in_view", "score", "rank",
-           "score_ratio")
+NUMERIC = ("sentences", "tokens", "opens_with_title", "title_in_view", "id_number",
+           "id_largest_of_title", "score", "rank", "score_ratio")
 """The numeric features, in column order."""
 POSITIONAL = ("score", "rank", "score_ratio")
 """Features that say where the retriever placed an item, not what it is."""
@@ -69,6 +78,9 @@ class Item:
     text: str
     numeric: tuple[float, ...]
     injected: bool
+    by_rank: bool = False
+    """An injected item that entered by rank (surfaced by a withholding, or per-hop
+    REPLACE's item at its target's rank)."""
 
 
 def _item(example_id: str, ev: EvidenceData, view: Sequence[EvidenceData],
@@ -76,11 +88,29 @@ def _item(example_id: str, ev: EvidenceData, view: Sequence[EvidenceData],
     title, text = str(ev.get("title", "")), str(ev.get("text", ""))
     best = max((float(e.get("score", 0.0)) for e in view), default=0.0)
     score = float(ev.get("score", 0.0))
+    same_title = [e for e in view if e is not ev and e.get("title") == title]
     numeric = (float(len(sentences(text))), float(len(tokenize(text))),
-               float(text.startswith(title) and bool(title)),
-               float(sum(1 for e in view if e is not ev and e.get("title") == title)),
+               float(text.startswith(title) and bool(title)), float(len(same_title)),
+               float(max(id_numbers(str(ev["id"])), default=0)),
+               float(bool(same_title) and all(_id_order(str(ev["id"])) > _id_order(str(e["id"]))
+                                              for e in same_title)),
                score, float(ev.get("rank", 0)), score / best if best > 0 else 0.0)
     return Item(example_id, f"{title} {text}", numeric, injected)
+
+
+def id_numbers(item_id: str) -> list[int]:
+    """The whole numbers an id shows: each part between separators that is digits after
+    leading letters (`p3`, `c0`, `12`), not a hash that happens to hold digits."""
+    return [int(m.group(1)) for part in _ID_PARTS.split(item_id)
+            if (m := _NUMBERED.fullmatch(part))]
+
+
+def _id_order(item_id: str) -> tuple[list[int], str]:
+    return id_numbers(item_id), item_id
+
+
+_ID_PARTS = re.compile(r"[-_:/.#]")
+_NUMBERED = re.compile(r"[A-Za-z]*([0-9]+)")
 
 
 def _injected_ids(row: TraceRow) -> set[str]:
@@ -153,8 +183,10 @@ def items_by_fault(trace_rows: Sequence[TraceRow],
             is_injected = str(ev["id"]) in injected
             out[name]["in_view"].append(_item(example, ev, view, is_injected))
             if is_injected:
-                out[name]["matched"].append(_item(example, ev, view, True))
                 surfaced = provenance.get(str(ev["id"])) == str(ev["id"])
+                by_rank = surfaced or record["condition"] == "hop_replace"
+                out[name]["matched"].append(
+                    dataclasses.replace(_item(example, ev, view, True), by_rank=by_rank))
                 partner = _counterpart(ev, view, clean_view, injected, surfaced, contradicts)
                 if partner is not None:
                     out[name]["matched"].append(_item(example, partner[0], partner[1], False))
@@ -253,12 +285,15 @@ def _out_of_fold(items: list[Item], model: str, features: str = "all") -> np.nda
     return scores
 
 
-def _feature_aucs(items: list[Item]) -> dict[str, float]:
-    """Each numeric feature alone as a score: its AUC, either direction (>= 0.5)."""
+def _feature_aucs(items: list[Item], features: str = "all") -> dict[str, float]:
+    """Each numeric feature alone as a score (of `features`): its AUC, either direction
+    (>= 0.5)."""
     y = np.asarray([i.injected for i in items], dtype=int)
     numeric = np.asarray([i.numeric for i in items], dtype=np.float64)
     out = {}
     for j, name in enumerate(NUMERIC):
+        if features != "all" and name in POSITIONAL:
+            continue
         auc = _auc(y, numeric[:, j])
         out[name] = round(max(auc, 1.0 - auc), 6)
     return out
@@ -282,18 +317,19 @@ class Classified:
     """None when the items cannot be split (the cell writes {})."""
 
 
-def classify(items: list[Item]) -> Classified:
-    """One fault's figures (see the module docstring)."""
+def classify(items: list[Item], features: str = "all") -> Classified:
+    """One fault's figures (see the module docstring), on `features` (all, or content:
+    without the positional ones)."""
     y = np.asarray([i.injected for i in items], dtype=int)
     groups = np.asarray([i.example_id for i in items])
-    scores = _out_of_fold(items, "linear")
+    scores = _out_of_fold(items, "linear", features)
     if scores is None:
         return Classified(items=len(items), injected=int(y.sum()), auc=None)
     return Classified(items=len(items), injected=int(y.sum()), auc=_rounded(y, scores),
                       ci=_cluster_ci(y, scores, groups),
-                      auc_independent=_rounded(y, _out_of_fold(items, "trees")),
+                      auc_independent=_rounded(y, _out_of_fold(items, "trees", features)),
                       auc_words=_rounded(y, _out_of_fold(items, "words")),
-                      feature_auc=_feature_aucs(items))
+                      feature_auc=_feature_aucs(items, features))
 
 
 def _verdict(cell: Classified) -> tuple[bool, str | None]:
@@ -333,9 +369,11 @@ def invisibility(trace_rows: Sequence[TraceRow], faults: Sequence[str]) -> Invis
 def _invisibility(trace_rows: Sequence[TraceRow], faults: Sequence[str]) -> Invisibility:
     out: dict[str, InvisibilityCell] = {}
     for name, sets in sorted(items_by_fault(trace_rows, faults).items()):
-        cell = classify(sets["matched"])
+        injected = [i for i in sets["matched"] if i.injected]
+        by_rank = bool(injected) and all(i.by_rank for i in injected)
+        cell = classify(sets["matched"], "content" if by_rank else "all")
         detectable, top = _verdict(cell)
-        out[name] = InvisibilityCell(
+        out[name] = InvisibilityCell(by_rank=by_rank,
             items=cell.items, injected=cell.injected, auc=cell.auc, ci=cell.ci,
             auc_independent=cell.auc_independent, auc_words=cell.auc_words,
             feature_auc=cell.feature_auc or {}, detectable=detectable, top_feature=top,
