@@ -119,3 +119,11 @@ def test_a_family_never_draws_more_members_than_there_are_styles() -> None:
     diagnosers = {m: diag(0.5) for m in members}
     drawn = exact_hop_families(diagnosers, {"gold-free": members})
     assert drawn is not None and drawn[1] == members[len(MEMBER_STYLES):]
+
+
+def test_verify_without_an_effective_injection_says_so_instead_of_an_empty_list() -> None:
+    verify = {**summary()["verify"], "detection": {}}
+    said = [c.text for c in honest_caveats(results(verify=verify), "llamacpp")
+            if c.text.startswith("VERIFY flags")]
+    assert said == ["VERIFY flags 2.0% of clean hops (false alarms) and no injection took "
+                    "effect to measure its detection."]

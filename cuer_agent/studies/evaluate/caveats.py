@@ -341,8 +341,9 @@ def construction_caveats(summary: EvaluateResults) -> list[Caveat]:
     if alarm is not None:
         caught = ", ".join(f"{f} {c.rate:.2f}" for f, c in verify.detection.items()
                            if c.rate is not None)
-        out.append(caveat(f"VERIFY flags {alarm:.1%} of clean hops (false alarms) and, of the "
-                          f"effective injections' faulted hops: {caught}."))
+        detected = (f"and, of the effective injections' faulted hops: {caught}" if caught
+                    else "and no injection took effect to measure its detection")
+        out.append(caveat(f"VERIFY flags {alarm:.1%} of clean hops (false alarms) {detected}."))
     reader = summary.reader
     plain = reader.without_relation_table
     if plain is not None and reader.accuracy is not None:
