@@ -17,6 +17,15 @@ import numpy as np
 
 from cuer_agent.data import _synthetic_text as txt
 from cuer_agent.data._example import Passage
+from cuer_agent.data._synthetic_literals import (
+    YEAR_RANGES,
+    YEARS_AFTER,
+    Targets,
+    city_populations,
+    country_populations,
+    literal_values,
+    years_after,
+)
 from cuer_agent.errors import ConfigError
 
 TYPE_SHARES: dict[str, float] = {
@@ -46,7 +55,6 @@ LITERALS: dict[str, str] = {
 """The literal attribute (relation name = node attribute) of each type."""
 
 MIN_SIZE = 100
-LAST_YEAR = 2024
 MAX_HOPS = 4
 FOUR_FAMILY_SHARE = 0.25
 """Share of families with four members (the others have three)."""
@@ -66,19 +74,6 @@ Redundancy = int | tuple[float, ...]
 """How many passages state each fact: a fixed number (1-3), or weights of 1, 2, 3."""
 REDUNDANCY_MIX: tuple[float, float, float] = (1 / 3, 1 / 3, 1 / 3)
 """The default: each fact is stated in 1, 2 or 3 passages, equally often."""
-YEAR_RANGES: dict[str, tuple[int, int]] = {
-    "person": (1880, 1991), "university": (1150, 1901), "band": (1950, LAST_YEAR - 4)}
-"""Type → [low, high) of its year, drawn uniformly."""
-YEARS_AFTER: dict[str, tuple[str, int, int]] = {
-    "film": ("directed_by", 24, 70), "book": ("written_by", 20, 75),
-    "company": ("founded_by", 22, 60), "album": ("recorded_by", 0, 25)}
-"""Type → (relation to its maker, fewest and most years after the maker's year)."""
-CITY_POPULATION = (11.5, 1.2, 2_000, 9_000_000)
-"""A city's population: exp(normal(mean, sd)) clipped to [low, high], in tens."""
-COUNTRY_FACTOR = (1.5, 4.0)
-"""A country's population: its cities' total times uniform(low, high), in thousands."""
-
-
 def check_redundancy(value: object) -> Redundancy:
     """A valid redundancy (`Redundancy`), or `ConfigError` naming what is wrong."""
     if isinstance(value, bool):
@@ -208,13 +203,13 @@ class World:
             rel, lo, hi = YEARS_AFTER[t]
             maker = self.graph.nodes[self.target(entity, rel)][LITERALS[self.types[
                 self.target(entity, rel)]]]
-            return int(_years_after(rng, np.asarray([maker]), lo, hi)[0])
+            return int(years_after(rng, np.asarray([maker]), lo, hi)[0])
         if t == "city":
-            return int(_city_populations(rng, 1)[0])
+            return int(city_populations(rng, 1)[0])
         cities = [c for c, _, key in self.graph.in_edges(entity, keys=True)
                   if key == "located_in"]
         total = float(sum(int(self.graph.nodes[c]["population"]) for c in cities))
-        return int(_country_populations(rng, np.asarray([total]))[0])
+        return int(country_populations(rng, np.asarray([total]))[0])
 
     def counterfactual_paragraph(self, entity: int, relation: str, value: str,
                                  *seed_parts: object) -> Passage:
@@ -321,7 +316,7 @@ def _build_world(seed: int, size: int, redundancy: Redundancy) -> World:
     stems, given = _stems(rng, len(families), max(8, len(by_type["person"]) // 12))
     names = _names(rng, by_type, fam_local, family_of, stems, given, size)
     targets = _relation_targets(rng, by_type, fam_local)
-    values = _literal_values(rng, by_type, targets, size)
+    values = literal_values(rng, by_type, targets, size)
     graph = _graph(seed, size, names, type_of, family_of, stems, by_type, targets, values)
     articles = _render_passages(seed, size, by_type, families, family_of, names, stems,
                                 targets, values, redundancy)
@@ -426,8 +421,6 @@ def _names(rng: np.random.Generator, by_type: dict[str, np.ndarray],
     return names
 
 
-Targets = dict[tuple[str, str], np.ndarray]
-"""(subject type, relation) -> object entity per subject, aligned with `by_type[type]`."""
 
 
 def _relation_targets(rng: np.random.Generator, by_type: dict[str, np.ndarray],
@@ -475,50 +468,6 @@ def _capitals(rng: np.random.Generator, by_type: dict[str, np.ndarray],
     capital_of = dict(zip(sorted_countries[first].tolist(), cities[order][first].tolist(),
                           strict=True))
     return np.array([capital_of[c] for c in countries.tolist()], dtype=cities.dtype)
-
-
-def _literal_values(rng: np.random.Generator, by_type: dict[str, np.ndarray],
-                    targets: Targets, size: int) -> np.ndarray:
-    """The literal of every entity, consistent with the graph (works after their makers'
-    births, albums after their band formed, countries outnumber their cities)."""
-    v = np.zeros(size, dtype=np.int64)
-
-    def n(t: str) -> int:
-        return len(by_type[t])
-
-    v[by_type["person"]] = rng.integers(*YEAR_RANGES["person"], size=n("person"))
-    for t in ("film", "book", "company"):
-        rel, lo, hi = YEARS_AFTER[t]
-        v[by_type[t]] = _years_after(rng, v[targets[t, rel]], lo, hi)
-    for t in ("university", "band"):
-        v[by_type[t]] = rng.integers(*YEAR_RANGES[t], size=n(t))
-    rel, lo, hi = YEARS_AFTER["album"]
-    v[by_type["album"]] = _years_after(rng, v[targets["album", rel]], lo, hi)
-    v[by_type["city"]] = _city_populations(rng, n("city"))
-    totals = np.zeros(size, dtype=np.float64)
-    np.add.at(totals, targets["city", "located_in"], v[by_type["city"]])
-    v[by_type["country"]] = _country_populations(rng, totals[by_type["country"]])
-    return v
-
-
-def _city_populations(rng: np.random.Generator, n: int) -> np.ndarray:
-    mean, sd, low, high = CITY_POPULATION
-    drawn: np.ndarray = (np.exp(rng.normal(mean, sd, size=n)).clip(low, high)
-                         // 10 * 10).astype(np.int64)
-    return drawn
-
-
-def _country_populations(rng: np.random.Generator, city_totals: np.ndarray) -> np.ndarray:
-    factor = rng.uniform(*COUNTRY_FACTOR, size=len(city_totals))
-    drawn: np.ndarray = (city_totals * factor // 1000 * 1000).astype(np.int64)
-    return drawn
-
-
-def _years_after(rng: np.random.Generator, base: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """A year uniformly in [base + lo, min(base + hi, LAST_YEAR)] (base + lo <= LAST_YEAR)."""
-    top = np.minimum(base + hi, LAST_YEAR)
-    years: np.ndarray = base + lo + (rng.random(len(base)) * (top - base - lo + 1)).astype(np.int64)
-    return years
 
 
 def _graph(seed: int, size: int, names: list[str], type_of: list[str],
