@@ -52,6 +52,7 @@ that an intervention happened.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
 import pickle
@@ -406,7 +407,8 @@ def _fresh(result: RunResult) -> RunResult:
     does) without touching the stored one; states and traces are never changed in place."""
     return dataclasses.replace(result, snapshots=dict(result.snapshots),
                                nodes_run=list(result.nodes_run),
-                               request_keys=list(result.request_keys), spent=result.spent,
+                               request_keys=list(result.request_keys),
+                               spent=copy.deepcopy(result.spent),
                                cost_at=dict(result.cost_at))
 
 

@@ -379,6 +379,11 @@ def test_the_ledger_section_has_a_row_per_skill(full: tuple[str, str]) -> None:
     assert "| read | 900 | 0 | 0.0000 | 0 | 0 | 0.0 |" in section
 
 
+def test_the_ledger_counters_hold_no_per_skill_breakdown(full: tuple[str, str]) -> None:
+    section = full[0].split("## Ledger and configuration", 1)[1].split("```", 1)[0]
+    assert "| diagnoser_by_skill |" not in section and "| by_skill |" not in section
+
+
 def test_html_escapes_summary_text(full: tuple[str, str]) -> None:
     assert "&lt;not an LLM&gt; &amp; scores" in full[1] and "<not an LLM>" not in full[1]
 

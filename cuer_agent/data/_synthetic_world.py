@@ -74,6 +74,8 @@ Redundancy = int | tuple[float, ...]
 """How many passages state each fact: a fixed number (1-3), or weights of 1, 2, 3."""
 REDUNDANCY_MIX: tuple[float, float, float] = (1 / 3, 1 / 3, 1 / 3)
 """The default: each fact is stated in 1, 2 or 3 passages, equally often."""
+
+
 def check_redundancy(value: object) -> Redundancy:
     """A valid redundancy (`Redundancy`), or `ConfigError` naming what is wrong."""
     if isinstance(value, bool):
@@ -194,16 +196,16 @@ class World:
         return self.names[pool[int(rng.integers(len(pool)))]]
 
     def literal_draw(self, entity: int, rng: np.random.Generator) -> int:
-        """The entity's literal drawn again by the rule that drew it (`_literal_values`):
+        """The entity's literal drawn again by the rule that drew it (`literal_values`):
         a year in its type's range or after its maker's, a population as its type's."""
         t = self.types[entity]
         if t in YEAR_RANGES:
             return int(rng.integers(*YEAR_RANGES[t]))
         if t in YEARS_AFTER:
             rel, lo, hi = YEARS_AFTER[t]
-            maker = self.graph.nodes[self.target(entity, rel)][LITERALS[self.types[
-                self.target(entity, rel)]]]
-            return int(years_after(rng, np.asarray([maker]), lo, hi)[0])
+            maker = self.target(entity, rel)
+            year = self.graph.nodes[maker][LITERALS[self.types[maker]]]
+            return int(years_after(rng, np.asarray([year]), lo, hi)[0])
         if t == "city":
             return int(city_populations(rng, 1)[0])
         cities = [c for c, _, key in self.graph.in_edges(entity, keys=True)
@@ -419,8 +421,6 @@ def _names(rng: np.random.Generator, by_type: dict[str, np.ndarray],
         for e, f, p in zip(ents.tolist(), stem_of, pick, strict=True):
             names[e] = patterns[p].format(stem=stems[f])
     return names
-
-
 
 
 def _relation_targets(rng: np.random.Generator, by_type: dict[str, np.ndarray],

@@ -39,8 +39,6 @@ class RequestLog(list[str]):
 
     retries: int = 0
     prompt_tokens: int = 0
-    completion_tokens: int = 0
-    parse_failures: int = 0
 
     def __init__(self) -> None:
         super().__init__()
@@ -48,6 +46,16 @@ class RequestLog(list[str]):
         """Per skill: `requests`, and of their replies `parse_failures`, `cut` (at the
         output-token bound), `repaired` (of those, closed into a valid reply) and
         `completion_tokens` — what a trace row's `spent.by_skill` records."""
+
+    @property
+    def completion_tokens(self) -> int:
+        """Output tokens of the replies (summed from `by_skill`)."""
+        return sum(c["completion_tokens"] for c in self.by_skill.values())
+
+    @property
+    def parse_failures(self) -> int:
+        """Replies that stayed invalid (summed from `by_skill`)."""
+        return sum(c["parse_failures"] for c in self.by_skill.values())
 
     def tally(self, skill: str, **counts: int) -> None:
         """Add `counts` to `skill`'s entry (made on first use)."""
@@ -196,8 +204,6 @@ class SkillClient:
                 keys.tally(skill, **counts)
             keys.retries += log.retries
             keys.prompt_tokens += log.prompt_tokens
-            keys.completion_tokens += log.completion_tokens
-            keys.parse_failures += log.parse_failures
 
     def __call__(self, skill: str, request: BaseModel) -> SkillResult:
         rendered, key = self._prompt(skill, request)
@@ -274,8 +280,6 @@ class SkillClient:
         for log in _COLLECTOR.get() or []:
             log.retries += stored.retries
             log.prompt_tokens += stored.prompt_tokens
-            log.completion_tokens += stored.completion_tokens
-            log.parse_failures += failed
             log.tally(skill, parse_failures=failed, cut=cut, repaired=cut and not failed,
                       completion_tokens=stored.completion_tokens)
         return result

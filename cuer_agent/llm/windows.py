@@ -57,4 +57,4 @@ def _sentence_starts(text: str, n_words: int) -> list[int]:
         at += len(sentence.split())
         if at < n_words:
             starts.append(at)
-    return sorted(set(starts))
+    return starts

@@ -6,16 +6,16 @@ from __future__ import annotations
 from cuer_agent.llm.cache import PARSE_FAILURE_FLAG
 from cuer_agent.report._format import num
 from cuer_agent.report._render import Table
+from cuer_agent.report._tables import ordered
 from cuer_agent.studies.evaluate.cells import EvaluateLedger
 
 
 def ledger(led: EvaluateLedger) -> Table:
     """The backend ledger of the evaluate run: its totals."""
-    counters: dict[str, int | float] = led.model_dump(exclude={"by_skill"})
-    first = ("requests", "calls", "cache_hits", "parse_failures", "parse_failure_rate",
-             "tokens")
-    keys = [k for k in first if k in counters] + sorted(k for k in counters
-                                                         if k not in first)
+    counters: dict[str, int | float] = led.model_dump(exclude={"by_skill",
+                                                               "diagnoser_by_skill"})
+    keys = ordered(list(counters), ("requests", "calls", "cache_hits", "parse_failures",
+                                     "parse_failure_rate", "tokens"))
     rows = tuple((k, num(v, 4) if isinstance(v := counters[k], float) else str(v))
                  for k in keys)
     return Table(caption="Backend ledger (whole evaluate run)", headers=("counter", "value"),

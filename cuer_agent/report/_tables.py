@@ -42,7 +42,7 @@ ROLE_ORDER = ("constructive", "corrective", "distractive", "confidence-distortin
 DESCRIPTIVE = "†"
 
 
-def _ordered(keys: list[str], first: tuple[str, ...]) -> list[str]:
+def ordered(keys: list[str], first: tuple[str, ...]) -> list[str]:
     return [k for k in first if k in keys] + sorted(k for k in keys if k not in first)
 
 
@@ -105,7 +105,7 @@ def cuer_main(conditions: Mapping[str, CuerCondition]) -> Table:
     """Per condition: our mean axes next to the paper's HotpotQA / Qwen-3 8B row, then
     the deltas against the original with 95% CIs and p-values."""
     rows = []
-    for name in _ordered(list(conditions), CONDITION_ORDER):
+    for name in ordered(list(conditions), CONDITION_ORDER):
         cond = conditions[name]
         paper = ref.CUER_HOTPOTQA_QWEN3_8B.get(name, (None, None, None, None))
         cells = [name, str(cond.n)]
