@@ -400,3 +400,12 @@ def test_the_html_first_screen_holds_the_headline_table_beside_the_plot(
     row = first.split('<div class="row">', 1)[1]
     assert "<caption>Headline: recovery after a fault at hop h" in row
     assert '<img alt="Exact-hop accuracy by fault depth, one panel per family' in row
+
+
+def test_a_summary_built_in_code_without_provenance_validates() -> None:
+    # What a study run outside the CLI (a benchmark, a notebook) hands over: the model
+    # instance, not its JSON `{}`.
+    from cuer_agent.studies.evaluate.cells import NoProvenance
+
+    made = EvaluateSummary.model_validate({**summary(), "provenance": NoProvenance()})
+    assert isinstance(made.provenance, NoProvenance)

@@ -182,7 +182,9 @@ class EvaluateResults(Part):
     """The whole study config (the run's `config.json`)."""
     provenance: Annotated[Annotated[Provenance, Tag("Provenance")]
                           | Annotated[NoProvenance, Tag("NoProvenance")],
-                          Discriminator(lambda v: "NoProvenance" if v == {} else "Provenance")]
+                          Discriminator(lambda v: "NoProvenance"
+                                        if isinstance(v, NoProvenance) or v == {}
+                                        else "Provenance")]
 
 
 class EvaluateSummary(EvaluateResults):
