@@ -23,6 +23,12 @@ known hop h, so the label is certain:
   last note;
 * `early_stop` — the agent answers after hop h-1 (label: hop h = n+1, stopped early).
 
+With `--reader paraphrase` the chat model says each note in a sentence of its own, as a
+chat model does ("The passages point to X.", "X, according to <title>."), and says it
+found nothing in words ("I could not find that in these passages."); the agent's own
+loop still carries the bare entity into its next sub-question. The default reader says
+the bare entity (and "unknown").
+
 After a fault the scripted reader reads on: each later hop names an entity of its best
 passage. A faulted run whose answer still matches the gold answer is left unlabelled (it
 did not fail); a record whose clean hops do not retrieve their supporting paragraph is
@@ -127,21 +133,35 @@ class Script:
         return names[0] if names else ""
 
 
-def build_agent(script_of: Callable[[str], Script]) -> Any:
+_PHRASINGS = ("The passages point to {note}.", "{note}, according to {title}.",
+              "From what I read, it is {note}.", "It looks like the answer is {note}.")
+_NOTHING = ("I could not find that in these passages.", "None of these passages says.")
+
+
+def paraphrase(note: str, query: str, found: list[Document]) -> str:
+    """A chat model's wording of a note (or of finding nothing), drawn by a stable hash."""
+    if not note:
+        return _NOTHING[_draw(f"nothing:{query}", len(_NOTHING))]
+    title = found[0].metadata["title"] if found else "the passages"
+    return _PHRASINGS[_draw(f"phrase:{query}", len(_PHRASINGS))].format(note=note, title=title)
+
+
+def build_agent(script_of: Callable[[str], Script], paraphrasing: bool = False) -> Any:
     from langgraph.graph import END, START, StateGraph
 
     def lookup(state: LoopState) -> dict[str, Any]:
         script = script_of(state["question"])
         i = len(state["steps"]) + 1
-        notes = [s["note"] for s in state["steps"]]
+        notes = [s["entity"] for s in state["steps"]]
         query = script.query(i, notes)
         found = script.retriever(i).invoke(query)
         note = script.read(i, query, found)
-        reader = FakeListChatModel(responses=[note or "unknown"])
+        said = paraphrase(note, query, found) if paraphrasing else note or "unknown"
+        reader = FakeListChatModel(responses=[said])
         reply = reader.invoke(f"Question: {query}\n\n" + "\n\n".join(
             f"{d.metadata['title']}: {d.page_content}" for d in found))
         return {"steps": [*state["steps"], {"query": query, "note": str(reply.content),
-                                            "ok": "yes" if note else "no"}]}
+                                            "entity": note, "ok": "yes" if note else "no"}]}
 
     def route(state: LoopState) -> str:
         script = script_of(state["question"])
@@ -191,7 +211,8 @@ def _counting_ids() -> Any:
     return CountingIds()
 
 
-def run(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[Any]]:
+def run(records: list[dict[str, Any]], paraphrasing: bool = False
+        ) -> tuple[list[dict[str, Any]], list[Any]]:
     """Run the agent on every planned record under OpenInference instrumentation: the
     labels and the finished OTel spans."""
     from openinference.instrumentation.langchain import LangChainInstrumentor
@@ -208,7 +229,7 @@ def run(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[Any]]
     try:
         for record, fault, hop, drift_to in plan(records):
             script = Script(record, fault, hop, drift_to)
-            agent = build_agent(lambda _q, script=script: script)
+            agent = build_agent(lambda _q, script=script: script, paraphrasing)
             before = len(exporter.get_finished_spans())
             final = agent.invoke({"question": record["question"], "steps": [], "answer": ""})
             spans = exporter.get_finished_spans()[before:]
@@ -235,13 +256,13 @@ def _label(record: dict[str, Any], script: Script, final: LoopState) -> dict[str
     return {"outcome": "failed", "hop": script.hop, "stage": stage, "fault": script.fault}
 
 
-def write(records: list[dict[str, Any]], out: Path) -> int:
+def write(records: list[dict[str, Any]], out: Path, paraphrasing: bool = False) -> int:
     """spans.jsonl (OTLP/JSON, one export request) and labels.jsonl in `out`; returns the
     number of labels."""
     from google.protobuf.json_format import MessageToJson
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
-    labels, spans = run(records)
+    labels, spans = run(records, paraphrasing)
     out.mkdir(parents=True, exist_ok=True)
     (out / "spans.jsonl").write_text(MessageToJson(encode_spans(spans), indent=None) + "\n")
     (out / "labels.jsonl").write_text("".join(
@@ -254,10 +275,13 @@ def main() -> None:
     parser.add_argument("--data", type=Path, required=True, help="MuSiQue-Ans JSONL")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--n", type=int, default=None, help="first n records (default all)")
+    parser.add_argument("--reader", choices=("names", "paraphrase"), default="names",
+                        help="names: notes are bare entities; paraphrase: sentences")
     args = parser.parse_args()
     lines = args.data.read_text(encoding="utf-8").splitlines()
     records = [json.loads(line) for line in lines if line.strip()][: args.n]
-    print(f"{write(records, args.out)} labelled traces → {args.out}")
+    count = write(records, args.out, paraphrasing=args.reader == "paraphrase")
+    print(f"{count} labelled traces → {args.out}")
 
 
 if __name__ == "__main__":

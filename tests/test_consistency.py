@@ -22,7 +22,7 @@ def item(ident: str, title: str, text: str) -> Evidence:
 
 ADA = item("ada-p0", "Ada Vel", "Ada Vel is a writer. Ada Vel was born in Port Mira.")
 MIRA = item("mira-p0", "Port Mira",
-            "Port Mira is a harbour town. Port Mira has 52,000 inhabitants.")
+            "Port Mira is a harbour town. Port Mira has a population of 52,000.")
 
 
 def hop(n: int, subquery: str, evidence: tuple[Evidence, ...], finding: str,
@@ -69,14 +69,33 @@ def test_a_namesake_mentioned_beside_the_subject_is_no_conflict() -> None:
 
 def test_a_finding_stated_about_another_entity_is_unsupported() -> None:
     elsewhere = item("mi-p0", "New Mira", "New Mira has 7,000 inhabitants.")
-    hops = [clean_hops()[0], hop(2, "Port Mira population", (elsewhere,), "7,000", "mi-p0")]
+    hops = [clean_hops()[0],
+            hop(2, "Port Mira population", (MIRA, elsewhere), "7,000", "mi-p0")]
     found, _, cause = diagnose(hops, answer="7,000")
     assert found == 2 and cause.startswith("support")
 
 
-def test_a_trace_that_stops_with_a_relation_unread_is_blamed_on_hop_n_plus_1() -> None:
-    found, stage, cause = diagnose(clean_hops()[:1], answer="Port Mira")
+def test_a_finding_the_next_hop_finds_nothing_about_is_where_the_failure_started() -> None:
+    elsewhere = item("mi-p0", "New Mira", "New Mira has a population of 7,000.")
+    hops = [clean_hops()[0], hop(2, "Port Mira population", (elsewhere,), "7,000", "mi-p0")]
+    found, stage, cause = diagnose(hops, answer="7,000")
+    assert (found, stage) == (1, "retrieval") and cause.startswith("bridge")
+
+
+def test_a_paraphrased_finding_of_a_trace_without_selection_is_supported() -> None:
+    paraphrased = HopRecord(hop=1, subquery="Ada Vel birthplace", retrieved=(ADA,),
+                            finding="born in Port Mira", support="supported")
+    hops = [paraphrased, hop(2, "Port Mira population", (MIRA,), "52,000", "mira-p0")]
+    assert diagnose(hops)[:2] == (0, "none")
+
+
+def test_an_ungrounded_answer_of_a_trace_that_stopped_early_is_blamed_on_hop_n_plus_1() -> None:
+    found, stage, cause = diagnose(clean_hops()[:1], answer="Tarn Vale")
     assert (found, stage) == (2, "answer") and "complete" in cause
+
+
+def test_a_part_of_the_question_left_unread_alone_decides_nothing() -> None:
+    assert diagnose(clean_hops()[:1], answer="Port Mira")[:2] == (0, "none")
 
 
 def test_a_retry_alone_decides_nothing() -> None:
@@ -90,7 +109,7 @@ def test_a_retry_before_a_strong_inconsistency_is_where_the_failure_started() ->
     first = HopAttempt(hop=1, subquery=QUESTION, retrieved=(), support="unsupported")
     elsewhere = item("mi-p0", "New Mira", "New Mira has 7,000 inhabitants.")
     hops = [clean_hops()[0].model_copy(update={"attempt": 2, "attempts": (first,)}),
-            hop(2, "Port Mira population", (elsewhere,), "7,000", "mi-p0")]
+            hop(2, "Port Mira population", (MIRA, elsewhere), "7,000", "mi-p0")]
     found, stage, cause = diagnose(hops, answer="7,000")
     assert (found, stage) == (1, "retrieval") and "own signal at hop 1" in cause
 

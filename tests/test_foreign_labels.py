@@ -18,8 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 pytestmark = pytest.mark.shared_data
 
 
-@pytest.fixture(scope="module")
-def scored(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def _score(tmp_path_factory: pytest.TempPathFactory, paraphrasing: bool) -> dict:
     pytest.importorskip("openinference.instrumentation.langchain",
                         reason="openinference-instrumentation-langchain is in the test extra")
     path = shared_sample_path("musique")
@@ -29,13 +28,24 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
     out = tmp_path_factory.mktemp("foreign")
     records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    assert foreign.write(records, out) >= 40
+    assert foreign.write(records, out, paraphrasing=paraphrasing) >= 40
     result = invoke([
         "diagnose", "--traces", str(out / "spans.jsonl"), "--labels", str(out / "labels.jsonl"),
         "--diagnosers", "consistency,trace-rule,chance,coverage", "--out", str(out / "d"),
         "--no-cache"])
     assert result.exit_code == 0, result.output
     return json.loads((out / "d" / "summary.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return _score(tmp_path_factory, paraphrasing=False)
+
+
+@pytest.fixture(scope="module")
+def paraphrased(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The same agent whose reader says every note in a sentence of its own."""
+    return _score(tmp_path_factory, paraphrasing=True)
 
 
 def test_consistency_names_more_than_one_hop_on_foreign_traces(scored: dict) -> None:
@@ -48,3 +58,14 @@ def test_consistency_beats_trace_rule_and_chance_on_foreign_traces(scored: dict)
     rule = scored["diagnosers"]["trace-rule"]["scored"]["exact_hop_acc"]["mean"]
     chance = scored["labels"]["chance_expected"]["overall"]
     assert mine["ci"][0] > rule and mine["ci"][0] > chance
+
+
+def test_consistency_is_no_constant_on_an_agent_whose_reader_paraphrases(
+        paraphrased: dict) -> None:
+    blamed = paraphrased["diagnosers"]["consistency"]["blame_hist"]
+    assert max(blamed.values()) < 0.9 and len(blamed) >= 3
+
+
+def test_consistency_blames_fewer_than_half_the_clean_runs_of_a_paraphrasing_agent(
+        paraphrased: dict) -> None:
+    assert paraphrased["diagnosers"]["consistency"]["scored"]["clean_blame_rate"] < 0.5

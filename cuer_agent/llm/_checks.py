@@ -3,43 +3,57 @@
 Each check reads one finished trace (`CheckRequest`: every attempt of every hop, what it
 retrieved, selected and found, and the final answer) and names the hops where the trace
 contradicts itself. Nothing here sees a gold answer, replays a hop, or knows how a fault
-is made; the checks use the reader's own primitives (`_reading`, `_text`, the question
-analysis in `_questions`), so with this backend they share the agent's way of reading.
+is made, and nothing reads text the way the agent under test does: the words are read
+with the checker's own primitives (`_check_words`: Snowball stems, its own names and
+values), so a paraphrasing agent is judged as fairly as the extractive one.
 
-* **support** — a kept hop's finding is not in its selected text, or is stated only in
-  sentences about another entity than the ones its sub-query names;
-* **carry** — a sub-query (any attempt) names an entity whose words are neither in the
-  question nor in an earlier finding: the query went somewhere no evidence led;
-* **conflict** — two items about the subject the sub-query names (a selected item's
-  title; items of that title in this hop's view or an earlier hop's), each read for the
-  sub-query, give different values of the finding's kind, from sentences that matched
-  the same query words *and* state the same relation (a shared relation word, or the
-  same word next to the value: "lies in X" / "located in Y"). A sentence that matched
-  nothing but the title states *something* about the subject; without the relation check
-  "is often confused with X" would contradict "lies in Y";
-* **relation** — a kept hop's sentence stating its finding contains none of its
-  sub-query's relation words (weak: a reader may state a relation in words this one
-  does not know);
-* **complete** — a relation phrase of the question was never resolved by any hop
-  (`open_phrases`; other unmatched words are not a part of the question left unread):
-  the trace stopped with a part of the question unread → hop n+1;
-* **answer_type** — the question asks for a number or date and the answer is none, or
-  it asks for a type ("which country") and an item about the answer says it is another
-  type (a city) and none says it is the asked one;
-* **grounded** — the answer is none of the kept hops' findings (nor contains one).
+What a hop *read* is its selected items, or — a trace that records no selection, as most
+foreign traces — every item it retrieved. A check that lacks what it needs (no text in
+view, no finding, no relation word to compare) **abstains**: it says the trace is
+consistent and why it could not judge (`reason` opens with "abstains"). None fires by
+default.
+
+* **support** — no passage a kept hop read states its finding in any wording (every
+  numeral of the finding and two thirds of its content stems in one passage), or the
+  passages that state it are about none of the entities its sub-query names;
+* **carry** — a sub-query (any attempt) names an entity whose words are in neither the
+  question nor anything an earlier attempt found or read: the query went where no
+  evidence led;
+* **bridge** — a hop's finding leads nowhere: the next hop asks about it, retrieves,
+  and nothing it retrieved is about it (no item's title holds the finding's words; for
+  an untitled item, its first sentence) — a bridge entity the corpus does not know is a
+  misreading of the hop that found it, or its retrieval stopped short;
+* **conflict** — two passages about the entity a sub-query names state different values
+  of the finding's kind in sentences sharing one of the sub-query's relation words —
+  unless either sentence marks its value as a former one ("formerly", "until", ...) or
+  both are dated with different years (an outdated figure with its date is no conflict);
+* **relation** (weak) — every sentence the hop read that states its finding lacks all of
+  its sub-query's relation words;
+* **complete** — a relation word of the question is stated in no text a finding rests on
+  (the sentences stating it, the reader's reason): never asked by a sub-query of its
+  own → hop n+1 (the agent stopped with a part of the question unread); asked → the
+  earliest hop that asked it (it was asked and not answered);
+* **answer_type** — the question asks for a number or a date and the answer has no
+  numeral;
+* **grounded** — the answer is none of the kept hops' findings (in either's words).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterator
+import itertools
+import math
+from collections.abc import Callable, Iterable
 
-from cuer_agent.llm import _text as tx
-from cuer_agent.llm._questions import open_phrases, words_with_stems
-from cuer_agent.llm._reading import TYPE_NOUNS, Hit, extract, stems, type_kind, wh_type_nouns
-from cuer_agent.llm.skills import CheckRequest, CheckResponse, EvidenceView, HopView, TracedHop
+from cuer_agent.llm import _check_words as cw
+from cuer_agent.llm.skills import CheckRequest, CheckResponse, EvidenceView, TracedHop
 
-_QUESTION_WORDS = tx.STOPWORDS | {"what", "which", "who", "where", "when", "how", "whose"}
+Verdict = tuple[list[int], str]
+"""(hops where the check fails, why); no hops = consistent, or abstained."""
+
+_NON_ANSWERS = cw.content_stems("unknown none not found n/a no answer cannot determine unclear")
+_FORMER = cw.content_stems("former formerly previously originally once until earlier old")
+_YES_NO = cw.content_stems("yes no")
+_KIND_WORDS = cw.content_stems("year date many much number")
 
 
 def check(req: CheckRequest) -> CheckResponse:
@@ -47,201 +61,241 @@ def check(req: CheckRequest) -> CheckResponse:
     return CheckResponse(consistent=not flagged, hops=sorted(set(flagged)), reason=reason)
 
 
-def _norm(text: str) -> str:
-    return " ".join(tx.words(text))
-
-
 def _kept(req: CheckRequest) -> list[TracedHop]:
     """The attempt each hop kept: its last one."""
-    last: dict[int, TracedHop] = {}
-    for attempt in req.hops:
-        last[attempt.hop] = attempt
+    last = {attempt.hop: attempt for attempt in req.hops}
     return [last[h] for h in sorted(last)]
 
 
-def _names(text: str) -> list[tuple[str, set[str]]]:
-    """The names a text mentions (capitalised spans) with their content words; a run of
-    question or function words alone ("What", "In which") is no name."""
+def _claims(finding: str) -> bool:
+    """Whether a finding states something ("unknown", "not found" state nothing)."""
+    stems = cw.content_stems(finding)
+    return bool(stems - _NON_ANSWERS)
+
+
+def _read(hop: TracedHop) -> list[EvidenceView]:
+    """What the hop read: its selected items, else every item it retrieved."""
+    chosen = set(hop.selected)
+    return [e for e in hop.retrieved if e.id in chosen] or list(hop.retrieved)
+
+
+def _passage(item: EvidenceView) -> str:
+    return f"{item.title}. {item.text}"
+
+
+def _states(text: str, finding: str) -> bool:
+    """Whether a text states the finding in any wording: all its numerals, and its value —
+    one of its names whole (a reader may wrap the value in words of its own: "The
+    passages point to X."), or, a finding without a name, two thirds of its content
+    stems (every one of a finding of one or two words)."""
+    if not cw.numerals(finding) <= cw.numerals(text):
+        return False
+    have = cw.content_stems(text)
+    named = [cw.content_stems(n) for n in cw.names(finding)]
+    if any(named):
+        return any(n and n <= have for n in named)
+    wanted = cw.content_stems(finding)
+    needed = len(wanted) if len(wanted) <= 2 else math.ceil(2 * len(wanted) / 3)
+    return len(wanted & have) >= needed
+
+
+def _name_stems(text: str) -> set[str]:
+    return set().union(*(cw.content_stems(n) for n in cw.names(text)))
+
+
+def _relation_stems(text: str) -> set[str]:
+    """A question's or sub-query's content stems outside its names and kind words."""
+    return cw.content_stems(text) - _name_stems(text) - _KIND_WORDS
+
+
+def _abstain(why: str) -> Verdict:
+    return [], f"abstains: {why}"
+
+
+def support(req: CheckRequest) -> Verdict:
+    judged = 0
+    for hop in _kept(req):
+        read = _read(hop)
+        if not _claims(hop.finding) or not read:
+            continue
+        judged += 1
+        stating = [e for e in read if _states(_passage(e), hop.finding)]
+        if not stating:
+            return [hop.hop], f"hop {hop.hop}: no passage it read states {hop.finding!r}"
+        named = [cw.content_stems(n) for n in cw.names(hop.subquery)]
+        if named and not any(n <= cw.content_stems(_passage(e)) for e in stating for n in named):
+            return [hop.hop], (f"hop {hop.hop}: {hop.finding!r} is stated only about other "
+                               f"entities than {hop.subquery!r} names")
+    return ([], "") if judged else _abstain("no hop has both a finding and text it read")
+
+
+def carry(req: CheckRequest) -> Verdict:
+    known = cw.content_stems(req.question)
+    for attempt in req.hops:  # every attempt, in order: a retry may drift as well
+        for name in cw.names(attempt.subquery):
+            if not cw.content_stems(name) <= known:
+                return [attempt.hop], (f"hop {attempt.hop} asks about {name!r}, which neither "
+                                       "the question nor an earlier hop gave")
+        seen = " ".join([attempt.finding, attempt.reason, *map(_passage, _read(attempt))])
+        known |= cw.content_stems(seen)
+    return [], ""
+
+
+def _about(item: EvidenceView, stems: set[str]) -> bool:
+    """Whether an item is about what the stems name: its title holds them (an untitled
+    item: its first sentence)."""
+    head = item.title or next(iter(cw.sentences(item.text)), "")
+    return stems <= cw.content_stems(head)
+
+
+def bridge(req: CheckRequest) -> Verdict:
+    judged = 0
+    for hop, following in itertools.pairwise(req.hops):
+        stems = cw.content_stems(hop.finding)
+        if (following.hop != hop.hop + 1 or not _claims(hop.finding)
+                or not stems <= cw.content_stems(following.subquery) or not following.retrieved):
+            continue
+        judged += 1
+        if not any(_about(item, stems) for item in following.retrieved):
+            return [hop.hop], (f"hop {hop.hop}'s finding {hop.finding!r} leads nowhere: hop "
+                               f"{following.hop} asks about it and retrieves nothing about it")
+    return ([], "") if judged else _abstain("no hop asks about the finding before it")
+
+
+def _values(sentence: str, kind: str, subject: set[str]) -> set[str]:
+    """The values of a kind a sentence states: numerals (not its years) for a number,
+    years for a date, names outside the subject's words for an entity."""
+    if kind == "number":
+        return cw.numerals(sentence) - cw.years(sentence)
+    if kind == "date":
+        return cw.years(sentence)
+    return {n for n in cw.names(sentence) if not cw.content_stems(n) & subject}
+
+
+def _statements(items: Iterable[EvidenceView], relation: set[str], kind: str,
+                subject: set[str]) -> list[tuple[EvidenceView, str, str]]:
+    """(item, sentence, value) for each sentence stating exactly one value of the kind
+    with one of the relation's words, and no mark of a former value."""
     found = []
-    for span in tx.capitalized_spans(text):
-        words = {w for w in tx.words(span.text) if w not in _QUESTION_WORDS}
-        if words:
-            found.append((span.text, words))
+    for item in items:
+        for sentence in cw.sentences(item.text):
+            stems = cw.content_stems(sentence)
+            values = _values(sentence, kind, subject)
+            if stems & relation and not stems & _FORMER and len(values) == 1:
+                found.append((item, sentence, values.pop()))
     return found
 
 
-def _selected(hop: TracedHop) -> list[EvidenceView]:
-    chosen = set(hop.selected)
-    return [e for e in hop.retrieved if e.id in chosen]
-
-
-def _stating(hop: TracedHop) -> list[tuple[EvidenceView, str]]:
-    """Selected sentences that state the finding (or the item whose title it is)."""
-    finding = _norm(hop.finding)
-    out = [(e, s) for e in _selected(hop) for s in tx.split_sentences(e.text)
-           if finding and finding in _norm(s)]
-    return out + [(e, e.title) for e in _selected(hop) if finding == _norm(e.title)]
-
-
-def support(req: CheckRequest) -> tuple[list[int], str]:
-    for hop in _kept(req):
-        if not hop.finding:
-            continue
-        stating = _stating(hop)
-        if not stating:
-            return [hop.hop], f"hop {hop.hop}: {hop.finding!r} is not in its selected text"
-        names = [words for _, words in _names(hop.subquery)]
-        if names and not any(n <= set(tx.words(f"{e.title} {s}")) for e, s in stating
-                             for n in names):
-            return [hop.hop], (f"hop {hop.hop}: {hop.finding!r} is stated about another "
-                               f"entity than {hop.subquery!r} names")
-    return [], ""
-
-
-def carry(req: CheckRequest) -> tuple[list[int], str]:
-    known = set(tx.words(req.question))
-    for hop in req.hops:  # every attempt: a retry may drift as well
-        for name, words in _names(hop.subquery):
-            if not words <= known:
-                return [hop.hop], (f"hop {hop.hop} asks about {name!r}, which neither the "
-                                   "question nor an earlier finding gave")
-        known |= set(tx.words(hop.finding))
-    return [], ""
-
-
-def _kind(value: str) -> str:
-    value = value.strip()
-    if tx.DATE_RE.fullmatch(value):
-        return "date"
-    return "number" if tx.NUMBER_RE.fullmatch(value) else "entity"
-
-
-def _relation_words(sentence: str, title: str, value: str) -> set[str]:
-    """The sentence's relation stems: its content words outside names, the value, type
-    nouns and the word a sentence opens with to refer to its subject ("The firm's …")."""
-    drop = set(tx.words(title)) | set(tx.words(value))
-    for span in tx.capitalized_spans(sentence):
-        drop |= set(tx.words(span.text))
-    if m := re.match(r"\s*(?:the|its|this)\s+(\w+)", sentence, re.IGNORECASE):
-        drop.add(m.group(1).lower())
-    return stems(" ".join(w for w in tx.content_words(sentence)
-                          if w not in drop and w not in TYPE_NOUNS))
-
-
-def _frame(sentence: str, value: str) -> tuple[str, str]:
-    """The word next to the value: the one before it ("in"), else the one after it."""
-    at = sentence.find(value)
-    before, after = tx.words(sentence[:at]), tx.words(sentence[at + len(value):])
-    return ("before", before[-1]) if before else ("after", after[0] if after else "")
-
-
-def _readings(hop: TracedHop, items: list[EvidenceView], known: str) -> Iterator[
-        tuple[str, Hit, EvidenceView]]:
-    """Each item read alone for the hop's sub-query: the value of the finding's kind."""
-    kind = _kind(hop.finding)
-    for item in items:
-        value, hit = extract(hop.subquery, (item,), kind, known, named_first=True)
-        if hit is not None and value:
-            yield value, hit, item
-
-
-def _same_relation(a: tuple[str, Hit, EvidenceView], b: tuple[str, Hit, EvidenceView]) -> bool:
-    (va, ha, ea), (vb, hb, eb) = a, b
-    if ha.matched != hb.matched:
+def _disagree(a: tuple[EvidenceView, str, str], b: tuple[EvidenceView, str, str],
+              relation: set[str]) -> bool:
+    (item_a, said_a, value_a), (item_b, said_b, value_b) = a, b
+    if item_a.id == item_b.id or cw.covers(value_a, value_b) or cw.covers(value_b, value_a):
         return False
-    shared = (_relation_words(ha.sentence, ea.title, va)
-              & _relation_words(hb.sentence, eb.title, vb))
-    return bool(shared) or _frame(ha.sentence, va) == _frame(hb.sentence, vb)
+    if not cw.content_stems(said_a) & cw.content_stems(said_b) & relation:
+        return False
+    dated_a, dated_b = cw.years(said_a) - {value_a}, cw.years(said_b) - {value_b}
+    return not (dated_a and dated_b and dated_a != dated_b)
 
 
-def conflict(req: CheckRequest) -> tuple[list[int], str]:
+def conflict(req: CheckRequest) -> Verdict:
     seen: dict[str, EvidenceView] = {}
     kept = {h.hop: h for h in _kept(req)}
     for attempt in req.hops:
-        for item in attempt.retrieved:
-            seen.setdefault(item.id, item)
+        seen.update((item.id, item) for item in attempt.retrieved if item.id not in seen)
         hop = kept[attempt.hop]
-        if attempt is not hop or not hop.finding or not hop.selected:
+        subject, relation = _name_stems(hop.subquery), _relation_stems(hop.subquery)
+        if attempt is not hop or not _claims(hop.finding) or not subject or not relation:
             continue
-        # The subject: the entity the sub-query names, as a selected item's title.
-        asked = set(tx.words(hop.subquery))
-        subjects = {_norm(e.title) for e in _selected(hop)
-                    if tx.content_words(e.title) and set(tx.content_words(e.title)) <= asked}
-        known = " ".join([req.question] + [h.finding for h in kept.values() if h.hop < hop.hop])
-        readings = list(_readings(hop, [e for e in seen.values()
-                                        if _norm(e.title) in subjects], known))
-        for i, first in enumerate(readings):
-            for second in readings[i + 1:]:
-                a, b = _norm(first[0]), _norm(second[0])
-                if a in b or b in a or not _same_relation(first, second):
-                    continue
-                return [hop.hop], (f"hop {hop.hop}: {first[2].id} says {first[1].sentence!r}, "
-                                   f"{second[2].id} says {second[1].sentence!r}")
+        about = [e for e in seen.values()
+                 if cw.content_stems(e.title) and cw.content_stems(e.title) <= subject]
+        said = _statements(about, relation, cw.value_kind(hop.finding), subject)
+        for i, first in enumerate(said):
+            for second in said[i + 1:]:
+                if _disagree(first, second, relation):
+                    return [hop.hop], (f"hop {hop.hop}: {first[0].id} says {first[1]!r}, "
+                                       f"{second[0].id} says {second[1]!r}")
     return [], ""
 
 
-def relation(req: CheckRequest) -> tuple[list[int], str]:
+def relation(req: CheckRequest) -> Verdict:
     flagged = []
     for hop in _kept(req):
-        named = set().union(*(words for _, words in _names(hop.subquery)))
-        asked = stems(" ".join(w for w in tx.content_words(hop.subquery)
-                               if w not in named and w not in TYPE_NOUNS))
-        sentences = [s for _, s in _stating(hop)]
-        if asked and sentences and not any(asked & stems(s) for s in sentences):
+        asked = _relation_stems(hop.subquery)
+        stating = [s for e in _read(hop) for s in cw.sentences(e.text)
+                   if _claims(hop.finding) and _states(s, hop.finding)]
+        if asked and stating and not any(asked & cw.content_stems(s) for s in stating):
             flagged.append(hop.hop)
-    return flagged, (f"hops {flagged}: the sentence read states none of the sub-query's "
-                     "relation words" if flagged else "")
+    return flagged, (f"hops {flagged}: no sentence read that states the finding has a "
+                     "relation word of the sub-query" if flagged else "")
 
 
-def _history(req: CheckRequest) -> tuple[HopView, ...]:
-    """The kept hops as the question analysis reads them: what each hop read is its
-    stated reason, or (a trace that records none) the selected sentences stating its
-    finding."""
-    return tuple(HopView(hop=h.hop, subquery=h.subquery, finding=h.finding, support=h.support,
-                         reason=h.reason or " ".join(s for _, s in _stating(h)))
-                 for h in _kept(req))
+def _alike(a: str, b: str) -> bool:
+    """Stems of one word family: equal, or sharing an opening of 4+ letters that is two
+    thirds of the shorter ("direct" / "director", "writer" / "written")."""
+    if a == b:
+        return True
+    shared = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
+                  min(len(a), len(b)))
+    return shared >= 4 and 3 * shared >= 2 * min(len(a), len(b))
 
 
-def complete(req: CheckRequest) -> tuple[list[int], str]:
-    unread = open_phrases(req.question, _history(req))
-    if not unread:
+def _stated(hop: TracedHop) -> str:
+    """The text a kept hop rests its finding on: the sentences it read that state the
+    finding, and its own stated reason."""
+    if not _claims(hop.finding):
+        return ""
+    said = [s for e in _read(hop) for s in cw.sentences(e.text) if _states(s, hop.finding)]
+    return " ".join([*said, hop.reason])
+
+
+def complete(req: CheckRequest) -> Verdict:
+    kept = _kept(req)
+    if not any(h.subquery.strip() for h in kept):
+        return _abstain("the trace records no sub-query")
+    words = cw.content_stems(" ".join([req.question, *(h.finding for h in kept)]))
+    if not all(any(_alike(w, q) for q in words)
+               for h in kept for w in _relation_stems(h.subquery)):
+        return _abstain("the sub-queries are not in the question's words: what a sub-query "
+                        "asked cannot be told from its words")
+    parts = _relation_stems(req.question) - cw.type_words(req.question)
+    stated = cw.content_stems(" ".join(_stated(h) for h in kept))
+    open_ = sorted(w for w in parts if not any(_alike(w, s) for s in stated))
+    if not open_:
         return [], ""
-    words = "; ".join(words_with_stems(req.question, set(p[0])) for p in unread)
-    return [len(_kept(req)) + 1], f"no hop resolved {words!r} of the question"
+    # A sub-query that repeats every part of the question asks for no part of its own.
+    asking = [h for h in kept
+              if not cw.content_stems(req.question) <= cw.content_stems(h.subquery)]
+    asked = {w: h.hop for h in reversed(asking) for w in open_
+             if any(_alike(w, a) for a in cw.content_stems(h.subquery))}
+    never = [w for w in open_ if w not in asked]
+    if never:
+        return [len(kept) + 1], f"no hop asked about {', '.join(never)!r} of the question"
+    hop = min(asked.values())
+    return [hop], (f"hop {hop} asked about {', '.join(w for w in open_ if asked[w] == hop)!r}"
+                   " and no text it rests on states it")
 
 
-def answer_type(req: CheckRequest) -> tuple[list[int], str]:
-    kind = tx.question_type(req.question).kind
-    if kind == "number" and not tx.NUMBER_RE.search(req.answer):
-        return [0], f"the question asks for a number; the answer is {req.answer!r}"
-    if kind == "date" and not tx.DATE_RE.search(req.answer):
-        return [0], f"the question asks for a date; the answer is {req.answer!r}"
-    wanted = {type_kind(n) for n in wh_type_nouns(req.question)}
-    answer = _norm(req.answer)
-    if not wanted or not answer:
-        return [], ""
-    said: set[str] = set()
-    for item in {e.id: e for h in req.hops for e in h.retrieved}.values():
-        if _norm(item.title) != answer:
-            continue
-        for sentence in tx.split_sentences(item.text):
-            if not tx.negated(sentence):
-                said |= {type_kind(w) for w in tx.words(sentence) if w in TYPE_NOUNS}
-    if said and not said & wanted:
-        return [0], (f"the question asks for a {sorted(wanted)[0]}; {req.answer!r} is said "
-                     f"to be a {sorted(said)[0]}")
+def answer_type(req: CheckRequest) -> Verdict:
+    kind = cw.asks_for(req.question)
+    if kind == "entity":
+        return _abstain("the question asks for no number or date")
+    if not cw.numerals(req.answer):
+        return [0], f"the question asks for a {kind}; the answer is {req.answer!r}"
     return [], ""
 
 
-def grounded(req: CheckRequest) -> tuple[list[int], str]:
-    answer = _norm(req.answer)
-    findings = [_norm(h.finding) for h in _kept(req) if h.finding]
-    if answer and any(answer in f or f in answer for f in findings):
+def grounded(req: CheckRequest) -> Verdict:
+    findings = [h.finding for h in _kept(req) if _claims(h.finding)]
+    if not findings or not req.answer.strip():
+        return _abstain("no finding or no answer to compare")
+    if cw.content_stems(req.answer) <= _YES_NO or cw.covers(req.answer, req.question):
+        return _abstain("the answer is a yes or no, or a choice the question offers")
+    if any(cw.covers(req.answer, f) or cw.covers(f, req.answer) for f in findings):
         return [], ""
     return [0], f"the answer {req.answer!r} is none of the hops' findings"
 
 
-_CHECKS: dict[str, Callable[[CheckRequest], tuple[list[int], str]]] = {
-    "support": support, "carry": carry, "conflict": conflict, "relation": relation,
-    "complete": complete, "answer_type": answer_type, "grounded": grounded,
+_CHECKS: dict[str, Callable[[CheckRequest], Verdict]] = {
+    "support": support, "carry": carry, "bridge": bridge, "conflict": conflict,
+    "relation": relation, "complete": complete, "answer_type": answer_type, "grounded": grounded,
 }

@@ -397,7 +397,7 @@ def judge(req: JudgeRequest) -> JudgeResponse:
 
 _SKILLS = {"plan": plan, "read": read, "answer": answer, "judge": judge, "check": check}
 READER_MODULES = ("extractive.py", "_reading.py", "_text.py", "_compare.py", "_questions.py",
-                  "_checks.py")
+                  "_checks.py", "_check_words.py")
 """The reader's rules: the files whose bytes its version hashes."""
 
 
