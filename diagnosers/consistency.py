@@ -55,9 +55,9 @@ from ._base import (
 STRONG: dict[str, Stage] = {"carry": "tool", "support": "retrieval", "bridge": "retrieval",
                             "conflict": "retrieval"}
 """Checks that name a hop on their own, with the stage their failure belongs to."""
-ANSWER_CHECKS = ("complete", "answer_type", "grounded")
-"""Checks of the answer; `complete` only says which hop when another of them fails."""
-CHECKS = (*STRONG, "relation", *ANSWER_CHECKS)
+ANSWER_CHECKS = ("answer_type", "grounded")
+"""Checks of the answer that decide; `complete` only places an answer one of them failed."""
+CHECKS = (*STRONG, "relation", "complete", *ANSWER_CHECKS)
 
 
 @dataclass(frozen=True)
@@ -142,12 +142,10 @@ def decide(trace: Trace, failed: dict[str, CheckResponse]) -> tuple[int, Stage, 
             return earlier[0], "retrieval", (f"own signal at hop {earlier[0]} (retry, failed "
                                              f"VERIFY or empty retrieval), then {cause}")
         return hop, STRONG[name], cause
-    answer = [name for name in ANSWER_CHECKS if name in failed]
-    if not {"answer_type", "grounded"} & set(answer):
-        answer = []  # `complete` alone decides nothing (the module docstring says why)
-    if not answer:
+    if not any(name in failed for name in ANSWER_CHECKS):
         return 0, "none", "no check found an inconsistency"
-    cause = "; ".join(f"{name}: {failed[name].reason}" for name in answer)
+    cause = "; ".join(f"{name}: {failed[name].reason}"
+                      for name in ("complete", *ANSWER_CHECKS) if name in failed)
     if own:
         return own[0], "retrieval", f"own signal at hop {own[0]}, and {cause}"
     if hops_of("complete", n):

@@ -21,6 +21,8 @@ def item(ident: str, title: str, text: str) -> Evidence:
 
 
 ADA = item("ada-p0", "Ada Vel", "Ada Vel is a writer. Ada Vel was born in Port Mira.")
+NEW_MIRA = item("mi-p0", "New Mira", "New Mira has 7,000 inhabitants.")
+"""Another entity with a similar name: what a misread or a failed retrieval reads."""
 MIRA = item("mira-p0", "Port Mira",
             "Port Mira is a harbour town. Port Mira has a population of 52,000.")
 
@@ -68,16 +70,14 @@ def test_a_namesake_mentioned_beside_the_subject_is_no_conflict() -> None:
 
 
 def test_a_finding_stated_about_another_entity_is_unsupported() -> None:
-    elsewhere = item("mi-p0", "New Mira", "New Mira has 7,000 inhabitants.")
     hops = [clean_hops()[0],
-            hop(2, "Port Mira population", (MIRA, elsewhere), "7,000", "mi-p0")]
+            hop(2, "Port Mira population", (MIRA, NEW_MIRA), "7,000", "mi-p0")]
     found, _, cause = diagnose(hops, answer="7,000")
     assert found == 2 and cause.startswith("support")
 
 
 def test_a_finding_the_next_hop_finds_nothing_about_is_where_the_failure_started() -> None:
-    elsewhere = item("mi-p0", "New Mira", "New Mira has a population of 7,000.")
-    hops = [clean_hops()[0], hop(2, "Port Mira population", (elsewhere,), "7,000", "mi-p0")]
+    hops = [clean_hops()[0], hop(2, "Port Mira population", (NEW_MIRA,), "7,000", "mi-p0")]
     found, stage, cause = diagnose(hops, answer="7,000")
     assert (found, stage) == (1, "retrieval") and cause.startswith("bridge")
 
@@ -107,9 +107,8 @@ def test_a_retry_alone_decides_nothing() -> None:
 
 def test_a_retry_before_a_strong_inconsistency_is_where_the_failure_started() -> None:
     first = HopAttempt(hop=1, subquery=QUESTION, retrieved=(), support="unsupported")
-    elsewhere = item("mi-p0", "New Mira", "New Mira has 7,000 inhabitants.")
     hops = [clean_hops()[0].model_copy(update={"attempt": 2, "attempts": (first,)}),
-            hop(2, "Port Mira population", (MIRA, elsewhere), "7,000", "mi-p0")]
+            hop(2, "Port Mira population", (MIRA, NEW_MIRA), "7,000", "mi-p0")]
     found, stage, cause = diagnose(hops, answer="7,000")
     assert (found, stage) == (1, "retrieval") and "own signal at hop 1" in cause
 

@@ -203,11 +203,13 @@ def conflict(req: CheckRequest) -> Verdict:
     for attempt in req.hops:
         seen.update((item.id, item) for item in attempt.retrieved if item.id not in seen)
         hop = kept[attempt.hop]
-        subject, relation = _name_stems(hop.subquery), _relation_stems(hop.subquery)
-        if attempt is not hop or not _claims(hop.finding) or not subject or not relation:
+        if attempt is not hop or not _claims(hop.finding):
             continue
-        about = [e for e in seen.values()
-                 if cw.content_stems(e.title) and cw.content_stems(e.title) <= subject]
+        subject, relation = _name_stems(hop.subquery), _relation_stems(hop.subquery)
+        if not subject or not relation:
+            continue
+        # Items whose (non-empty) title names nothing but the subject.
+        about = [e for e in seen.values() if set() < cw.content_stems(e.title) <= subject]
         said = _statements(about, relation, cw.value_kind(hop.finding), subject)
         for i, first in enumerate(said):
             for second in said[i + 1:]:
@@ -217,12 +219,19 @@ def conflict(req: CheckRequest) -> Verdict:
     return [], ""
 
 
+def _stating(hop: TracedHop) -> list[str]:
+    """The sentences the hop read that state its finding (none for a finding that
+    claims nothing)."""
+    if not _claims(hop.finding):
+        return []
+    return [s for e in _read(hop) for s in cw.sentences(e.text) if _states(s, hop.finding)]
+
+
 def relation(req: CheckRequest) -> Verdict:
     flagged = []
     for hop in _kept(req):
         asked = _relation_stems(hop.subquery)
-        stating = [s for e in _read(hop) for s in cw.sentences(e.text)
-                   if _claims(hop.finding) and _states(s, hop.finding)]
+        stating = _stating(hop)
         if asked and stating and not any(asked & cw.content_stems(s) for s in stating):
             flagged.append(hop.hop)
     return flagged, (f"hops {flagged}: no sentence read that states the finding has a "
@@ -239,15 +248,6 @@ def _alike(a: str, b: str) -> bool:
     return shared >= 4 and 3 * shared >= 2 * min(len(a), len(b))
 
 
-def _stated(hop: TracedHop) -> str:
-    """The text a kept hop rests its finding on: the sentences it read that state the
-    finding, and its own stated reason."""
-    if not _claims(hop.finding):
-        return ""
-    said = [s for e in _read(hop) for s in cw.sentences(e.text) if _states(s, hop.finding)]
-    return " ".join([*said, hop.reason])
-
-
 def complete(req: CheckRequest) -> Verdict:
     kept = _kept(req)
     if not any(h.subquery.strip() for h in kept):
@@ -258,13 +258,15 @@ def complete(req: CheckRequest) -> Verdict:
         return _abstain("the sub-queries are not in the question's words: what a sub-query "
                         "asked cannot be told from its words")
     parts = _relation_stems(req.question) - cw.type_words(req.question)
-    stated = cw.content_stems(" ".join(_stated(h) for h in kept))
+    # What a finding rests on: the sentences stating it, and the reader's stated reason.
+    stated = cw.content_stems(" ".join(
+        " ".join([*_stating(h), h.reason]) if _claims(h.finding) else "" for h in kept))
     open_ = sorted(w for w in parts if not any(_alike(w, s) for s in stated))
     if not open_:
         return [], ""
     # A sub-query that repeats every part of the question asks for no part of its own.
-    asking = [h for h in kept
-              if not cw.content_stems(req.question) <= cw.content_stems(h.subquery)]
+    question = cw.content_stems(req.question)
+    asking = [h for h in kept if not question <= cw.content_stems(h.subquery)]
     asked = {w: h.hop for h in reversed(asking) for w in open_
              if any(_alike(w, a) for a in cw.content_stems(h.subquery))}
     never = [w for w in open_ if w not in asked]

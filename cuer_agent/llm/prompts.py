@@ -83,12 +83,11 @@ _TASKS: dict[str, str] = {
         "conflict). relation: the passages a kept hop read state its finding with none of "
         "the relation its sub-query asks for. complete: a part of the question no text a "
         "finding rests on states (flag the hop that asked it, or number of hops + 1 when "
-        "none did). answer_type: the question asks for a "
-        "number or date and the answer is none. grounded: the answer is none of the hops' "
-        "findings. When the trace lacks what a check needs, or the check finds nothing, "
-        "reply consistent=true with no hops; otherwise consistent=false, the hops where it "
-        "fails (ascending) and "
-        "the reason, quoting the trace."
+        "none did). answer_type: the question asks for a number or date and the answer is "
+        "none. grounded: the answer is none of the hops' findings. When the trace lacks "
+        "what a check needs, or the check finds nothing, reply consistent=true with no "
+        "hops; otherwise consistent=false, the hops where it fails (ascending) and the "
+        "reason, quoting the trace."
     ),
 }
 
