@@ -13,7 +13,7 @@ its evidence the h-th tool message, its finding what the model says next.
   next message, answer → the final message — so the agent runs offline and
   deterministically, and its skill calls go through the run's `SkillClient` (counted,
   cached).
-* **The retriever** comes from the run context (`AgentContext`, as for `graphs/agent.py`):
+* **The retriever** comes from the run context (`AgentContext`, as for our own agent):
   the tool node asks `context.issue` for the query actually sent and `context.retrieve`
   for the evidence actually returned, so a fault condition wraps this agent's retriever
   exactly as it wraps ours.

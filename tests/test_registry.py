@@ -18,13 +18,12 @@ from cuer_agent.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "cuer_agent"
-"""With its symlinked subpackages (`cuer_agent/graphs` → `graphs/`, `cuer_agent/diagnosers`
-→ `diagnosers/`), walked as the package finder walks them."""
+"""Every module of the package, walked as the package finder walks it."""
 
 
 def _modules() -> dict[str, Path]:
     out = {}
-    for folder, _, files in os.walk(PACKAGE, followlinks=True):
+    for folder, _, files in os.walk(PACKAGE):
         for path in (Path(folder) / f for f in files if f.endswith(".py")):
             parts = [p for p in path.relative_to(ROOT).with_suffix("").parts
                      if p != "__init__"]

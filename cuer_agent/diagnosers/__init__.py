@@ -1,5 +1,4 @@
-"""Fault diagnosers, installed as `cuer_agent.diagnosers` (through the relative symlink
-cuer_agent/diagnosers → ../diagnosers): one module each, one registry.
+"""Fault diagnosers: one module each, one registry.
 
 Built in: `coverage` (gold-free, Doctor-RAG style), `coverage-gold` (the propagation
 study's variant), `llm-judge` and `llm-judge-gold` (the published judge, which sees the

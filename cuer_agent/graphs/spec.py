@@ -33,7 +33,7 @@ _KEYS = ("example_id", "question", "hop", "subquery", "retrieved", "hops", "done
 
 @dataclass(frozen=True)
 class OurAgentSpec(AgentSpec):
-    """`graphs/agent.py` (mode "agentic") or `graphs/single_shot.py` ("single_shot")."""
+    """`agent.py` (mode "agentic") or `single_shot.py` ("single_shot"), beside this file."""
 
     name: str = "cuer-agent"
     roles: Mapping[str, tuple[Role, ...]] = field(default_factory=lambda: {
