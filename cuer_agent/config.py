@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from cuer_agent._validation import message
+from cuer_agent.data import is_generated
 from cuer_agent.diagnosers._base import default_diagnosers
 from cuer_agent.errors import ConfigError
 from cuer_agent.interventions import HARDNESS, POSITIONS, ConditionParams, get_fault
@@ -294,6 +295,10 @@ class StudyConfig(_Section):
     diagnose: DiagnoseSection = DiagnoseSection()
 
 
+DEFAULT_CONFIG = StudyConfig()
+"""Every section's defaults: the offline study on the synthetic world."""
+
+
 def load_config(path: str | Path | None) -> StudyConfig:
     """Parse and validate a study config; None gives the defaults."""
     if path is None:
@@ -318,17 +323,46 @@ def validate_config(raw: Mapping[str, object], source: object = "<config>") -> S
         raise ConfigError(f"{source}: {key}: {problem}") from None
 
 
-def merged(config: StudyConfig, section: str, *, flag_names: Mapping[str, str] | None = None,
-           **overrides: Any) -> Any:
-    """A section with the explicitly given (not None) command-line values applied. A
-    value the section refuses is one error naming its flag: `--key-with-dashes`, or
-    `flag_names[key]` where the flag is not named after the key."""
-    current = getattr(config, section)
-    given = {k: v for k, v in overrides.items() if v is not None}
-    try:  # dict(), not model_dump(): a field excluded from dumps (timeout) is kept
-        return type(current).model_validate({**dict(current), **given})
+Values = Mapping[str, Mapping[str, object]]
+"""Values given for a study config: section → key → value. A key present is set (None
+included: "not set" for an optional key); a key absent keeps the config's value."""
+
+
+def with_values(config: StudyConfig, values: Values, *,
+                flag_names: Mapping[str, str] | None = None) -> StudyConfig:
+    """`config` with `values` set, validated as a whole config. A value a section refuses
+    is one `ConfigError` naming its flag: `--key-with-dashes`, or `flag_names[key]`
+    where the flag is not named after the key."""
+    unknown = sorted(set(values) - set(StudyConfig.model_fields))
+    if unknown:
+        raise ConfigError(f"no such config section(s): {', '.join(unknown)}")
+    # dict(), not model_dump(): a field excluded from dumps (timeout) is kept
+    raw = {name: {**dict(getattr(config, name)), **values.get(name, {})}
+           for name in StudyConfig.model_fields}
+    try:
+        return StudyConfig.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
-        key = ".".join(str(p) for p in first["loc"])
+        key = str(first["loc"][1]) if len(first["loc"]) > 1 else str(first["loc"][0])
         flag = (flag_names or {}).get(key, f"--{key.replace('_', '-')}")
         raise ConfigError(f"{flag}: {message(first)}") from None
+
+
+def with_question_hops(config: StudyConfig, budget: int | None) -> StudyConfig:
+    """The synthetic world's question hop count resolved, where [data] hops leaves it
+    open: the one `gold_hops` count, else a mix (several counts, filtered), else the
+    agent's hop `budget` (a study that runs no agent passes None: the world's mix). Real
+    data and a [data] hops that is set are left as they are."""
+    data = config.data
+    if not is_generated(data.dataset) or data.hops is not None:
+        return config
+    hops = budget  # no gold hop counts: the agent's budget (None: the world's mix)
+    if data.gold_hops:
+        hops = data.gold_hops[0] if len(data.gold_hops) == 1 else None
+    if hops is not None and not 1 <= hops <= 4:
+        source = ("--gold-hops ([data] gold_hops)" if data.gold_hops else
+                  "--hops ([agent] hops; give --gold-hops for questions of fewer hops than "
+                  "the budget)")
+        raise ConfigError(f"the synthetic world asks questions of 1 to 4 hops, got {hops} "
+                          f"from {source}")
+    return with_values(config, {"data": {"hops": hops}})

@@ -20,8 +20,9 @@ from test_loaders import musique_record
 
 from cuer_agent.cli import app
 from cuer_agent.cli._options import DataFlags
-from cuer_agent.cli._study import run_path
-from cuer_agent.config import validate_config
+from cuer_agent.config import StudyConfig, validate_config, with_question_hops, with_values
+from cuer_agent.errors import ConfigError
+from cuer_agent.studies.session import run_path
 
 STUDIES = ("run", "cuer", "propagate", "evaluate")
 """The commands that read a --config file and write a run directory."""
@@ -122,18 +123,28 @@ def test_a_flag_left_out_takes_the_config_files_value_and_a_flag_given_overrides
     assert "from-flag.jsonl" in from_flag.stderr and "from-config" not in from_flag.stderr
 
 
+def _question_hops(study: StudyConfig, flags: DataFlags, budget: int | None) -> int | None:
+    """[data] hops as a command resolves it: the flags set, then the budget's turn."""
+    return with_question_hops(with_values(study, {"data": flags.values()}), budget).data.hops
+
+
 def test_gold_hops_on_the_command_line_overrides_the_files_synthetic_hops() -> None:
     study = validate_config({"data": {"hops": 3}})
-    assert DataFlags().section(study, budget=4).hops == 3
-    assert DataFlags(gold_hops="2").section(study, budget=4).hops == 2
-    assert DataFlags(gold_hops="2,3").section(study, budget=4).hops is None
+    assert _question_hops(study, DataFlags(), 4) == 3
+    assert _question_hops(study, DataFlags(gold_hops="2"), 4) == 2
+    assert _question_hops(study, DataFlags(gold_hops="2,3"), 4) is None
 
 
 def test_without_gold_hops_the_synthetic_questions_follow_the_hop_budget() -> None:
     study = validate_config({})
-    assert DataFlags().section(study, budget=4).hops == 4
-    assert DataFlags().section(study).hops is None  # no agent: the world's mix
-    assert DataFlags(dataset="musique").section(study, budget=4).hops is None
+    assert _question_hops(study, DataFlags(), 4) == 4
+    assert _question_hops(study, DataFlags(), None) is None  # no agent: the world's mix
+    assert _question_hops(study, DataFlags(dataset="musique"), 4) is None
+
+
+def test_a_budget_beyond_the_worlds_questions_is_one_error_naming_the_way_out() -> None:
+    with pytest.raises(ConfigError, match=r"1 to 4 hops, got 6 from --hops .*--gold-hops"):
+        with_question_hops(validate_config({}), 6)
 
 
 def test_gold_hops_filters_the_questions_while_hops_sets_the_agents_budget(
@@ -160,12 +171,11 @@ def test_gold_hops_filters_real_data_by_its_gold_hop_count(tmp_path: Path) -> No
 
 
 def test_a_study_without_out_writes_under_runs_named_by_agent_data_and_budget() -> None:
-    assert run_path(None, "propagate", "musique", agent=None, hops=4) == Path(
+    assert run_path("propagate", "musique", agent=None, hops=4) == Path(
         "runs/propagate-cuer-agent-musique-h4")
-    assert run_path(None, "run", "synthetic", agent="examples/react_agent.py:build",
+    assert run_path("run", "synthetic", agent="examples/react_agent.py:build",
                     hops=3) == Path("runs/run-react_agent.build-synthetic-h3")
-    assert run_path(None, "cuer", "2wiki") == Path("runs/cuer-2wiki")
-    assert run_path(Path("mine"), "cuer", "2wiki") == Path("mine")
+    assert run_path("cuer", "2wiki") == Path("runs/cuer-2wiki")
 
 
 def test_run_without_out_writes_its_default_run_directory(

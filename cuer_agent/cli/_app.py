@@ -59,7 +59,7 @@ def user_errors(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from cuer_agent.cli._study import RUNNING
+        from cuer_agent.studies.session import RUNNING
 
         RUNNING["run_dir"] = None
         try:

@@ -7,9 +7,9 @@ in no other command); `--gold-hops` keeps the questions with those gold hop
 counts in every command that loads data.
 
 One override style: a flag that a study config (`--config`) also sets defaults to None,
-and None means "not given: the config file's value stands" (`cuer_agent.config.merged`
-applies only the values given; without a file, the config's defaults are the flags'
-defaults, which the help states).
+and None means "not given: the config file's value stands". A group's `values()` are the
+values given, which `cuer_agent.config.with_values` sets and validates as a whole config
+(without a file, the config's defaults are the flags' defaults, which the help states).
 
 An option group is a frozen dataclass whose fields are options. A command takes a group
 as one parameter whose default is the group (`llm: ModelFlags = MODEL_FLAGS`);
@@ -30,13 +30,13 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from pydantic import ValidationError
 
-from cuer_agent.data import dataset_help, is_generated
+from cuer_agent.config import BackendSection
+from cuer_agent.data import dataset_help
 from cuer_agent.errors import CuerError
 from cuer_agent.interventions._fault_types import default_faults, fault_help
-from cuer_agent.llm.backends import backend_help, concurrency_help, default_concurrency
-from cuer_agent.parallel import Parallelism
+from cuer_agent.llm.backends import backend_help, concurrency_help
+from cuer_agent.studies.session import Execution
 
 Backend = Annotated[str | None, typer.Option(help=backend_help(default="extractive") + ".")]
 Model = Annotated[str | None, typer.Option(help="Model name for ollama/openai; llamacpp: a "
@@ -147,32 +147,13 @@ class DataFlags:
         at_least_one("--n", self.n)
         gold_hop_counts(self.gold_hops)
 
-    def section(self, study: Any, *, budget: int | None = None,
-                redundancy: object = None) -> Any:
-        """The study's [data] section with these flags (and `redundancy`, as [data]
-        takes it) applied. The synthetic world's question hop count, unless [data] hops
-        sets it: the one gold hop count, else a mix (several counts, filtered), else the
-        agent's hop `budget` (a command that runs no agent: a mix). --gold-hops given
-        overrides a file's [data] hops: the flag chooses the questions."""
-        from cuer_agent.config import merged
-
+    def values(self) -> dict[str, object]:
+        """[data] values these flags give. --gold-hops given also clears [data] hops, so
+        the flag chooses the questions (`config.with_question_hops`)."""
         gold = gold_hop_counts(self.gold_hops)
-        data = merged(study, "data", dataset=self.dataset,
-                      path=str(self.path) if self.path else None, n=self.n, seed=self.seed,
-                      gold_hops=gold, redundancy=redundancy)
-        if not is_generated(data.dataset) or (data.hops is not None and gold is None):
-            return data
-        if data.gold_hops:
-            hops = data.gold_hops[0] if len(data.gold_hops) == 1 else None
-        else:
-            hops = budget
-        try:
-            return type(data).model_validate({**dict(data), "hops": hops})
-        except ValidationError:
-            hint = ("--gold-hops" if data.gold_hops else
-                    "--hops (give --gold-hops for questions of fewer hops than the budget)")
-            raise CuerError(f"the synthetic world asks questions of 1 to 4 hops, got {hops} "
-                            f"from {hint}") from None
+        return given({"dataset": self.dataset, "path": str(self.path) if self.path else None,
+                      "n": self.n, "seed": self.seed, "gold_hops": gold}) | (
+            {"hops": None} if gold is not None else {})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,13 +169,10 @@ class AgentFlags:
         if self.retries is not None and self.retries < 0:
             raise CuerError(f"--retries must be >= 0, got {self.retries}")
 
-    def section(self, study: Any, *, k: int | None = None) -> Any:
-        """The study's [agent] section with these flags (and --k) applied."""
-        from cuer_agent.config import merged
-
-        return merged(study, "agent", hops=self.hops, retries_per_hop=self.retries,
-                      factory=self.agent, k=k,
-                      flag_names={"retries_per_hop": "--retries", "factory": "--agent"})
+    def values(self) -> dict[str, object]:
+        """[agent] values these flags give."""
+        return given({"hops": self.hops, "retries_per_hop": self.retries,
+                      "factory": self.agent})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -209,20 +187,16 @@ class ModelFlags:
     threads: Threads = None
     omit: Omit = None
 
-    def engine(self, study: Any) -> Any:
-        """The study's [backend] section with the backend flags given applied (a command
-        without --config passes the defaults, `StudyConfig()`)."""
-        from cuer_agent.config import merged
-
-        if self.backend is not None and self.backend != study.backend.name:
+    def values(self, current: BackendSection) -> dict[str, object]:
+        """[backend] values these flags give, over the `current` section."""
+        values = given({"name": self.backend, "model": self.model, "base_url": self.base_url,
+                        "timeout": self.timeout, "threads": self.threads,
+                        "omit": names(self.omit) if self.omit else None})
+        if self.backend is not None and self.backend != current.name:
             # another backend than the file's: the file's model, server and threads
             # belong to that one, not to this
-            study = study.model_copy(update={"backend": study.backend.model_copy(
-                update={"name": self.backend, "model": None, "base_url": None,
-                        "threads": None})})
-        return merged(study, "backend", name=self.backend, model=self.model,
-                      base_url=self.base_url, timeout=self.timeout, threads=self.threads,
-                      omit=names(self.omit) if self.omit else None)
+            return {"model": None, "base_url": None, "threads": None, **values}
+        return values
 
 
 @dataclasses.dataclass(frozen=True)
@@ -238,14 +212,11 @@ class ExecutionFlags:
     workers: Workers = None
     ray_address: RayAddress = None
 
-    def parallelism(self, backend: str) -> Parallelism:
-        """The --executor/--concurrency/--workers/--ray-address policy; bad values fail
-        here, before any work."""
-        concurrency = self.concurrency
-        if concurrency is None:
-            concurrency = default_concurrency(backend)
-        return Parallelism(executor=self.executor_name, concurrency=concurrency,
-                           workers=self.workers, ray_address=self.ray_address)
+    def execution(self) -> Execution:
+        """These flags as the API's `Execution` (checked where a study opens)."""
+        return Execution(cache=self.cache, use_cache=not self.no_cache, progress=self.progress,
+                         concurrency=self.concurrency, executor=self.executor_name,
+                         workers=self.workers, ray_address=self.ray_address)
 
 
 DATA_FLAGS = DataFlags()
@@ -255,6 +226,11 @@ EXECUTION_FLAGS = ExecutionFlags()
 _GROUPS = (DataFlags, AgentFlags, ModelFlags, ExecutionFlags)
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def given(values: dict[str, object]) -> dict[str, object]:
+    """The values given (not None): a flag left out keeps the config's value."""
+    return {key: value for key, value in values.items() if value is not None}
 
 
 def names(value: str) -> tuple[str, ...]:

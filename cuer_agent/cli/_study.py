@@ -1,26 +1,23 @@
-"""Opening a study from the command line, for every study command.
-
-The [data] and [agent] sections its flags and --config give (`study_sections`); the
-executor policy, the backend client and the examples (`open_study`), in that order so
-that bad values fail before any work; the run directory (`open_run`); the checks of
---fault-persistence and --agent; a replay's backend; and the command line a run
-records as its provenance (`command_line`).
+"""What the study commands share beyond their options: the study config their flags and
+--config give (`study_config`), what they print after a study (the model's calls per
+skill, a warning for traces a failed request cut short), the checks of --redundancy and
+--fault-persistence, a replay's backend, and the command line a run records as its
+provenance (`command_line`). The studies themselves are `cuer_agent.studies.entry`.
 """
 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING
 
 import typer
 
 from cuer_agent._json import JsonRow
-from cuer_agent.cli._options import AgentFlags, DataFlags, ExecutionFlags
-from cuer_agent.data._example import Dataset
-from cuer_agent.data._select import load_study_data
+from cuer_agent.cli._options import AgentFlags, DataFlags, ModelFlags, given
+from cuer_agent.config import BackendSection, StudyConfig
 from cuer_agent.errors import CuerError
-from cuer_agent.parallel import Parallelism
 
 if TYPE_CHECKING:  # the studies load when a command runs, not when the CLI starts
     from cuer_agent.studies._common.cells import Ledger
@@ -33,36 +30,33 @@ def on_command_line(ctx: typer.Context, name: str) -> bool:
     return source is not None and source.name == "COMMANDLINE"
 
 
-def study_sections(study: Any, data: DataFlags, agent: AgentFlags, *, k: int | None = None,
-                   redundancy: str | None = None) -> tuple[Any, Any]:
-    """The [data] and [agent] sections with the flags given applied; the synthetic
-    world's questions follow the agent's hop budget unless --gold-hops or [data] says
-    otherwise (`DataFlags.section`)."""
-    section = agent.section(study, k=k)
-    return data.section(study, budget=section.hops,
-                        redundancy=redundancy_flag(redundancy)), section
+FLAG_NAMES = {"retries_per_hop": "--retries", "factory": "--agent", "name": "--backend",
+              "names": "--diagnosers", "replace_hardness_sweep": "--replace-hardness"}
+"""Config keys whose flag is not named after them (the others: `--key-with-dashes`)."""
 
 
-def joined(gold_hops: tuple[int, ...] | None) -> str | None:
-    """[data] gold_hops as --gold-hops spells it ("3,4")."""
-    return ",".join(map(str, gold_hops)) if gold_hops else None
+def study_config(path: Path | None, *, data_flags: DataFlags | None = None,
+                 agent_flags: AgentFlags | None = None, model_flags: ModelFlags | None = None,
+                 **sections: Mapping[str, object]) -> StudyConfig:
+    """The study config of --config (None: the defaults) with the values the flags give
+    set, validated as one config: a value refused is one line naming its flag. `sections`:
+    a command's own flags, by config section (None: not given)."""
+    from cuer_agent.config import load_config, with_values
+
+    study = load_config(path)
+    values = {name: given(dict(flags)) for name, flags in sections.items()}
+    for name, group in (("data", data_flags.values() if data_flags else {}),
+                        ("agent", agent_flags.values() if agent_flags else {}),
+                        ("backend", model_flags.values(study.backend) if model_flags else {})):
+        values[name] = {**values.get(name, {}), **group}
+    return with_values(study, values, flag_names=FLAG_NAMES)
 
 
-class OpenedStudy(NamedTuple):
-    parallel: Parallelism
-    skills: Any
-    dataset: Dataset
+def seeded(study: StudyConfig, *sections: str) -> StudyConfig:
+    """`sections` seeded with [data] seed: --seed seeds everything drawn at random."""
+    from cuer_agent.config import with_values
 
-
-def open_study(engine: Any, data: Any, flags: ExecutionFlags,
-               gold_hops: str | None) -> OpenedStudy:
-    """The executor policy, the backend client (its server checked, or its model loaded)
-    and the examples of [data], narrowed to `gold_hops` ("3,4") if given."""
-    parallel = flags.parallelism(engine.name)
-    skills = skill_client(engine, data.seed, flags.cache, flags.no_cache)
-    ds = load_study_data(data.dataset, data.path, data.n, data.hops, data.seed, gold_hops,
-                          data.redundancy)
-    return OpenedStudy(parallel, skills, ds)
+    return with_values(study, {name: {"seed": study.data.seed} for name in sections})
 
 
 def warn_request_errors(ledger: Ledger) -> None:
@@ -109,58 +103,12 @@ def print_skill_table(invocation: JsonRow, backend: str) -> None:
                       "format as much as the agent.")
 
 
-RUNNING: dict[str, Path | None] = {"run_dir": None}
-"""The run directory the current command writes (set by `open_run`)."""
-
-
-def run_path(out: Path | None, command: str, dataset: str, *, agent: str | None = None,
-             hops: int | None = None) -> Path:
-    """--out, else the command's run directory under runs/: `<command>-<agent>-<dataset>-
-    h<hops>` for a command that runs an agent with a hop budget of `hops` (so the runs of
-    different agents and budgets do not collide), else `<command>-<dataset>`."""
-    if out is not None:
-        return out
-    if hops is None:
-        return Path("runs") / f"{command}-{dataset}"
-    from cuer_agent.agents import agent_label
-
-    return Path("runs") / f"{command}-{agent_label(agent)}-{dataset}-h{hops}"
-
-
-def open_run(out: Path, config: JsonRow) -> Any:
-    """The run directory, made with `config` (checked against its command's schema) or
-    resumed if it holds the same one. It is noted as this command's run, so an interrupt
-    can say what was saved there (`_app.user_errors`)."""
-    from cuer_agent.studies._common.run_configs import open_run_dir
-
-    run_dir = open_run_dir(out, config)
-    RUNNING["run_dir"] = run_dir.path
-    return run_dir
-
-
-def skill_client(engine: Any, seed: int, cache: Path | None, no_cache: bool) -> Any:
-    """Backend + cache + ledger from a [backend] section; checks the server (or loads the
-    model) before any work starts."""
-    from cuer_agent.llm.backends import SkillClient, make_backend
-    from cuer_agent.llm.cache import ResponseCache, default_cache_path
-
-    client_backend = make_backend(engine.name, **engine.client_options(seed))
-    client_backend.check()  # type: ignore[attr-defined]
-    if no_cache:
-        return SkillClient(client_backend)
-    return SkillClient(client_backend, cache=ResponseCache(cache or default_cache_path()))
-
-
-def recorded(engine: Any, skills: Any) -> JsonRow:
-    """The [backend] section as a run records it (timeout excluded), with the model the
-    backend resolved (a default model name, where none was given)."""
-    return {**engine.model_dump(mode="json"), "model": skills.backend.model}
-
-
-def replayed_engine(recorded: Any, timeout: float | None) -> Any:
+def replayed_engine(recorded: BackendSection, timeout: float | None) -> BackendSection:
     """The [backend] section a run recorded, so a replay asks the model the same way;
     `timeout` (not recorded: it does not change a reply) if given."""
-    return recorded if timeout is None else recorded.model_copy(update={"timeout": timeout})
+    if timeout is None:
+        return recorded
+    return BackendSection.model_validate({**dict(recorded), "timeout": timeout})
 
 
 def redundancy_flag(value: str | None) -> object:
@@ -185,14 +133,6 @@ def persistence(value: str | None) -> str:
         raise CuerError(f"--fault-persistence must be one of {', '.join(PERSISTENCES)}, "
                         f"got {value!r}")
     return value
-
-
-def check_agent(ref: str | None) -> None:
-    """--agent: the factory is imported, called and its spec checked against its graph
-    before any work (a mismatch is one line, exit 2)."""
-    if ref is not None:
-        from cuer_agent.agents import load_agent
-        load_agent(ref)
 
 
 EXECUTION_OPTIONS = frozenset({"out", "cache", "no_cache", "progress", "concurrency",

@@ -33,20 +33,17 @@ from cuer_agent.cli._options import (
     option_groups,
 )
 from cuer_agent.cli._study import (
-    check_agent,
     command_line,
-    joined,
-    open_run,
-    open_study,
     persistence,
     print_skill_table,
+    redundancy_flag,
     replayed_engine,
-    run_path,
-    skill_client,
-    study_sections,
+    seeded,
+    study_config,
 )
 from cuer_agent.diagnosers._base import default_diagnosers, diagnoser_help
 from cuer_agent.errors import CuerError
+from cuer_agent.studies.session import Execution, check_agent, skill_client
 
 
 @app.command("replay")
@@ -67,7 +64,7 @@ def replay_cmd(
 
     run_config = replayable_config(run_dir)  # missing, damaged or not replayable → exit 2
     skills = skill_client(replayed_engine(run_config.backend, timeout), run_config.data.seed,
-                          cache, no_cache)
+                          Execution(cache=cache, use_cache=not no_cache))
     check_agent(agent)
     result = replay(run_dir, run_config, record, skills, agent)
     if result.identical:
@@ -101,44 +98,24 @@ def evaluate_cmd(
     execution: ExecutionFlags = EXECUTION_FLAGS,
 ) -> None:
     """CUE-R baseline + agentic fault propagation + diagnoser comparison, with a report."""
-    from cuer_agent.config import load_config, merged
-    from cuer_agent.diagnosers import get_diagnoser
-    from cuer_agent.provenance import provenance
     from cuer_agent.report import write_report
+    from cuer_agent.studies import entry
     from cuer_agent.studies.evaluate.report import print_headline
-    from cuer_agent.studies.evaluate.runner import run_evaluate
 
-    study = load_config(config)
-    data, agent = study_sections(study, data_flags, agent_flags, redundancy=redundancy)
-    if data.n is None:
-        data = data.model_copy(update={"n": 100})
-    check_agent(agent.factory)
-    fault_names = names(faults) if faults else None
-    diagnoser_names = names(diagnosers) if diagnosers else None
-    study = study.model_copy(update={
-        "data": data, "agent": agent,
-        "backend": llm.engine(study),
-        "propagation": merged(study, "propagation", faults=fault_names, seed=data.seed,
-                              strict=strict,
-                              fault_persistence=(persistence(fault_persistence)
-                                                 if fault_persistence else None)),
-        "diagnose": merged(study, "diagnose", names=diagnoser_names),
-        "cuer": merged(study, "cuer", seed=data.seed)})
-    for name in study.diagnose.names:
-        get_diagnoser(name)
-    parallel, skills, ds = open_study(study.backend, data, execution, joined(data.gold_hops))
-    run_dir = open_run(run_path(out, "evaluate", data.dataset, agent=agent.factory,
-                                hops=agent.hops),
-                       {"command": "evaluate", "source": ds.source,
-                        "study": study.model_dump(mode="json")})
-    summary = run_evaluate(ds, skills, run_dir, study, show_progress=execution.progress,
-                           parallel=parallel,
-                           provenance=provenance(command_line(ctx), data.path))
-    invocation = skills.ledger.to_dict()
-    console = print_headline(summary, invocation)
-    print_skill_table(invocation, study.backend.name)
-    md, html = write_report(run_dir.path)
-    console.print(f"→ {run_dir.path}  ({md.name}, {html.name})")
+    study = seeded(study_config(
+        config, data_flags=data_flags, agent_flags=agent_flags, model_flags=llm,
+        data={"redundancy": redundancy_flag(redundancy)},
+        propagation={"faults": names(faults) if faults else None, "strict": strict,
+                     "fault_persistence": (persistence(fault_persistence)
+                                           if fault_persistence else None)},
+        diagnose={"names": names(diagnosers) if diagnosers else None}),
+        "propagation", "cuer")
+    done = entry.evaluate(study, out=out, execution=execution.execution(),
+                          command=command_line(ctx))
+    console = print_headline(done.summary, done.invocation)
+    print_skill_table(done.invocation, study.backend.name)
+    md, html = write_report(done.path)
+    console.print(f"→ {done.path}  ({md.name}, {html.name})")
 
 
 @app.command("report")

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -24,15 +24,11 @@ from cuer_agent.cli._options import (
     names,
     option_groups,
 )
-from cuer_agent.cli._study import skill_client
+from cuer_agent.cli._study import study_config
 from cuer_agent.data import dataset_names, is_generated
 from cuer_agent.errors import CuerError
 from cuer_agent.metrics.official import official_datasets
-
-if TYPE_CHECKING:
-    from cuer_agent.config import StudyConfig
-    from cuer_agent.data import Dataset
-    from cuer_agent.studies.diagnose.labels import TraceLabel
+from cuer_agent.studies.session import Execution
 
 
 @data_app.command("stats")
@@ -44,11 +40,11 @@ def data_stats(
 ) -> None:
     """Example and passage counts, hop histogram, question types, support recall@5.
     (It runs no agent, so it has no --hops.)"""
-    from cuer_agent.config import StudyConfig
+    from cuer_agent.config import with_question_hops
     from cuer_agent.data._select import load_study_data
     from cuer_agent.studies._common.data_stats import dataset_stats
 
-    data = data_flags.section(StudyConfig())
+    data = with_question_hops(study_config(None, data_flags=data_flags), None).data
     ds = load_study_data(data.dataset, data.path, data.n, data.hops, data.seed,
                          ",".join(map(str, data.gold_hops)) if data.gold_hops else None)
     stats = dataset_stats(ds)
@@ -151,64 +147,27 @@ def diagnose_cmd(
     """Diagnose traces from any agent: trace-only diagnosers, gold ones with --gold;
     scored against your labels with --labels. The model flags (--backend ...) are
     llm-judge's."""
-    from cuer_agent.config import StudyConfig, merged
-    from cuer_agent.data import load_dataset
-    from cuer_agent.diagnosers import get_diagnoser
-    from cuer_agent.studies.diagnose.labels import read_labels
-    from cuer_agent.studies.diagnose.traces import (
-        check_diagnosers,
-        run_diagnose_traces,
-        trace_only_diagnosers,
-    )
+    from cuer_agent.studies import entry
     from cuer_agent.studies.diagnose.traces_report import scores_line
 
     if (gold is None) != (dataset is None):
         raise CuerError("--gold and --dataset go together")
-    study = StudyConfig()
-    study = study.model_copy(update={
-        "backend": llm.engine(study),
-        "diagnose": merged(study, "diagnose", seed=seed)})
-    chosen = names(diagnosers) if diagnosers else tuple(trace_only_diagnosers())
-    # Before the model or the data loads: unknown, probing, or gold without --gold.
-    check_diagnosers([get_diagnoser(name) for name in chosen], has_gold=gold is not None)
-    given = read_labels(labels) if labels is not None else None
-    skills = skill_client(study.backend, study.diagnose.seed, cache, no_cache)
-    made = [get_diagnoser(name, skills=skills) for name in chosen]
-    data = load_dataset(dataset, gold) if gold and dataset else None
-    tools = names(retrieval_tools or "")
-    labels_path = str(labels) if labels else None
-    if given is None and data is not None:  # no labels file: label from the gold chain
-        given, labels_path = gold_labels(traces, fmt, tools, data, study, out)
-    summary = run_diagnose_traces(traces, fmt, made, out, study, skills,
-                                  examples=data.examples if data else None,
-                                  gold=str(gold) if gold else None, retrieval_tools=tools,
-                                  hop_budget=hop_budget, labels=given or None,
-                                  labels_path=labels_path)
+    source = entry.TraceSource(path=traces, format=fmt,
+                               retrieval_tools=names(retrieval_tools or ""),
+                               hop_budget=hop_budget, gold=gold, dataset=dataset,
+                               labels=labels)
+    study = study_config(None, model_flags=llm, diagnose={"seed": seed})
+    done = entry.diagnose(source, out=out, config=study,
+                          diagnosers=names(diagnosers) if diagnosers else None,
+                          execution=Execution(cache=cache, use_cache=not no_cache))
+    for note in done.notes:
+        typer.echo(note)
+    summary = done.summary
     typer.echo(f"{summary['mapped']}/{summary['traces']} traces mapped, "
                f"{summary['unmapped_spans']['n']} spans left out; "
-               f"{len(made)} diagnosers → {out}")
-    if given is not None:
+               f"{len(summary['diagnosers'])} diagnosers → {out}")
+    if labels is not None or gold is not None:
         typer.echo(scores_line(summary))
-
-
-def gold_labels(traces: Path, fmt: str, tools: tuple[str, ...], data: Dataset,
-                study: StudyConfig, out: Path) -> tuple[dict[str, TraceLabel], str]:
-    """Labels of the traces from the gold chain (`cuer_agent.studies.natural`), written to
-    `out/labels.jsonl` (for reuse with --labels); the labels and their file."""
-    from cuer_agent.studies.diagnose.traces import load_traces
-    from cuer_agent.studies.natural.labels import labels_from_gold
-    from cuer_agent.studies.natural.runner import write_labels
-
-    items, _ = load_traces(traces, fmt, tools)
-    given, labelled = labels_from_gold(((i.trace_id, i.trace) for i in items), data,
-                                       study.propagation.recall_threshold)
-    out.mkdir(parents=True, exist_ok=True)
-    write_labels(labelled, out)
-    failed = sum(lab.failed for lab in labelled)
-    placed = sum(1 for label in given.values() if label.outcome == "failed")
-    typer.echo(f"labels from the gold chain: {len(given)} traces, {placed} of {failed} "
-               f"failures placed → {out / 'labels.jsonl'}")
-    return given, str(out / "labels.jsonl")
 
 
 @trace_app.command("show")

@@ -90,7 +90,7 @@ def replay(run_dir: Path, config: CuerRunConfig | PropagateRunConfig, record_id:
         rows = _cuer_rows(config, example_id, skills)
     else:
         if agent is not None:
-            config = config.model_copy(update={"agent": agent})
+            config = PropagateRunConfig.model_validate({**dict(config), "agent": agent})
         rows = _propagation_rows(config, example_id, skills)
     for row in rows:
         if _record(row).get("record_id") == record_id and row.get("trace"):

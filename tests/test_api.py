@@ -1,0 +1,74 @@
+"""The Python API (`cuer_agent.api`, docs/api.md): one typed function per study, the
+same bytes as the CLI, runs read back as typed objects."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import invoke
+
+import cuer_agent
+from cuer_agent.config import AgentSection, DataSection, StudyConfig, with_values
+from cuer_agent.errors import ConfigError, CuerError
+from cuer_agent.studies._common.cells import RunSummary
+
+ROOT = Path(__file__).resolve().parents[1]
+API_PAGE = ROOT / "docs" / "api.md"
+PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.M | re.S)
+OFFLINE = cuer_agent.Execution(use_cache=False)
+
+
+def test_every_code_block_of_the_api_page_runs_in_order_from_an_empty_directory(
+        tmp_path: Path) -> None:
+    blocks = PYTHON_BLOCK.findall(API_PAGE.read_text(encoding="utf-8"))
+    assert len(blocks) >= 3
+    script = tmp_path / "api_page.py"
+    script.write_text("\n".join(blocks), encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert re.search(r"agent accuracy on clean runs: \d\.\d\d \(n=5\)", done.stdout)
+    assert re.search(r"\d+ of \d+ traces diagnosed by .*consistency", done.stdout)
+
+
+def test_the_api_and_the_cli_write_the_same_bytes(tmp_path: Path) -> None:
+    config = StudyConfig(data=DataSection(n=3), agent=AgentSection(hops=2))
+    cuer_agent.run(config, out=tmp_path / "api", execution=OFFLINE)
+    cli = invoke(["run", "--hops", "2", "--n", "3", "--out", str(tmp_path / "cli"),
+                  "--no-cache", "--no-progress"])
+    assert cli.exit_code == 0, cli.stderr
+    for name in ("config.json", "traces.jsonl", "summary.json"):
+        assert (tmp_path / "api" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes()
+
+
+def test_load_run_reads_a_run_back_as_its_models(tmp_path: Path) -> None:
+    config = StudyConfig(data=DataSection(n=2), agent=AgentSection(hops=1))
+    summary = cuer_agent.run(config, out=tmp_path / "run", execution=OFFLINE)
+    loaded = cuer_agent.load_run(tmp_path / "run")
+    assert loaded.command == "run" and isinstance(loaded.summary, RunSummary)
+    assert loaded.summary == summary
+    traces = loaded.traces()
+    assert len(traces) == 2 and all(t.question and t.hops for t in traces)
+
+
+def test_load_run_of_a_folder_that_is_no_run_names_the_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(CuerError, match=r"config\.json: no such file"):
+        cuer_agent.load_run(tmp_path)
+
+
+def test_a_value_a_section_refuses_is_one_config_error_naming_its_flag() -> None:
+    with pytest.raises(ConfigError, match=r"^--n: .*greater than or equal to 1"):
+        with_values(StudyConfig(), {"data": {"n": 0}})
+    with pytest.raises(ConfigError, match=r"^--retries: "):
+        with_values(StudyConfig(), {"agent": {"retries_per_hop": -1}},
+                    flag_names={"retries_per_hop": "--retries"})
+
+
+def test_a_study_refuses_mode_single_shot_with_a_users_agent(tmp_path: Path) -> None:
+    config = StudyConfig(agent=AgentSection(factory="examples/react_agent.py:build"))
+    with pytest.raises(ConfigError, match="does not combine with mode single_shot"):
+        cuer_agent.run(config, mode="single_shot", out=tmp_path / "run", execution=OFFLINE)
