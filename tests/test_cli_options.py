@@ -125,7 +125,7 @@ def test_a_flag_left_out_takes_the_config_files_value_and_a_flag_given_overrides
 
 def _question_hops(study: StudyConfig, flags: DataFlags, budget: int | None) -> int | None:
     """[data] hops as a command resolves it: the flags set, then the budget's turn."""
-    return with_question_hops(with_values(study, {"data": flags.values()}), budget).data.hops
+    return with_question_hops(with_values(study, flags.values(study)), budget).data.hops
 
 
 def test_gold_hops_on_the_command_line_overrides_the_files_synthetic_hops() -> None:

@@ -53,6 +53,19 @@ INTERRUPTED = 130
 """The exit code of a command stopped by SIGINT or SIGTERM (128 + SIGINT, as shells say)."""
 
 
+def command(name: str, *, on: typer.Typer = app) -> Callable[[F], F]:
+    """Register a command of `on` (default: the top level) named `name`: its option
+    groups spread into options (`_options.option_groups`), its `CuerError` one line and
+    exit 2 (`user_errors`)."""
+    from cuer_agent.cli._options import option_groups
+
+    def register(func: F) -> F:
+        on.command(name)(user_errors(option_groups(func)))
+        return func
+
+    return register
+
+
 def user_errors(func: F) -> F:
     """Report `CuerError` as one line and exit 2 (no traceback); on an interrupt, one
     line saying what was saved and the command that resumes it, and exit 130."""

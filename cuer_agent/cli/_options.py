@@ -31,12 +31,15 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from cuer_agent.config import BackendSection
+from cuer_agent.config import StudyConfig
 from cuer_agent.data import dataset_help
 from cuer_agent.errors import CuerError
 from cuer_agent.interventions._fault_types import default_faults, fault_help
 from cuer_agent.llm.backends import backend_help, concurrency_help
 from cuer_agent.studies.session import Execution
+
+Sections = dict[str, dict[str, object]]
+"""Values a group of flags gives: config section → key → value (only those given)."""
 
 Backend = Annotated[str | None, typer.Option(help=backend_help(default="extractive") + ".")]
 Model = Annotated[str | None, typer.Option(help="Model name for ollama/openai; llamacpp: a "
@@ -126,6 +129,27 @@ def gold_hop_counts(value: str | None) -> tuple[int, ...] | None:
     return counts
 
 
+def redundancy_weights(value: str | None) -> object:
+    """--redundancy as [data] redundancy takes it: "mix", an integer or weights."""
+    if value is None or value.strip() == "mix":
+        return None if value is None else "mix"
+    try:
+        parts = [float(p) for p in value.split(",")]
+    except ValueError:
+        raise CuerError(f"--redundancy must be 1, 2, 3, mix or weights like 0.5,0.5; "
+                        f"got {value!r}") from None
+    return int(parts[0]) if len(parts) == 1 and parts[0].is_integer() else parts
+
+
+def persistence(value: str | None) -> None:
+    """--fault-persistence, checked before any work."""
+    from cuer_agent.interventions.persistence import PERSISTENCES
+
+    if value is not None and value not in PERSISTENCES:
+        raise CuerError(f"--fault-persistence must be one of {', '.join(PERSISTENCES)}, "
+                        f"got {value!r}")
+
+
 def at_least_one(option: str, value: int | None) -> None:
     """A count option (--n, --hops) given as 0 or less: one line naming it."""
     if value is not None and value < 1:
@@ -147,13 +171,14 @@ class DataFlags:
         at_least_one("--n", self.n)
         gold_hop_counts(self.gold_hops)
 
-    def values(self) -> dict[str, object]:
+    def values(self, study: StudyConfig) -> Sections:
         """[data] values these flags give. --gold-hops given also clears [data] hops, so
         the flag chooses the questions (`config.with_question_hops`)."""
         gold = gold_hop_counts(self.gold_hops)
-        return given({"dataset": self.dataset, "path": str(self.path) if self.path else None,
-                      "n": self.n, "seed": self.seed, "gold_hops": gold}) | (
-            {"hops": None} if gold is not None else {})
+        return {"data": given({"dataset": self.dataset,
+                               "path": str(self.path) if self.path else None, "n": self.n,
+                               "seed": self.seed, "gold_hops": gold})
+                | ({"hops": None} if gold is not None else {})}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,10 +194,10 @@ class AgentFlags:
         if self.retries is not None and self.retries < 0:
             raise CuerError(f"--retries must be >= 0, got {self.retries}")
 
-    def values(self) -> dict[str, object]:
+    def values(self, study: StudyConfig) -> Sections:
         """[agent] values these flags give."""
-        return given({"hops": self.hops, "retries_per_hop": self.retries,
-                      "factory": self.agent})
+        return {"agent": given({"hops": self.hops, "retries_per_hop": self.retries,
+                                "factory": self.agent})}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,16 +212,47 @@ class ModelFlags:
     threads: Threads = None
     omit: Omit = None
 
-    def values(self, current: BackendSection) -> dict[str, object]:
-        """[backend] values these flags give, over the `current` section."""
+    def values(self, study: StudyConfig) -> Sections:
+        """[backend] values these flags give, over the study's own."""
         values = given({"name": self.backend, "model": self.model, "base_url": self.base_url,
                         "timeout": self.timeout, "threads": self.threads,
                         "omit": names(self.omit) if self.omit else None})
-        if self.backend is not None and self.backend != current.name:
+        if self.backend is not None and self.backend != study.backend.name:
             # another backend than the file's: the file's model, server and threads
             # belong to that one, not to this
-            return {"model": None, "base_url": None, "threads": None, **values}
-        return values
+            values = {"model": None, "base_url": None, "threads": None, **values}
+        return {"backend": values}
+
+
+@dataclasses.dataclass(frozen=True)
+class FaultFlags:
+    """--faults --strict --fault-persistence --redundancy: which faults a study injects,
+    into which runs, how long each holds, and in how many passages the synthetic world
+    states each fact (what recovery from a withheld one depends on)."""
+
+    faults: Faults = None
+    strict: Strict = None
+    fault_persistence: FaultPersistence = None
+    redundancy: Redundancy = None
+
+    def __post_init__(self) -> None:
+        persistence(self.fault_persistence)
+        redundancy_weights(self.redundancy)
+
+    def values(self, study: StudyConfig) -> Sections:
+        """[propagation] and [data] values these flags give."""
+        return {"propagation": given({"faults": names(self.faults) if self.faults else None,
+                                      "strict": self.strict,
+                                      "fault_persistence": self.fault_persistence}),
+                "data": given({"redundancy": redundancy_weights(self.redundancy)})}
+
+
+@dataclasses.dataclass(frozen=True)
+class StudyFlags:
+    """--config --out: the study config a command starts from, and where it writes."""
+
+    config: ConfigPath = None
+    out: RunOut = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,8 +278,12 @@ class ExecutionFlags:
 DATA_FLAGS = DataFlags()
 AGENT_FLAGS = AgentFlags()
 MODEL_FLAGS = ModelFlags()
+FAULT_FLAGS = FaultFlags()
+STUDY_FLAGS = StudyFlags()
 EXECUTION_FLAGS = ExecutionFlags()
-_GROUPS = (DataFlags, AgentFlags, ModelFlags, ExecutionFlags)
+_GROUPS = (DataFlags, AgentFlags, ModelFlags, FaultFlags, StudyFlags, ExecutionFlags)
+ConfigFlags = DataFlags | AgentFlags | ModelFlags | FaultFlags
+"""The groups that set values of a study config (`values`)."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 

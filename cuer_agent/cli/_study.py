@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING
 import typer
 
 from cuer_agent._json import JsonRow
-from cuer_agent.cli._options import AgentFlags, DataFlags, ModelFlags, given
+from cuer_agent.cli._options import ConfigFlags, given
 from cuer_agent.config import BackendSection, StudyConfig
-from cuer_agent.errors import CuerError
 
 if TYPE_CHECKING:  # the studies load when a command runs, not when the CLI starts
     from cuer_agent.studies._common.cells import Ledger
@@ -35,20 +34,19 @@ FLAG_NAMES = {"retries_per_hop": "--retries", "factory": "--agent", "name": "--b
 """Config keys whose flag is not named after them (the others: `--key-with-dashes`)."""
 
 
-def study_config(path: Path | None, *, data_flags: DataFlags | None = None,
-                 agent_flags: AgentFlags | None = None, model_flags: ModelFlags | None = None,
+def study_config(path: Path | None, *groups: ConfigFlags,
                  **sections: Mapping[str, object]) -> StudyConfig:
     """The study config of --config (None: the defaults) with the values the flags give
-    set, validated as one config: a value refused is one line naming its flag. `sections`:
-    a command's own flags, by config section (None: not given)."""
+    set, validated as one config: a value refused is one line naming its flag. `groups`:
+    option groups (`values`); `sections`: a command's own flags, by config section (None:
+    not given)."""
     from cuer_agent.config import load_config, with_values
 
     study = load_config(path)
     values = {name: given(dict(flags)) for name, flags in sections.items()}
-    for name, group in (("data", data_flags.values() if data_flags else {}),
-                        ("agent", agent_flags.values() if agent_flags else {}),
-                        ("backend", model_flags.values(study.backend) if model_flags else {})):
-        values[name] = {**values.get(name, {}), **group}
+    for group in groups:
+        for name, group_values in group.values(study).items():
+            values[name] = {**values.get(name, {}), **group_values}
     return with_values(study, values, flag_names=FLAG_NAMES)
 
 
@@ -109,30 +107,6 @@ def replayed_engine(recorded: BackendSection, timeout: float | None) -> BackendS
     if timeout is None:
         return recorded
     return BackendSection.model_validate({**dict(recorded), "timeout": timeout})
-
-
-def redundancy_flag(value: str | None) -> object:
-    """--redundancy as [data] redundancy takes it: "mix", an integer or weights."""
-    if value is None or value.strip() == "mix":
-        return None if value is None else "mix"
-    try:
-        parts = [float(p) for p in value.split(",")]
-    except ValueError:
-        raise CuerError(f"--redundancy must be 1, 2, 3, mix or weights like 0.5,0.5; "
-                        f"got {value!r}") from None
-    return int(parts[0]) if len(parts) == 1 and parts[0].is_integer() else parts
-
-
-def persistence(value: str | None) -> str:
-    """--fault-persistence, checked before any work."""
-    from cuer_agent.interventions.persistence import PERSISTENCES
-
-    if value is None:
-        return "corpus"
-    if value not in PERSISTENCES:
-        raise CuerError(f"--fault-persistence must be one of {', '.join(PERSISTENCES)}, "
-                        f"got {value!r}")
-    return value
 
 
 EXECUTION_OPTIONS = frozenset({"out", "cache", "no_cache", "progress", "concurrency",

@@ -10,33 +10,11 @@ from typing import Annotated
 
 import typer
 
-from cuer_agent.cli._app import app, user_errors
-from cuer_agent.cli._options import (
-    AGENT_FLAGS,
-    DATA_FLAGS,
-    EXECUTION_FLAGS,
-    MODEL_FLAGS,
-    AgentFlags,
-    CachePath,
-    ConfigPath,
-    DataFlags,
-    ExecutionFlags,
-    FaultPersistence,
-    Faults,
-    ModelFlags,
-    NoCache,
-    Redundancy,
-    RunOut,
-    Strict,
-    Timeout,
-    names,
-    option_groups,
-)
+from cuer_agent.cli import _options as opt
+from cuer_agent.cli._app import command
 from cuer_agent.cli._study import (
     command_line,
-    persistence,
     print_skill_table,
-    redundancy_flag,
     replayed_engine,
     seeded,
     study_config,
@@ -46,17 +24,16 @@ from cuer_agent.errors import CuerError
 from cuer_agent.studies.session import Execution, check_agent, skill_client
 
 
-@app.command("replay")
-@user_errors
+@command("replay")
 def replay_cmd(
     run_dir: Annotated[Path, typer.Argument(help="A cuer or propagate run directory.")],
     record: Annotated[str, typer.Option(help="Record id, e.g. syn-0-3/query_drift@2.")],
     agent: Annotated[str | None, typer.Option(
         "--agent", help="The run's agent, if its recorded --agent reference moved "
                         "(default: the one in config.json).")] = None,
-    timeout: Timeout = None,
-    cache: CachePath = None,
-    no_cache: NoCache = False,
+    timeout: opt.Timeout = None,
+    cache: opt.CachePath = None,
+    no_cache: opt.NoCache = False,
 ) -> None:
     """Re-execute one stored record and check that the same trace comes out (exit 1 if not)."""
     from cuer_agent.studies._common.run_configs import absent_keys
@@ -78,39 +55,28 @@ def replay_cmd(
     raise typer.Exit(code=1)
 
 
-@app.command("evaluate")
-@user_errors
-@option_groups
+@command("evaluate")
 def evaluate_cmd(
     ctx: typer.Context,
-    agent_flags: AgentFlags = AGENT_FLAGS,
-    config: ConfigPath = None,
-    data_flags: DataFlags = DATA_FLAGS,
-    llm: ModelFlags = MODEL_FLAGS,
-    strict: Strict = None,
-    faults: Faults = None,
+    study_flags: opt.StudyFlags = opt.STUDY_FLAGS,
+    data_flags: opt.DataFlags = opt.DATA_FLAGS,
+    agent_flags: opt.AgentFlags = opt.AGENT_FLAGS,
+    fault_flags: opt.FaultFlags = opt.FAULT_FLAGS,
     diagnosers: Annotated[str | None, typer.Option(
         help=f"Comma-separated diagnosers (default: {', '.join(default_diagnosers())}): "
              f"{diagnoser_help()}.")] = None,
-    fault_persistence: FaultPersistence = None,
-    redundancy: Redundancy = None,
-    out: RunOut = None,
-    execution: ExecutionFlags = EXECUTION_FLAGS,
+    llm: opt.ModelFlags = opt.MODEL_FLAGS,
+    execution: opt.ExecutionFlags = opt.EXECUTION_FLAGS,
 ) -> None:
     """CUE-R baseline + agentic fault propagation + diagnoser comparison, with a report."""
     from cuer_agent.report import write_report
     from cuer_agent.studies import entry
     from cuer_agent.studies.evaluate.report import print_headline
 
-    study = seeded(study_config(
-        config, data_flags=data_flags, agent_flags=agent_flags, model_flags=llm,
-        data={"redundancy": redundancy_flag(redundancy)},
-        propagation={"faults": names(faults) if faults else None, "strict": strict,
-                     "fault_persistence": (persistence(fault_persistence)
-                                           if fault_persistence else None)},
-        diagnose={"names": names(diagnosers) if diagnosers else None}),
-        "propagation", "cuer")
-    done = entry.evaluate(study, out=out, execution=execution.execution(),
+    study = seeded(study_config(study_flags.config, data_flags, agent_flags, fault_flags, llm,
+                                diagnose={"names": opt.names(diagnosers) if diagnosers else None}),
+                   "propagation", "cuer")
+    done = entry.evaluate(study, out=study_flags.out, execution=execution.execution(),
                           command=command_line(ctx))
     console = print_headline(done.summary, done.invocation)
     print_skill_table(done.invocation, study.backend.name)
@@ -118,8 +84,7 @@ def evaluate_cmd(
     console.print(f"→ {done.path}  ({md.name}, {html.name})")
 
 
-@app.command("report")
-@user_errors
+@command("report")
 def report_cmd(
     run_dir: Annotated[Path, typer.Argument(help="An evaluate run directory.")],
 ) -> None:

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from cuer_agent.cli._app import app, data_app, print_json, trace_app, user_errors
+from cuer_agent.cli._app import command, data_app, print_json, trace_app
 from cuer_agent.cli._options import (
     DATA_FLAGS,
     MODEL_FLAGS,
@@ -22,7 +22,6 @@ from cuer_agent.cli._options import (
     RanHopBudget,
     Seed,
     names,
-    option_groups,
 )
 from cuer_agent.cli._study import study_config
 from cuer_agent.data import dataset_names, is_generated
@@ -31,9 +30,7 @@ from cuer_agent.metrics.official import official_datasets
 from cuer_agent.studies.session import Execution
 
 
-@data_app.command("stats")
-@user_errors
-@option_groups
+@command("stats", on=data_app)
 def data_stats(
     data_flags: DataFlags = DATA_FLAGS,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
@@ -44,7 +41,7 @@ def data_stats(
     from cuer_agent.data._select import load_study_data
     from cuer_agent.studies._common.data_stats import dataset_stats
 
-    data = with_question_hops(study_config(None, data_flags=data_flags), None).data
+    data = with_question_hops(study_config(None, data_flags), None).data
     ds = load_study_data(data.dataset, data.path, data.n, data.hops, data.seed,
                          ",".join(map(str, data.gold_hops)) if data.gold_hops else None)
     stats = dataset_stats(ds)
@@ -64,8 +61,7 @@ def data_stats(
 
 
 
-@app.command("score")
-@user_errors
+@command("score")
 def score_cmd(
     dataset: Annotated[str, typer.Option(help=", ".join(official_datasets()) + ".")],
     gold: Annotated[Path, typer.Option(help="Gold file in the dataset's original format.")],
@@ -84,8 +80,7 @@ def score_cmd(
                f"soft {scores['soft']:.4f}  missing {scores['missing']}")
 
 
-@app.command("export")
-@user_errors
+@command("export")
 def export_cmd(
     run_dir: Annotated[Path, typer.Argument(help="A run directory (evaluate, propagate, "
                                             "cuer or run).")],
@@ -113,9 +108,7 @@ def export_cmd(
         typer.echo(f"{sent} traces → {endpoint}")
 
 
-@app.command("diagnose")
-@user_errors
-@option_groups
+@command("diagnose")
 def diagnose_cmd(
     traces: Annotated[Path, typer.Option(help="Traces file: OpenInference spans (OTLP/JSON "
                                          "lines, hex or base64 ids) or cuer traces JSONL.")],
@@ -156,7 +149,7 @@ def diagnose_cmd(
                                retrieval_tools=names(retrieval_tools or ""),
                                hop_budget=hop_budget, gold=gold, dataset=dataset,
                                labels=labels)
-    study = study_config(None, model_flags=llm, diagnose={"seed": seed})
+    study = study_config(None, llm, diagnose={"seed": seed})
     done = entry.diagnose(source, out=out, config=study,
                           diagnosers=names(diagnosers) if diagnosers else None,
                           execution=Execution(cache=cache, use_cache=not no_cache))
@@ -170,8 +163,7 @@ def diagnose_cmd(
         typer.echo(scores_line(summary))
 
 
-@trace_app.command("show")
-@user_errors
+@command("show", on=trace_app)
 def trace_show(
     run_dir: Annotated[Path, typer.Argument(help="A run directory.")],
     example: Annotated[str, typer.Option(help="Example id.")],

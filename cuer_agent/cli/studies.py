@@ -15,29 +15,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from cuer_agent.cli._app import app, user_errors
-from cuer_agent.cli._options import (
-    AGENT_FLAGS,
-    DATA_FLAGS,
-    EXECUTION_FLAGS,
-    MODEL_FLAGS,
-    AgentFlags,
-    ConfigPath,
-    DataFlags,
-    ExecutionFlags,
-    FaultPersistence,
-    Faults,
-    ModelFlags,
-    Redundancy,
-    RunOut,
-    Strict,
-    names,
-    option_groups,
-)
+from cuer_agent.cli import _options as opt
+from cuer_agent.cli._app import command
 from cuer_agent.cli._study import (
-    persistence,
     print_skill_table,
-    redundancy_flag,
     seeded,
     study_config,
     warn_request_errors,
@@ -54,20 +35,16 @@ def wide_console() -> Console:
     return Console(width=max(Console().width, 120))
 
 
-@app.command("run")
-@user_errors
-@option_groups
+@command("run")
 def run_cmd(
-    ctx: typer.Context,
-    out: RunOut = None,
-    config: ConfigPath = None,
-    data_flags: DataFlags = DATA_FLAGS,
-    agent_flags: AgentFlags = AGENT_FLAGS,
+    study_flags: opt.StudyFlags = opt.STUDY_FLAGS,
+    data_flags: opt.DataFlags = opt.DATA_FLAGS,
+    agent_flags: opt.AgentFlags = opt.AGENT_FLAGS,
     mode: Annotated[str, typer.Option(help="agentic or single-shot.")] = "agentic",
     k: Annotated[int | None, typer.Option(help="Evidence items per retrieval "
                                           "(default 5).")] = None,
-    llm: ModelFlags = MODEL_FLAGS,
-    execution: ExecutionFlags = EXECUTION_FLAGS,
+    llm: opt.ModelFlags = opt.MODEL_FLAGS,
+    execution: opt.ExecutionFlags = opt.EXECUTION_FLAGS,
     natural: Annotated[bool, typer.Option(
         "--natural", help="Also label the runs that ended wrong from the data set's gold "
                           "chain and diagnose them, into natural/ (labels, OpenInference "
@@ -79,10 +56,9 @@ def run_cmd(
 
     if mode not in MODES:
         raise CuerError(f"--mode must be agentic or single-shot, got {mode!r}")
-    study = study_config(config, data_flags=data_flags, agent_flags=agent_flags,
-                         model_flags=llm, agent={"k": k})
+    study = study_config(study_flags.config, data_flags, agent_flags, llm, agent={"k": k})
     done = entry.run(study, mode="agentic" if MODES[mode] == "agentic" else "single_shot",
-                     natural=natural, out=out, execution=execution.execution())
+                     natural=natural, out=study_flags.out, execution=execution.execution())
     summary, invocation, acc = done.summary, done.invocation, done.summary.accuracy
     typer.echo(f"{summary.n} examples  soft {acc.soft:.3f}  em {acc.em:.3f}  "
                f"f1 {acc.f1:.3f}  hops used {summary.hops_used}")
@@ -114,15 +90,10 @@ def first_subqueries(traces: list[Trace]) -> str:
             + (f" ({unrelated / n:.0%})" if n else ""))
 
 
-@app.command("cuer")
-@user_errors
-@option_groups
+@command("cuer")
 def cuer_cmd(
-    ctx: typer.Context,
-    out: RunOut = None,
-    config: ConfigPath = None,
-    data_flags: DataFlags = DATA_FLAGS,
-    llm: ModelFlags = MODEL_FLAGS,
+    study_flags: opt.StudyFlags = opt.STUDY_FLAGS,
+    data_flags: opt.DataFlags = opt.DATA_FLAGS,
     two_support: Annotated[bool | None, typer.Option(
         "--two-support", help="Ablation: remove each gold support and both.")] = None,
     duplicate_positions: Annotated[bool | None, typer.Option(
@@ -131,18 +102,19 @@ def cuer_cmd(
         "--replace-hardness", help="Ablation: REPLACE easy, medium, hard.")] = None,
     weight_sensitivity: Annotated[bool | None, typer.Option(
         "--weight-sensitivity", help="Ablation: D over a grid of weights.")] = None,
-    execution: ExecutionFlags = EXECUTION_FLAGS,
+    llm: opt.ModelFlags = opt.MODEL_FLAGS,
+    execution: opt.ExecutionFlags = opt.EXECUTION_FLAGS,
 ) -> None:
     """Single-shot CUE-R: REMOVE / REPLACE / DUPLICATE one evidence item, four axes.
     (It runs no agent, so it has no --hops.)"""
     from cuer_agent.studies import entry
     from cuer_agent.studies.cuer.report import cuer_table
 
-    study = seeded(study_config(config, data_flags=data_flags, model_flags=llm, cuer={
+    study = seeded(study_config(study_flags.config, data_flags, llm, cuer={
         "two_support": two_support, "duplicate_positions": duplicate_positions,
         "replace_hardness_sweep": replace_hardness,
         "weight_sensitivity": weight_sensitivity}), "cuer")
-    done = entry.cuer(study, out=out, execution=execution.execution())
+    done = entry.cuer(study, out=study_flags.out, execution=execution.execution())
     summary = done.summary
     wide_console().print(cuer_table(summary, title=f"CUE-R on {done.dataset} (n={summary.n})"))
     for finding in summary.findings:
@@ -151,36 +123,24 @@ def cuer_cmd(
     typer.echo(f"→ {done.path}")
 
 
-@app.command("propagate")
-@user_errors
-@option_groups
+@command("propagate")
 def propagate_cmd(
-    ctx: typer.Context,
-    out: RunOut = None,
-    config: ConfigPath = None,
-    data_flags: DataFlags = DATA_FLAGS,
-    agent_flags: AgentFlags = AGENT_FLAGS,
-    faults: Faults = None,
+    study_flags: opt.StudyFlags = opt.STUDY_FLAGS,
+    data_flags: opt.DataFlags = opt.DATA_FLAGS,
+    agent_flags: opt.AgentFlags = opt.AGENT_FLAGS,
+    fault_flags: opt.FaultFlags = opt.FAULT_FLAGS,
     hop_operators: Annotated[bool | None, typer.Option(
         help="Also REMOVE/REPLACE/DUPLICATE per hop (default: on).")] = None,
-    strict: Strict = None,
-    fault_persistence: FaultPersistence = None,
-    redundancy: Redundancy = None,
-    llm: ModelFlags = MODEL_FLAGS,
-    execution: ExecutionFlags = EXECUTION_FLAGS,
+    llm: opt.ModelFlags = opt.MODEL_FLAGS,
+    execution: opt.ExecutionFlags = opt.EXECUTION_FLAGS,
 ) -> None:
     """Agentic fault propagation: inject a fault at hop h, let the agent re-execute."""
     from cuer_agent.studies import entry
     from cuer_agent.studies.propagation.report import propagation_tables
 
-    study = seeded(study_config(
-        config, data_flags=data_flags, agent_flags=agent_flags, model_flags=llm,
-        data={"redundancy": redundancy_flag(redundancy)},
-        propagation={"faults": names(faults) if faults else None,
-                     "hop_operators": hop_operators, "strict": strict,
-                     "fault_persistence": (persistence(fault_persistence)
-                                           if fault_persistence else None)}), "propagation")
-    done = entry.propagate(study, out=out, execution=execution.execution())
+    study = seeded(study_config(study_flags.config, data_flags, agent_flags, fault_flags, llm,
+                                propagation={"hop_operators": hop_operators}), "propagation")
+    done = entry.propagate(study, out=study_flags.out, execution=execution.execution())
     for table in propagation_tables(done.summary):
         wide_console().print(table)
     warn_request_errors(done.summary.ledger)
