@@ -49,7 +49,7 @@ from cuer_agent.execution import (
 )
 from cuer_agent.llm.backends import SkillClient, make_backend
 from cuer_agent.retrieval import BM25Retriever
-from cuer_agent.studies.propagation.runner import prefix_skill_calls
+from cuer_agent.studies.propagation.injection import prefix_skill_calls
 from cuer_agent.trace import Trace
 
 PROBE_QUERY = "kit probe sub-query"

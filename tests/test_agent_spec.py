@@ -24,12 +24,8 @@ from cuer_agent.interventions import get_fault
 from cuer_agent.interventions.facts import fact_source
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.retrieval import BM25Retriever
-from cuer_agent.studies.propagation.runner import (
-    _Injector,
-    distractor_answers,
-    inject,
-    prefix_skill_calls,
-)
+from cuer_agent.studies.propagation.injection import inject, prefix_skill_calls
+from cuer_agent.studies.propagation.runner import _Injector, distractor_answers
 
 ROOT = Path(__file__).resolve().parents[1]
 REACT = f"{ROOT / 'examples' / 'react_agent.py'}:build"

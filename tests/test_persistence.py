@@ -19,12 +19,12 @@ from cuer_agent.interventions.persistence import FaultCondition, fault_condition
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.llm.extractive import ExtractiveBackend
 from cuer_agent.retrieval import BM25Retriever
+from cuer_agent.studies.propagation.injection import inject
 from cuer_agent.studies.propagation.runner import (
     PropagationConfig,
     _Injector,
     distractor_answers,
     example_rows,
-    inject,
 )
 
 REAL_ID = re.compile(r"[0-9a-f]{12}-c\d+")

@@ -13,6 +13,7 @@ import numpy as np
 from cuer_agent.data import _synthetic_phrasing as phr
 from cuer_agent.data import _synthetic_text as txt
 from cuer_agent.data._example import Example, HopGold
+from cuer_agent.data._synthetic_build import gc_paused
 from cuer_agent.data._synthetic_world import (
     ENTITY_RELATIONS,
     FORBIDDEN_STEPS,
@@ -22,7 +23,6 @@ from cuer_agent.data._synthetic_world import (
     MIX,
     TYPES,
     World,
-    gc_paused,
     seeded_rng,
 )
 from cuer_agent.errors import ConfigError

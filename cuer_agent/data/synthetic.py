@@ -73,6 +73,7 @@ from typing import Any
 
 from cuer_agent.data._example import Dataset
 from cuer_agent.data._loaders import register_dataset
+from cuer_agent.data._synthetic_build import build_world
 from cuer_agent.data._synthetic_questions import make_questions
 from cuer_agent.data._synthetic_world import (
     ENTITY_RELATIONS,
@@ -81,7 +82,6 @@ from cuer_agent.data._synthetic_world import (
     TYPES,
     Redundancy,
     World,
-    build_world,
     check_redundancy,
 )
 

@@ -8,7 +8,14 @@ import json
 
 from cuer_agent.config import StudyConfig
 from cuer_agent.llm.backends import backend_about
-from cuer_agent.report import _ledger, _plots, _tables
+from cuer_agent.report import (
+    _control_tables,
+    _diagnoser_tables,
+    _ledger,
+    _plots,
+    _propagation_tables,
+    _tables,
+)
 from cuer_agent.report._format import ci, num
 from cuer_agent.report._natural import natural
 from cuer_agent.report._render import (
@@ -201,22 +208,22 @@ def agentic(summary: EvaluateSummary) -> list[Block]:
                        "re-executed from the saved state)."))
     faults = part.faults
     blocks += [Heading(3, "Recovery that means recovery"),
-               _table(_tables.recovery_effective(faults), "No fault was injected.")]
-    by_redundancy = _tables.redundancy(faults)
+               _table(_propagation_tables.recovery_effective(faults), "No fault was injected.")]
+    by_redundancy = _propagation_tables.redundancy(faults)
     if by_redundancy is not None:
         blocks.append(by_redundancy)
     blocks += [Heading(3, "Recovery by fault and hop, every injection"),
-               _table(_tables.recovery(faults), "No fault was injected."),
+               _table(_propagation_tables.recovery(faults), "No fault was injected."),
                *_figure("recovery", _plots.recovery_by_depth(faults),
                         "Recovery vs fault depth per fault, 95% Wilson intervals")]
     blocks += [Heading(3, "Content tampering"),
-               _table(_tables.tampering(part.tampering), "No tampering was injected.")]
+               _table(_propagation_tables.tampering(part.tampering), "No tampering was injected.")]
     cert = part.tampering_certification
     reasons = "; ".join(f"{r} ({c})" for r, c in cert.not_certified.items())
     blocks.append(Para(f"Certified {cert.certified} of {cert.eligible} eligible hops "
                        f"(share {num(cert.certified_share, 2)})"
                        + (f"; not certified: {reasons}" if reasons else "") + "."))
-    operators = _tables.hop_operators(part.hop_operators)
+    operators = _propagation_tables.hop_operators(part.hop_operators)
     if operators is not None:
         blocks += [Heading(3, "Per-hop CUE-R operators"), operators]
     skipped = [f"{fault}: {reason} — {count} injections"
@@ -280,14 +287,14 @@ def construction(summary: EvaluateSummary) -> list[Block]:
     """What the figures rest on: can injections be told apart, how often VERIFY fires,
     how much the reader's word table carries."""
     blocks: list[Block] = [Heading(2, "What the figures rest on")]
-    invisible = _tables.invisibility(summary.invisibility)
+    invisible = _control_tables.invisibility(summary.invisibility)
     blocks.append(Para("A figure that follows from how the world, the faults and the agent "
                        "were written is not a finding. These controls say which ones could: "
                        "whether a classifier tells injected items from real ones, how often "
                        "VERIFY flags a hop with and without a fault, and how much of the "
                        "agent's accuracy its reader's word table carries."))
     return [*blocks, *([] if invisible is None else [invisible]),
-            _tables.verify_rates(summary.verify), _tables.reader(summary.reader)]
+            _control_tables.verify_rates(summary.verify), _control_tables.reader(summary.reader)]
 
 
 def comparison(summary: EvaluateSummary) -> list[Block]:
@@ -333,13 +340,13 @@ def diagnosers(summary: EvaluateSummary) -> list[Block]:
     blocks: list[Block] = [Heading(2, "Fault diagnosers")]
     part = summary.diagnosers
     if not part:
-        return [*blocks, _not_run("diagnosers"), _tables.paper_diagnosers()]
+        return [*blocks, _not_run("diagnosers"), _diagnoser_tables.paper_diagnosers()]
     return [*blocks,
-            *([] if (cells := _tables.diagnoser_fault_depths(part)) is None else [cells]),
-            _tables.diagnoser_depths(part),
-            _tables.paper_diagnosers(),
-            *([] if (by_fault := _tables.diagnoser_faults(part)) is None else [by_fault]),
-            _tables.diagnoser_metrics(part),
+            *([] if (cells := _diagnoser_tables.diagnoser_fault_depths(part)) is None else [cells]),
+            _diagnoser_tables.diagnoser_depths(part),
+            _diagnoser_tables.paper_diagnosers(),
+            *([] if (by_fault := _diagnoser_tables.diagnoser_faults(part)) is None else [by_fault]),
+            _diagnoser_tables.diagnoser_metrics(part),
             *_figure("cost", _plots.cost_per_correct(part),
                      "Backend calls per correct diagnosis, per diagnoser")]
 

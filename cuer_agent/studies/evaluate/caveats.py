@@ -112,33 +112,36 @@ def _listing(members: dict[str, list[str]]) -> str:
                      for name, depths in sorted(members.items()))
 
 
-def _diagnoser_caveats(diagnosers: Diagnosers, backend: str, constant: dict[str, int],
-                       best: str | None, oracle: str | None, headline: set[str],
-                       summary: EvaluateResults) -> list[Caveat]:
-    out = []
+def _oracle_probe_caveat(diagnosers: Diagnosers, backend: str, best: str | None,
+                         oracle: str | None) -> Caveat | None:
+    """Oracle probes are upper bounds: how far the best leads the best gold-free
+    diagnoser, and which score 1.00 by design."""
     probes = sorted(n for n, d in diagnosers.items() if family(d) == "oracle probes")
-    if probes:
-        lead = ((_acc(diagnosers[oracle]) or 0.0) - (_acc(diagnosers[best]) or 0.0)
-                if oracle and best else 0.0)
-        exact = sorted(n for n in probes
-                       if any(c.acc == 1.0 for c in diagnosers[n].by_depth.values()))
-        text = ("Oracle probes are upper bounds, not methods: they re-run hops against a clean "
-                "tool (an environment oracle) or judge a repair by the gold answer, which no "
-                "deployed user can" + (f"; the best of them ({oracle}) leads the best "
-                                       f"gold-free diagnoser ({best}) by {lead:+.2f}"
-                                       if oracle and best else "") + ".")
-        if exact:
-            text += (f" {', '.join(exact)} score 1.00 at some depth: on a deterministic agent "
-                     "repairing the injected hop restores the clean run while repairing any "
-                     "other leaves the fault in force — exact by design here")
-            text += (f", and the {backend} backend is deterministic: a sampling model would "
-                     "not give the probe the same run twice."
-                     if backend_about(backend).rule_based else ".")
-        out.append(caveat(text, probes, lead))
-    forced = {f for f, per in summary.agentic.faults.items()
-              if any(c.forced for c in per.values())}
-    if best and forced:
-        out.append(_forced_caveat(best, diagnosers[best], forced))
+    if not probes:
+        return None
+    lead = ((_acc(diagnosers[oracle]) or 0.0) - (_acc(diagnosers[best]) or 0.0)
+            if oracle and best else 0.0)
+    exact = sorted(n for n in probes
+                   if any(c.acc == 1.0 for c in diagnosers[n].by_depth.values()))
+    text = ("Oracle probes are upper bounds, not methods: they re-run hops against a clean "
+            "tool (an environment oracle) or judge a repair by the gold answer, which no "
+            "deployed user can" + (f"; the best of them ({oracle}) leads the best "
+                                   f"gold-free diagnoser ({best}) by {lead:+.2f}"
+                                   if oracle and best else "") + ".")
+    if exact:
+        text += (f" {', '.join(exact)} score 1.00 at some depth: on a deterministic agent "
+                 "repairing the injected hop restores the clean run while repairing any "
+                 "other leaves the fault in force — exact by design here")
+        text += (f", and the {backend} backend is deterministic: a sampling model would "
+                 "not give the probe the same run twice."
+                 if backend_about(backend).rule_based else ".")
+    return caveat(text, probes, lead)
+
+
+def _trace_rule_caveats(diagnosers: Diagnosers, headline: set[str]) -> list[Caveat]:
+    """The headline diagnosers that do not beat the trace-rule control at some depth, one
+    caveat each, then the other gold-free ones in one."""
+    out = []
     rule = diagnosers["trace-rule"].by_depth if "trace-rule" in diagnosers else {}
     for name in sorted(headline - {"trace-rule"}):
         d = diagnosers.get(name)
@@ -158,6 +161,21 @@ def _diagnoser_caveats(diagnosers: Diagnosers, backend: str, constant: dict[str,
         out.append(caveat("Gold-free diagnosers that do not beat the trace-rule control (what "
                           "the agent's own trace says) at some depth: "
                           f"{_listing(behind_rule)}.", list(behind_rule)))
+    return out
+
+
+def _diagnoser_caveats(diagnosers: Diagnosers, backend: str, constant: dict[str, int],
+                       best: str | None, oracle: str | None, headline: set[str],
+                       summary: EvaluateResults) -> list[Caveat]:
+    out = []
+    probe_caveat = _oracle_probe_caveat(diagnosers, backend, best, oracle)
+    if probe_caveat is not None:
+        out.append(probe_caveat)
+    forced = {f for f, per in summary.agentic.faults.items()
+              if any(c.forced for c in per.values())}
+    if best and forced:
+        out.append(_forced_caveat(best, diagnosers[best], forced))
+    out += _trace_rule_caveats(diagnosers, headline)
     behind_ind = {n: _not_beating_independence(d) for n, d in diagnosers.items()}
     behind_ind = {n: h for n, h in behind_ind.items() if h}
     if behind_ind:

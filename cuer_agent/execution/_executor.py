@@ -1,54 +1,6 @@
-"""Run an agent on an example; fork a run at hop h and let the same agent re-execute the suffix.
-
-The agent is a compiled LangGraph graph and its `AgentSpec` (`cuer_agent.agents`): our
-agent, the single-shot system, or a user's graph (``agent="module:factory"``). Nothing
-below knows more of an agent than its spec says. Semantics (tests/test_execution.py,
-tests/test_agent_spec.py):
-
-* **run** streams the compiled graph and keeps a *snapshot* of the state after every
-  node, keyed by the spec's step key (``"<hop>:<role>"``, ``"<hop>.<attempt>:<role>"``
-  for a retry, ``"final:answer"``); ``"0:start"`` is the initial state.
-* **fork(base, hop, boundary, edit, condition)** copies the snapshot at a boundary of
-  hop *h*, applies `edit`, seeds a fresh thread with it via ``update_state(...,
-  as_node=<node>)`` and resumes with ``invoke(None)``: LangGraph's own edges choose what
-  runs next, and nothing before the boundary runs again (no skill call is spent on the
-  prefix). Boundaries: ``"plan"`` and ``"retrieve"`` (after hop h's *first* plan or
-  retrieval: where a fault meets the hop), ``"read"`` (after hop h's *last* read — or,
-  for an agent that reads and plans in one node, after hop h's retrieval: the boundary
-  between hop h and h+1; ``read`` of hop 0 is the initial state).
-* **conditions**: a run may execute under a `Condition` (a fault in force, see
-  `cuer_agent.graphs.state`). The graph's tools consult it, through the run context,
-  for the sub-query issued and the evidence returned, and the executor caps the hop
-  budget (the spec's `budget_key`) with it; a fork takes the
-  condition it is given (by default its base run's), and every later re-execution of the
-  run — retries, regenerated suffixes, probes — meets the same fault.
-* **reanswer(base, overrides)** (frozen): replace some hops' evidence, keep every other
-  hop as observed, run only ``answer``.
-* **rerun_hop(run, j)** and **repair_and_regenerate(run, j)**: re-execute hop j with hop j
-  *repaired* (`Condition.repaired(j)`: a clean retriever and sub-query at hop j), keep
-  hops < j as observed; the first stops after hop j, the second lets the agent continue
-  under the fault as it held in the run — so regenerating from hop 1 is not a clean
-  restart, and a suffix that asks the faulted query again meets the fault again.
-* **continue_retrieving(run)**: one hop more than the run took, with that hop repaired
-  (a forced early stop is lifted; other faults still hold).
-
-* **cost**: `RunResult.spent` counts the skill requests of one invocation (the
-  `SkillClient` request log: calls, tokens, invalid replies, retries). An agent that
-  counts nothing in its state gets its trace's cost from the same log, a fork's
-  including what its prefix cost.
-
-* **reuse**: with repeatable skills (a response cache, or the deterministic offline
-  reader) an execution is a function of its inputs, so a repeated one — same example,
-  state, entry node, condition, stop rule and inherited cost — returns the stored result
-  and counts its requests again in every open request log (`SkillClient.replay`): every
-  output byte is as if it ran again. Snapshots are deep copies, or shallow ones sharing
-  unchanged values for a spec that declares `shares_state` (its nodes never edit a value
-  in place).
-
-Edits go through the spec's writers, which rewrite the observable trace consistently
-(an edited retrieval shows in the RETRIEVE step), because the trace must not reveal
-that an intervention happened.
-"""
+"""The `Executor`: runs, forks, re-answers and probes one agent through its spec, and
+reuses an execution already made when the skills are repeatable. Semantics:
+`cuer_agent.execution`."""
 
 from __future__ import annotations
 
@@ -59,7 +11,6 @@ import pickle
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from typing_extensions import TypedDict  # typing's has no pydantic schema on 3.11
@@ -68,83 +19,16 @@ from cuer_agent._lru import LRU
 from cuer_agent.agents import AgentSpec, Boundary, Factory, State, hop_of_key, load_agent
 from cuer_agent.data import Example
 from cuer_agent.errors import AgentNodeError, CuerError, node_of
-from cuer_agent.graphs.state import AgentState, hop_from_state, hop_to_state
+from cuer_agent.execution._edits import Edit, identity
+from cuer_agent.execution._results import AgentConfig, Mode, RunResult, Spent
+from cuer_agent.graphs.state import hop_from_state, hop_to_state
 from cuer_agent.llm.backends import BackendError, RequestLog, SkillClient
 from cuer_agent.retrieval import Retriever
 from cuer_agent.run_context import Condition, to_state
-from cuer_agent.trace import Cost, Evidence, HopRecord, Trace, build_trace
+from cuer_agent.trace import Cost, Evidence, HopRecord
 
-Mode = Literal["agentic", "single_shot"]
 _V = TypeVar("_V")
 NO_COST = Cost()
-Edit = Callable[[AgentSpec, State], State]
-"""A fork's edit: the boundary's state in, the state to resume from out."""
-
-
-@dataclass(frozen=True)
-class AgentConfig:
-    """The system under test: our agent or the single-shot system (`mode`) unless
-    `Executor` is given an agent, hop budget, evidence per hop, retries per hop."""
-
-    mode: Mode = "agentic"
-    hop_budget: int = 3
-    k: int = 5
-    retries_per_hop: int = 1
-    """Retries of a hop VERIFY found unsupported (separate from the hop budget)."""
-
-    def __post_init__(self) -> None:
-        from cuer_agent.errors import ConfigError
-        if self.hop_budget < 1:
-            raise ConfigError(f"hop budget must be >= 1, got {self.hop_budget}")
-        if self.retries_per_hop < 0:
-            raise ConfigError(f"retries per hop must be >= 0, got {self.retries_per_hop}")
-
-
-class Spent(TypedDict):
-    """What one invocation's skill requests took (a trace row's `spent`)."""
-
-    llm_calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    parse_failures: int
-    retries: int
-    by_skill: dict[str, dict[str, int]]
-    """Skill → `SPENT_BY_SKILL` counters (`RequestLog.spent_by_skill`)."""
-
-
-def nothing_spent() -> Spent:
-    """An invocation that made no skill request."""
-    return {"llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "parse_failures": 0,
-            "retries": 0, "by_skill": {}}
-
-
-@dataclass
-class RunResult:
-    """One execution: its trace, the per-node snapshots, and what ran."""
-
-    example_id: str
-    trace: Trace
-    snapshots: dict[str, State]
-    nodes_run: list[str]
-    """Node executions of this invocation as step keys ("2:read"), in order (a fork
-    lists only its suffix)."""
-    retriever: Retriever = field(repr=False)
-    condition: Condition | None = field(default=None, repr=False)
-    """The fault in force during this execution (None: a clean run)."""
-    request_keys: list[str] = field(default_factory=list, repr=False)
-    """Cache keys of the skill requests this invocation made (16 hex digits each)."""
-    spent: Spent = field(default_factory=lambda: nothing_spent())
-    """Skill calls and tokens of this invocation only (a fork's trace cost also counts
-    the prefix it inherited; this does not)."""
-    final_state: State = field(default_factory=dict, repr=False)
-    question: str = ""
-    cost_at: dict[str, Cost] = field(default_factory=dict, repr=False)
-    """Skill cost of the run up to each snapshot (prefix included)."""
-
-    @property
-    def nodes(self) -> list[str]:
-        """Roles of `nodes_run`, without hops (our agent: its node names)."""
-        return [key.split(":", 1)[1] for key in self.nodes_run]
 
 
 def our_system(mode: Mode) -> tuple[Any, AgentSpec]:
@@ -438,35 +322,3 @@ def _prefix(items: dict[str, _V], key: str) -> dict[str, _V]:
 def _repaired(condition: Condition | None, hop: int) -> Condition | None:
     return None if condition is None else condition.repaired(hop)
 
-
-# --- edits: each returns a new state through the spec's writers ------------------------------
-
-def replace_evidence(evidence: Sequence[Evidence]) -> Edit:
-    """After-retrieve edit: the hop sees `evidence` instead of what was retrieved (the
-    spec gets it as state, `to_state`)."""
-    return lambda spec, state: spec.with_evidence(state, to_state(evidence))
-
-
-def replace_subquery(subquery: str) -> Edit:
-    """After-plan edit: the hop searches with `subquery`."""
-    return lambda spec, state: spec.with_subquery(state, subquery)
-
-
-def force_answer(hops_taken: int) -> Edit:
-    """After-read edit: no hop after this one — the budget becomes the hops taken, so the
-    agent answers as in a run that spent its budget."""
-    return lambda spec, state: spec.with_budget(state, hops_taken)
-
-
-def identity(spec: AgentSpec, state: State) -> State:
-    return state
-
-
-def without_retries(spec: AgentSpec, state: State) -> State:
-    """The same agent, never retrying a hop (the study's control)."""
-    return spec.with_retries(state, 0)
-
-
-__all__ = ["AgentConfig", "AgentState", "Edit", "Executor", "RunResult", "build_trace",
-           "force_answer", "hop_of_key", "identity", "our_system", "replace_evidence",
-           "replace_subquery", "without_retries"]
