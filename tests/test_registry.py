@@ -88,6 +88,42 @@ on the studies it combines, they stand on `_common` only (`natural` also on `dia
 whose labels and scoring it shares); `schemas` and `replay` stand above all the rooms."""
 
 
+LAYERS = (
+    ("_json", "_lru", "_registry", "_validation", "errors", "interrupts", "provenance",
+     "runs", "trace", "data", "metrics"),
+    ("llm", "retrieval", "interventions", "roles", "parallel"),
+    ("run_context", "agents", "graphs"),
+    ("execution",),
+    ("diagnosers", "interchange"),
+    ("config",),
+    ("studies",),
+    ("report",),
+    ("api", "cli", "agent_kit", "testing"),
+)
+"""cuer_agent's layers, lowest first (by the first name under `cuer_agent.`; the package
+itself, whose lazy exports are the API's, is the top): a module imports its own layer
+and those below, never one above (docs/development.md, "Layout")."""
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    if len(parts) == 1:
+        return len(LAYERS)
+    return next(i for i, names in enumerate(LAYERS) if parts[1] in names)
+
+
+def test_every_module_belongs_to_a_layer() -> None:
+    unplaced = sorted({m.split(".")[1] for m in _import_graph()
+                       if "." in m and not any(m.split(".")[1] in ls for ls in LAYERS)})
+    assert unplaced == []
+
+
+def test_no_module_imports_a_layer_above_its_own() -> None:
+    upward = sorted(f"{a} -> {b}" for a, b in _import_graph().edges
+                    if _layer(b) > _layer(a))
+    assert upward == []
+
+
 def test_a_study_room_imports_only_the_rooms_below_it() -> None:
     upward = []
     for a, b in _import_graph().edges():
