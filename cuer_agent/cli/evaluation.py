@@ -58,9 +58,9 @@ def replay_cmd(
 @command("evaluate")
 def evaluate_cmd(
     ctx: typer.Context,
+    agent_flags: opt.AgentFlags = opt.AGENT_FLAGS,  # first: the provenance's order
     study_flags: opt.StudyFlags = opt.STUDY_FLAGS,
     data_flags: opt.DataFlags = opt.DATA_FLAGS,
-    agent_flags: opt.AgentFlags = opt.AGENT_FLAGS,
     fault_flags: opt.FaultFlags = opt.FAULT_FLAGS,
     diagnosers: Annotated[str | None, typer.Option(
         help=f"Comma-separated diagnosers (default: {', '.join(default_diagnosers())}): "
