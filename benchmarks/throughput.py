@@ -100,7 +100,7 @@ def run_once(url: str, n: int, parallel: Any, cache_path: Path,
     from cuer_agent.data._select import load_study_data
     from cuer_agent.llm.backends import SkillClient, make_backend
     from cuer_agent.llm.cache import ResponseCache
-    from cuer_agent.runs import RunDir
+    from cuer_agent.run_dir import RunDir
     from cuer_agent.studies.evaluate.runner import run_evaluate
 
     study = StudyConfig.model_validate({

@@ -195,7 +195,7 @@ def _check_resume(ref: str, *, n: int, hops: int, seed: int) -> list[str]:
     from typer.testing import CliRunner
 
     from cuer_agent.cli import app
-    from cuer_agent.runs import RunDir
+    from cuer_agent.run_dir import RunDir
 
     def command(out: Path) -> list[str]:
         return ["run", "--agent", ref, "--dataset", "synthetic", "--hops", str(hops),

@@ -28,7 +28,7 @@ What a spec says about its graph:
   one state key (`budget_key`) the graph must honour: a forced early stop lowers it.
 * **the retriever** — the graph reaches it through the run context. `context` builds it
   from the skills, the retriever and the fault in force; by default our
-  `cuer_agent.run_context.AgentContext`, whose ``retrieve(hop, query, k)`` and
+  `cuer_agent.agent_context.AgentContext`, whose ``retrieve(hop, query, k)`` and
   ``issue(hop, attempt, query)`` are where a fault condition wraps the tools.
 
 `check_spec` checks a spec against its graph before any work: every node, role, key and
@@ -49,10 +49,10 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from cuer_agent._json import JsonObject
+from cuer_agent.agent_context import AgentContext
 from cuer_agent.errors import ConfigError
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.retrieval import Retriever
-from cuer_agent.run_context import AgentContext
 from cuer_agent.trace import (
     Action,
     AnswerData,

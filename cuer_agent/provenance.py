@@ -68,7 +68,7 @@ def _sha256(path: str, size: int, mtime_ns: int) -> str:
 
 
 class ProvenanceRecord(TypedDict):
-    """Where a summary came from (`cuer_agent.studies.evaluate.cells.Provenance`)."""
+    """Where a summary came from (`cuer_agent.studies.evaluate.summary_model.Provenance`)."""
 
     command: str
     version: str

@@ -45,6 +45,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from pydantic import ConfigDict
 
+from cuer_agent.agent_context import AgentContext
 from cuer_agent.agents import AgentSpec, Boundary, Role, State
 from cuer_agent.graphs.nodes import evidence_view, hop_view
 from cuer_agent.llm.skills import (
@@ -56,7 +57,6 @@ from cuer_agent.llm.skills import (
     ReadRequest,
     ReadResponse,
 )
-from cuer_agent.run_context import AgentContext
 from cuer_agent.trace import Cost, Trace
 
 SEARCH = {"name": "search", "description": "Search the corpus; returns the top passages.",

@@ -3,10 +3,10 @@ from typing import Any, TypedDict
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
+from cuer_agent.agent_context import AgentContext
 from cuer_agent.agents import AgentSpec
 from cuer_agent.graphs.nodes import evidence_view, hop_views
 from cuer_agent.llm.skills import AnswerRequest, PlanRequest, ReadRequest
-from cuer_agent.run_context import AgentContext
 
 S = TypedDict("S", {"question": str, "hops": list, "query": str, "answer": dict,  # noqa: UP013
                     "hop_budget": int, "k": int})

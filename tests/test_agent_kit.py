@@ -1,4 +1,4 @@
-"""The agent conformance kit (`cuer_agent.testing.validate_agent`) and a failing user node."""
+"""The agent conformance kit (`cuer_agent.diagnoser_kit.validate_agent`) and a failing user node."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from conftest import invoke
 
+from cuer_agent.diagnoser_kit import validate_agent
 from cuer_agent.graphs import agent as our_agent
-from cuer_agent.testing import validate_agent
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
@@ -88,7 +88,7 @@ import sys
 sys.path.insert(0, {examples!r})
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
-from cuer_agent.run_context import AgentContext
+from cuer_agent.agent_context import AgentContext
 from two_node_agent import S, build as working, decide
 
 

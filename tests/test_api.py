@@ -14,7 +14,7 @@ from conftest import invoke
 import cuer_agent
 from cuer_agent.config import AgentSection, DataSection, StudyConfig, with_values
 from cuer_agent.errors import ConfigError, CuerError
-from cuer_agent.studies._common.cells import RunSummary
+from cuer_agent.studies._common.summary_model import RunSummary
 
 ROOT = Path(__file__).resolve().parents[1]
 API_PAGE = ROOT / "docs" / "api.md"

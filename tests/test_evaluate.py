@@ -10,13 +10,13 @@ import pytest
 from conftest import EVALUATE, EVALUATE_KINDS, SMALL_EVALUATE, Studies, invoke, run_study
 
 from cuer_agent.data import load_dataset
+from cuer_agent.diagnoser_kit import make_view, validate_diagnoser
 from cuer_agent.diagnosers import diagnoser_names, get_diagnoser
-from cuer_agent.diagnosers._probe import ExecutionProbe
+from cuer_agent.diagnosers._reexecution import ExecutionProbe
 from cuer_agent.execution import AgentConfig, Executor, replace_evidence
 from cuer_agent.llm.backends import SkillClient, make_backend
 from cuer_agent.metrics import recall_correct
 from cuer_agent.retrieval import BM25Retriever
-from cuer_agent.testing import make_view, validate_diagnoser
 
 CONCURRENT = (*EVALUATE_KINDS, "--concurrency", "3")
 RESUMED = SMALL_EVALUATE
@@ -361,8 +361,8 @@ def test_early_termination_is_reported_as_forced(run: Path) -> None:
 def test_no_single_shot_verdict_when_the_original_answers_almost_nothing() -> None:
     from test_report import condition
 
-    from cuer_agent.studies.cuer.cells import CuerCondition
     from cuer_agent.studies.cuer.report import pattern_findings
+    from cuer_agent.studies.cuer.summary_model import CuerCondition
 
     floor = {name: CuerCondition.model_validate({**condition(0.0, delta), "n": 100})
              for name, delta in (("original", None), ("remove", 0.0))}

@@ -15,7 +15,7 @@ from cuer_agent.llm.backends import SkillClient, make_backend
 from cuer_agent.llm.skills import ReadRequest
 from cuer_agent.llm.windows import shown, window
 from cuer_agent.retrieval import sentences
-from cuer_agent.studies._common.run_agent import retriever_factory
+from cuer_agent.studies._common.dataset_run import retriever_factory
 
 FILLER = "The weather was mild that year. " * 10
 TEXT = FILLER + "Ann Lee directed the film Blue Harbour in Oslo. " + FILLER

@@ -20,7 +20,7 @@ from cuer_agent.llm.backends import SkillClient
 from cuer_agent.llm.cache import ResponseCache
 from cuer_agent.llm.extractive import ExtractiveBackend
 from cuer_agent.retrieval import BM25Retriever
-from cuer_agent.studies._common.run_agent import retriever_factory
+from cuer_agent.studies._common.dataset_run import retriever_factory
 from cuer_agent.studies.propagation.runner import example_rows
 
 

@@ -24,7 +24,7 @@ from cuer_agent.execution import AgentConfig, Executor
 from cuer_agent.llm.backends import SkillClient, make_backend
 from cuer_agent.llm.cache import ResponseCache
 from cuer_agent.llm.skills import PlanRequest
-from cuer_agent.studies._common.run_agent import retriever_factory
+from cuer_agent.studies._common.dataset_run import retriever_factory
 
 SECRET = "sk-test-SECRET-executors"
 RUN_FILES = ("config.json", "traces.jsonl", "summary.json")

@@ -31,7 +31,7 @@ from conftest import cli, invoke
 from fake_servers import Behaviour, FakeOpenAIServer
 
 from cuer_agent.llm import prompts
-from cuer_agent.runs import RunDir, canonical_json
+from cuer_agent.run_dir import RunDir, canonical_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import chaos

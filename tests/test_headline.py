@@ -12,11 +12,11 @@ from test_report import diagnoser, summary
 from cuer_agent.metrics.stats import bound_digits
 from cuer_agent.report._format import ci
 from cuer_agent.report._plots import MEMBER_STYLES, exact_hop_families
-from cuer_agent.studies.diagnose.cells import DiagnoserSummary
+from cuer_agent.studies.diagnose.summary_model import DiagnoserSummary
 from cuer_agent.studies.evaluate.caveats import caveat, honest_caveats, ranked
-from cuer_agent.studies.evaluate.cells import EvaluateResults
 from cuer_agent.studies.evaluate.headline import best_of, family, headline
-from cuer_agent.studies.propagation.cells import PropagationResults
+from cuer_agent.studies.evaluate.summary_model import EvaluateResults
+from cuer_agent.studies.propagation.summary_model import PropagationResults
 
 
 def diag(acc: float | None, **declared: Any) -> DiagnoserSummary:

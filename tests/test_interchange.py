@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from cuer_agent.interchange import import_spans, read_spans, to_protobuf_json
 from cuer_agent.interchange._otlp import any_value, attributes
-from cuer_agent.runs import read_rows
+from cuer_agent.run_dir import read_rows
 from cuer_agent.studies.diagnose.traces import trace_only_diagnosers
 from cuer_agent.trace import Trace
 

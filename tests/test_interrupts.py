@@ -134,7 +134,7 @@ def test_an_interrupt_during_a_llamacpp_generation_stops_within_5_s(tmp_path: Pa
 def test_an_interrupt_swallowed_by_a_finaliser_stops_the_next_row(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from cuer_agent import interrupts
-    from cuer_agent.runs import RunDir
+    from cuer_agent.run_dir import RunDir
 
     monkeypatch.setitem(interrupts._REQUESTED, "signal", 0)
 

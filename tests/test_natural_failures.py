@@ -12,7 +12,7 @@ from conftest import EVALUATE, Studies, cli_text
 from test_loaders import musique_record, write_jsonl
 
 from cuer_agent.studies.diagnose.labels import read_labels
-from cuer_agent.studies.evaluate.cells import EvaluateSummary
+from cuer_agent.studies.evaluate.summary_model import EvaluateSummary
 from cuer_agent.studies.natural.rule import RULE
 from cuer_agent.studies.natural.summary import NaturalSummary
 

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from langchain_core.messages import ToolMessage
 
+from cuer_agent.agent_context import AgentContext
 from cuer_agent.data import Example, load_dataset
 from cuer_agent.llm.backends import SkillClient, make_backend
 from cuer_agent.metrics import recall_correct
 from cuer_agent.retrieval import BM25Retriever
-from cuer_agent.run_context import AgentContext
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 import react_agent

@@ -90,15 +90,15 @@ whose labels and scoring it shares); `schemas` and `replay` stand above all the 
 
 LAYERS = (
     ("_json", "_lru", "_registry", "_validation", "errors", "interrupts", "provenance",
-     "runs", "trace", "data", "metrics"),
+     "run_dir", "trace", "data", "metrics"),
     ("llm", "retrieval", "interventions", "roles", "parallel"),
-    ("run_context", "agents", "graphs"),
+    ("agent_context", "agents", "graphs"),
     ("execution",),
     ("diagnosers", "interchange"),
     ("config",),
     ("studies",),
     ("report",),
-    ("api", "cli", "agent_kit", "testing"),
+    ("api", "cli", "agent_kit", "diagnoser_kit"),
 )
 """cuer_agent's layers, lowest first (by the first name under `cuer_agent.`; the package
 itself, whose lazy exports are the API's, is the top): a module imports its own layer
@@ -225,7 +225,7 @@ def test_an_entry_point_naming_a_module_only_imports_it(monkeypatch: pytest.Monk
     assert registry.names() == ["their-thing"]
 
 
-EDGE_MODULES = ("cuer_agent._json", "cuer_agent.runs", "cuer_agent.interchange.",
+EDGE_MODULES = ("cuer_agent._json", "cuer_agent.run_dir", "cuer_agent.interchange.",
                 "cuer_agent.llm.", "cuer_agent.data.", "cuer_agent.metrics.official",
                 "cuer_agent.agents", "cuer_agent.graphs.server")
 """Where JSON crosses into or out of the program untyped: run directories' JSONL and

@@ -405,7 +405,7 @@ def test_the_html_first_screen_holds_the_headline_table_beside_the_plot(
 def test_a_summary_built_in_code_without_provenance_validates() -> None:
     # What a study run outside the CLI (a benchmark, a notebook) hands over: the model
     # instance, not its JSON `{}`.
-    from cuer_agent.studies.evaluate.cells import NoProvenance
+    from cuer_agent.studies.evaluate.summary_model import NoProvenance
 
     made = EvaluateSummary.model_validate({**summary(), "provenance": NoProvenance()})
     assert isinstance(made.provenance, NoProvenance)

@@ -1,5 +1,5 @@
 """A run directory's `config.json`: one schema for every study command, read back typed
-(`cuer_agent.studies._common.run_configs`)."""
+(`cuer_agent.studies._common.recorded_config`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cuer_agent.errors import DataError
-from cuer_agent.studies._common.run_configs import (
+from cuer_agent.studies._common.recorded_config import (
     CuerRunConfig,
     EvaluateRunConfig,
     PropagateRunConfig,
@@ -97,7 +97,7 @@ def test_a_propagate_config_without_k_reads_the_agents_default_k() -> None:
 
 def test_an_evaluate_run_with_a_non_default_k_replays_its_agent_records_identically(
         tmp_path: Path) -> None:
-    # Before run_configs, evaluate's agentic/ config left k out and replay assumed 5.
+    # Before recorded_config, evaluate's agentic/ config left k out and replay assumed 5.
     study = tmp_path / "study.toml"
     study.write_text("[agent]\nk = 3\nhops = 2\n")
     out = tmp_path / "evaluate"

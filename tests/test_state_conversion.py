@@ -8,8 +8,8 @@ import json
 
 from test_execution import base_run, make_executor
 
+from cuer_agent.agent_context import to_state
 from cuer_agent.graphs.state import hop_from_state, hop_to_state
-from cuer_agent.run_context import to_state
 from cuer_agent.trace import Evidence
 
 

@@ -21,7 +21,7 @@ import typer
 from conftest import INTERRUPTED, invoke
 
 from cuer_agent.cli._app import user_errors
-from cuer_agent.runs import RunDir
+from cuer_agent.run_dir import RunDir
 
 pytest_plugins = ["pytester"]
 

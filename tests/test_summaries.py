@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from cuer_agent.errors import DataError
-from cuer_agent.runs import RunDir
-from cuer_agent.studies._common.cells import Part
-from cuer_agent.studies.cuer.cells import DatasetRoles, TwoSupport
+from cuer_agent.run_dir import RunDir
+from cuer_agent.studies._common.summary_model import Part
+from cuer_agent.studies.cuer.summary_model import DatasetRoles, TwoSupport
 from cuer_agent.studies.schemas import (
     SCHEMA_DIR,
     SCHEMAS,

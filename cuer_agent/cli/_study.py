@@ -19,7 +19,7 @@ from cuer_agent.cli._options import ConfigFlags, given
 from cuer_agent.config import BackendSection, StudyConfig
 
 if TYPE_CHECKING:  # the studies load when a command runs, not when the CLI starts
-    from cuer_agent.studies._common.cells import Ledger
+    from cuer_agent.studies._common.summary_model import Ledger
 
 
 def on_command_line(ctx: typer.Context, name: str) -> bool:

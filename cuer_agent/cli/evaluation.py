@@ -36,7 +36,7 @@ def replay_cmd(
     no_cache: opt.NoCache = False,
 ) -> None:
     """Re-execute one stored record and check that the same trace comes out (exit 1 if not)."""
-    from cuer_agent.studies._common.run_configs import absent_keys
+    from cuer_agent.studies._common.recorded_config import absent_keys
     from cuer_agent.studies.replay import replay, replayable_config
 
     run_config = replayable_config(run_dir)  # missing, damaged or not replayable → exit 2

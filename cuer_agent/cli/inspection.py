@@ -171,7 +171,7 @@ def trace_show(
     """Render one trace as a tree."""
     from rich.tree import Tree
 
-    from cuer_agent.runs import read_rows
+    from cuer_agent.run_dir import read_rows
     from cuer_agent.trace import Trace
 
     path = run_dir / "traces.jsonl"

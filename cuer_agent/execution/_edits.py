@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from cuer_agent.agent_context import to_state
 from cuer_agent.agents import AgentSpec, State
-from cuer_agent.run_context import to_state
 from cuer_agent.trace import Evidence
 
 Edit = Callable[[AgentSpec, State], State]

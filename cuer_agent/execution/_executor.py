@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeVar
 from typing_extensions import TypedDict  # typing's has no pydantic schema on 3.11
 
 from cuer_agent._lru import LRU
+from cuer_agent.agent_context import Condition, to_state
 from cuer_agent.agents import AgentSpec, Boundary, Factory, State, hop_of_key, load_agent
 from cuer_agent.data import Example
 from cuer_agent.errors import AgentNodeError, CuerError, node_of
@@ -24,7 +25,6 @@ from cuer_agent.execution._results import AgentConfig, Mode, RunResult, Spent
 from cuer_agent.graphs.state import hop_from_state, hop_to_state
 from cuer_agent.llm.backends import BackendError, RequestLog, SkillClient
 from cuer_agent.retrieval import Retriever
-from cuer_agent.run_context import Condition, to_state
 from cuer_agent.trace import Cost, Evidence, HopRecord
 
 _V = TypeVar("_V")

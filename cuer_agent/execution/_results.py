@@ -9,9 +9,9 @@ from typing import Literal
 
 from typing_extensions import TypedDict  # typing's has no pydantic schema on 3.11
 
+from cuer_agent.agent_context import Condition
 from cuer_agent.agents import State
 from cuer_agent.retrieval import Retriever
-from cuer_agent.run_context import Condition
 from cuer_agent.trace import Cost, Trace
 
 Mode = Literal["agentic", "single_shot"]

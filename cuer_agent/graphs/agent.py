@@ -17,7 +17,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from cuer_agent.run_context import AgentContext
+from cuer_agent.agent_context import AgentContext
 
 from . import nodes
 from .spec import AGENT_SPEC, OurAgentSpec

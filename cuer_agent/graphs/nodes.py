@@ -19,6 +19,7 @@ from typing import Any, cast
 
 from langgraph.runtime import Runtime
 
+from cuer_agent.agent_context import AgentContext
 from cuer_agent.llm.backends import SkillResult
 from cuer_agent.llm.skills import (
     AnswerRequest,
@@ -31,7 +32,6 @@ from cuer_agent.llm.skills import (
     ReadResponse,
 )
 from cuer_agent.llm.windows import shown, window
-from cuer_agent.run_context import AgentContext
 from cuer_agent.trace import (
     Action,
     AnswerData,

@@ -36,12 +36,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict
 
 from cuer_agent._json import JsonObject
+from cuer_agent.agent_context import AgentContext
 from cuer_agent.data import dataset_help
 from cuer_agent.errors import CuerError
 from cuer_agent.graphs import nodes
 from cuer_agent.graphs.state import AgentState, initial_state
 from cuer_agent.llm.backends import backend_help
-from cuer_agent.run_context import AgentContext
 from cuer_agent.trace import build_trace
 
 

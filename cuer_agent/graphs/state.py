@@ -9,7 +9,7 @@ return new lists and dicts and never mutate what they were given, so a fork can 
 change its prefix.
 
 What the nodes read besides state (`AgentContext`: skills, retriever, the fault in
-force) is in `cuer_agent.run_context`.
+force) is in `cuer_agent.agent_context`.
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ from cuer_agent.interchange._otlp import (
     STATUS_OK,
     attribute,
 )
-from cuer_agent.runs import canonical_json, scan_rows
+from cuer_agent.run_dir import canonical_json, scan_rows
 from cuer_agent.trace import Action, HopAttempt, Step, Trace
 
 SERVICE_NAME = "cuer-agent"

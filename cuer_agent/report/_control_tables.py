@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from cuer_agent.report._format import DASH, ci, num
 from cuer_agent.report._render import Table
-from cuer_agent.studies.evaluate.cells import ReaderCheck
-from cuer_agent.studies.propagation.cells import Invisibility, VerifyRates
+from cuer_agent.studies.evaluate.summary_model import ReaderCheck
+from cuer_agent.studies.propagation.summary_model import Invisibility, VerifyRates
 
 
 def verify_rates(verify: VerifyRates) -> Table:

@@ -11,8 +11,8 @@ from cuer_agent.report import _reference as ref
 from cuer_agent.report._format import DASH, ci, mean_ci, num
 from cuer_agent.report._render import Table
 from cuer_agent.report._tables import DESCRIPTIVE
-from cuer_agent.studies._common.cells import hop_key
-from cuer_agent.studies.diagnose.cells import Abstention, DiagnoserSummary
+from cuer_agent.studies._common.summary_model import hop_key
+from cuer_agent.studies.diagnose.summary_model import Abstention, DiagnoserSummary
 
 Diagnosers = Mapping[str, DiagnoserSummary]
 """Diagnoser name → its summary (`EvaluateSummary.diagnosers`)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from cuer_agent.metrics.stats import bound_digits
-from cuer_agent.studies._common.cells import Interval, MeanCI
+from cuer_agent.studies._common.summary_model import Interval, MeanCI
 
 DASH = "—"
 

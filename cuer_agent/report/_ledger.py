@@ -7,7 +7,7 @@ from cuer_agent.llm.cache import PARSE_FAILURE_FLAG
 from cuer_agent.report._format import num
 from cuer_agent.report._render import Table
 from cuer_agent.report._tables import ordered
-from cuer_agent.studies.evaluate.cells import EvaluateLedger
+from cuer_agent.studies.evaluate.summary_model import EvaluateLedger
 
 
 def ledger(led: EvaluateLedger) -> Table:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from cuer_agent.report._format import ci, num
 from cuer_agent.report._render import Block, Heading, Para, Table
-from cuer_agent.studies._common.cells import hop_key
-from cuer_agent.studies.diagnose.cells import DiagnoserSummary
+from cuer_agent.studies._common.summary_model import hop_key
 from cuer_agent.studies.diagnose.summary import beats
+from cuer_agent.studies.diagnose.summary_model import DiagnoserSummary
 from cuer_agent.studies.evaluate.caveats import NATURAL_CONTROLS
 from cuer_agent.studies.natural.summary import NaturalCounts, NaturalSummary
 

@@ -14,10 +14,10 @@ from typing import Any
 import matplotlib
 from matplotlib.figure import Figure
 
-from cuer_agent.studies._common.cells import Interval, hop_key
-from cuer_agent.studies.cuer.cells import CuerCondition, DeltaStat
-from cuer_agent.studies.diagnose.cells import DiagnoserSummary
-from cuer_agent.studies.propagation.cells import FaultCell
+from cuer_agent.studies._common.summary_model import Interval, hop_key
+from cuer_agent.studies.cuer.summary_model import CuerCondition, DeltaStat
+from cuer_agent.studies.diagnose.summary_model import DiagnoserSummary
+from cuer_agent.studies.propagation.summary_model import FaultCell
 
 DPI = 100
 SIZE = (7.0, 3.8)

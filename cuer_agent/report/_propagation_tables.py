@@ -11,8 +11,8 @@ from cuer_agent.report import _reference as ref
 from cuer_agent.report._format import DASH, ci, mean_ci, num, share
 from cuer_agent.report._render import Table
 from cuer_agent.report._tables import DESCRIPTIVE
-from cuer_agent.studies._common.cells import hop_key
-from cuer_agent.studies.propagation.cells import FaultCell, HopOperatorCell, TamperingCell
+from cuer_agent.studies._common.summary_model import hop_key
+from cuer_agent.studies.propagation.summary_model import FaultCell, HopOperatorCell, TamperingCell
 
 Faults = Mapping[str, Mapping[str, FaultCell]]
 """Fault → injected hop → its cell (`PropagationResults.faults`)."""

@@ -29,11 +29,11 @@ from cuer_agent.report._render import (
     Row,
     Table,
 )
-from cuer_agent.studies.cuer.cells import SupportCheck, SuppressedRoles
+from cuer_agent.studies.cuer.summary_model import SupportCheck, SuppressedRoles
 from cuer_agent.studies.evaluate.caveats import SHOWN
-from cuer_agent.studies.evaluate.cells import Caveat, EvaluateSummary, NoProvenance
 from cuer_agent.studies.evaluate.headline import FAMILIES, family
 from cuer_agent.studies.evaluate.headline import headline as headline_of
+from cuer_agent.studies.evaluate.summary_model import Caveat, EvaluateSummary, NoProvenance
 
 NOTES_TITLE = "Read this before quoting a number"
 

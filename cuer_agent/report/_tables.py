@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from cuer_agent.report import _reference as ref
 from cuer_agent.report._format import DASH, ci, num, pval, share, signed
 from cuer_agent.report._render import Table
-from cuer_agent.studies.cuer.cells import (
+from cuer_agent.studies.cuer.summary_model import (
     CuerCondition,
     DatasetRoles,
     DeltaStat,

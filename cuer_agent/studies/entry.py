@@ -23,12 +23,12 @@ from cuer_agent.config import DEFAULT_CONFIG, StudyConfig, with_question_hops, w
 from cuer_agent.data import Dataset, is_generated
 from cuer_agent.errors import ConfigError
 from cuer_agent.llm.backends import SkillClient
-from cuer_agent.studies._common.cells import RunSummary
-from cuer_agent.studies.cuer.cells import CuerSummary
-from cuer_agent.studies.diagnose.cells import TracesSummary
+from cuer_agent.studies._common.summary_model import RunSummary
+from cuer_agent.studies.cuer.summary_model import CuerSummary
 from cuer_agent.studies.diagnose.labels import TraceLabel
-from cuer_agent.studies.evaluate.cells import EvaluateSummary
-from cuer_agent.studies.propagation.cells import PropagateSummary
+from cuer_agent.studies.diagnose.summary_model import TracesSummary
+from cuer_agent.studies.evaluate.summary_model import EvaluateSummary
+from cuer_agent.studies.propagation.summary_model import PropagateSummary
 from cuer_agent.studies.session import (
     DEFAULT_EXECUTION,
     Execution,
@@ -95,8 +95,8 @@ def run(config: StudyConfig, *, mode: Mode = "agentic", natural: bool = False,
     write `traces.jsonl` + `summary.json` + `ledger.json`. `natural`: also label the runs
     that ended wrong from the gold chain and diagnose them, into `natural/`."""
     from cuer_agent.execution import AgentConfig, Executor
-    from cuer_agent.runs import canonical_json
-    from cuer_agent.studies._common.run_agent import run_dataset
+    from cuer_agent.run_dir import canonical_json
+    from cuer_agent.studies._common.dataset_run import run_dataset
 
     agent = config.agent
     if agent.factory is not None and mode != "agentic":
@@ -139,7 +139,7 @@ def run(config: StudyConfig, *, mode: Mode = "agentic", natural: bool = False,
 def _label_natural(path: Path, ds: Dataset, config: StudyConfig, skills: SkillClient) -> str:
     """`run(natural=True)`: the natural-failure part over the run's traces, into
     natural/; the line that says what it found."""
-    from cuer_agent.runs import RunDir
+    from cuer_agent.run_dir import RunDir
     from cuer_agent.studies.diagnose.runner import build_diagnosers
     from cuer_agent.studies.natural.runner import NATURAL, run_natural
     from cuer_agent.trace import Trace
@@ -158,9 +158,9 @@ def cuer(config: StudyConfig, *, out: Path | None = None,
     """Single-shot CUE-R: REMOVE / REPLACE / DUPLICATE one evidence item, four axes. It
     runs no agent: the synthetic world asks its mix of questions unless [data] says."""
     from cuer_agent.execution import AgentConfig, Executor
+    from cuer_agent.studies._common.dataset_run import retriever_factory
     from cuer_agent.studies._common.pools import single_shot_data
-    from cuer_agent.studies._common.run_agent import retriever_factory
-    from cuer_agent.studies._common.run_configs import cuer_record
+    from cuer_agent.studies._common.recorded_config import cuer_record
     from cuer_agent.studies.cuer.report import write_cuer_summary
     from cuer_agent.studies.cuer.runner import run_cuer
 
@@ -183,7 +183,7 @@ def propagate(config: StudyConfig, *, out: Path | None = None,
               execution: Execution = DEFAULT_EXECUTION) -> Finished[PropagateSummary]:
     """Agentic fault propagation: inject each fault at hop h, let the agent re-execute."""
     from cuer_agent.execution import AgentConfig, Executor
-    from cuer_agent.studies._common.run_configs import propagate_record
+    from cuer_agent.studies._common.recorded_config import propagate_record
     from cuer_agent.studies.propagation.report import run_and_summarize
 
     config = with_question_hops(config, config.agent.hops)

@@ -1,7 +1,7 @@
 """`cuer-agent replay DIR --record ID`: re-execute one stored record from the run directory
 alone and check that the same trace (and the same intervention record) comes out.
 
-The run's `config.json` (read through `run_configs`) names the data, the backend and the
+The run's `config.json` (read through `recorded_config`) names the data, the backend and the
 study config; the example is re-run and its interventions re-derived (they are seeded,
 pure functions of the clean run), then the record's trace is compared byte for byte with
 the stored one.
@@ -23,8 +23,8 @@ from cuer_agent.errors import CuerError, DataError
 from cuer_agent.execution import AgentConfig, Executor
 from cuer_agent.interventions import InterventionRecord
 from cuer_agent.llm.backends import BACKENDS, SkillClient
-from cuer_agent.runs import CONFIG_FILE, read_rows, scan_rows
-from cuer_agent.studies._common.run_configs import (
+from cuer_agent.run_dir import CONFIG_FILE, read_rows, scan_rows
+from cuer_agent.studies._common.recorded_config import (
     CuerRunConfig,
     PropagateRunConfig,
     RecordedData,
@@ -121,8 +121,8 @@ def _meta(config: CuerRunConfig | PropagateRunConfig, skills: SkillClient) -> di
 
 def _cuer_rows(config: CuerRunConfig, example_id: str,
                skills: SkillClient) -> Sequence[JsonRow]:
+    from cuer_agent.studies._common.dataset_run import retriever_factory
     from cuer_agent.studies._common.pools import single_shot_data
-    from cuer_agent.studies._common.run_agent import retriever_factory
     from cuer_agent.studies.cuer.runner import _example_rows
 
     ds = _dataset(config.data)
@@ -139,7 +139,7 @@ def _cuer_rows(config: CuerRunConfig, example_id: str,
 def _propagation_rows(config: PropagateRunConfig, example_id: str,
                       skills: SkillClient) -> Sequence[JsonRow]:
     from cuer_agent.interventions.facts import fact_source
-    from cuer_agent.studies._common.run_agent import retriever_factory
+    from cuer_agent.studies._common.dataset_run import retriever_factory
     from cuer_agent.studies.propagation.runner import distractor_answers, example_rows
 
     ds = _dataset(config.data)

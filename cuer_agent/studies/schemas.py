@@ -7,8 +7,8 @@
   of questions asked), `agentic` (`PropagationResults`), `comparison`, `diagnosers`,
   `ledger`, `config`, `provenance`, `caveats`.
 
-Each model and its parts live in its study's room (`studies/<study>/cells.py`; the shared
-parts and `RunSummary` in `studies/_common/cells.py`); every part forbids unknown
+Each model and its parts live in its study's room (`studies/<study>/summary_model.py`; the shared
+parts and `RunSummary` in `studies/_common/summary_model.py`); every part forbids unknown
 keys, so a renamed key is an error. Every study builds its summary as its model and
 writes it (`RunDir.write_model`: the keys it was given, by their JSON names), then hands
 the model on to what prints or reports it.
@@ -30,15 +30,15 @@ from pydantic import BaseModel, ValidationError
 
 from cuer_agent._validation import problem
 from cuer_agent.errors import DataError
-from cuer_agent.studies._common.cells import (
+from cuer_agent.studies._common.recorded_config import RecordedConfig
+from cuer_agent.studies._common.summary_model import (
     Part,
     RunSummary,
 )
-from cuer_agent.studies._common.run_configs import RecordedConfig
-from cuer_agent.studies.cuer.cells import CuerSummary
+from cuer_agent.studies.cuer.summary_model import CuerSummary
 from cuer_agent.studies.diagnose.labels import TraceLabel
-from cuer_agent.studies.evaluate.cells import EvaluateSummary
-from cuer_agent.studies.propagation.cells import (
+from cuer_agent.studies.evaluate.summary_model import EvaluateSummary
+from cuer_agent.studies.propagation.summary_model import (
     PropagateSummary,
     PropagationResults,
 )
@@ -59,7 +59,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "labels.schema.json": TraceLabel,
 }
 """Schema file name (in `docs/schemas/`) → the model it is generated from: a run's
-`config.json` (`run_configs`), each study's `summary.json`, and the labels file of
+`config.json` (`recorded_config`), each study's `summary.json`, and the labels file of
 `diagnose --labels` (one object per line)."""
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "docs" / "schemas"

@@ -19,7 +19,7 @@ from cuer_agent.data import Dataset
 from cuer_agent.data._select import load_study_data
 from cuer_agent.llm.backends import SkillClient, default_concurrency
 from cuer_agent.parallel import Parallelism
-from cuer_agent.runs import RunDir
+from cuer_agent.run_dir import RunDir
 
 
 class Execution(BaseModel):
@@ -109,7 +109,7 @@ def run_path(command: str, dataset: str, *, agent: str | None = None,
 def open_run(out: Path, config: JsonRow) -> RunDir:
     """The run directory, made with `config` (checked against its command's schema) or
     resumed if it holds the same one, and noted as the study's run (`RUNNING`)."""
-    from cuer_agent.studies._common.run_configs import open_run_dir
+    from cuer_agent.studies._common.recorded_config import open_run_dir
 
     run_dir = open_run_dir(out, config)
     RUNNING["run_dir"] = run_dir.path

@@ -8,13 +8,13 @@ from rich.table import Table
 
 from cuer_agent.config import CuerConfig
 from cuer_agent.metrics.stats import MIN_CELL
-from cuer_agent.runs import RunDir
-from cuer_agent.studies._common.cells import extended
-from cuer_agent.studies._common.run_agent import ledger_from_rows
-from cuer_agent.studies.cuer.cells import CuerCondition, CuerSummary, DeltaStat
-from cuer_agent.studies.cuer.roles import roles_summary
+from cuer_agent.run_dir import RunDir
+from cuer_agent.studies._common.dataset_run import ledger_from_rows
+from cuer_agent.studies._common.summary_model import extended
+from cuer_agent.studies.cuer.evidence_roles import roles_summary
 from cuer_agent.studies.cuer.runner import RECORDS, TRACES, record_rows
 from cuer_agent.studies.cuer.summary import summarize_cuer
+from cuer_agent.studies.cuer.summary_model import CuerCondition, CuerSummary, DeltaStat
 
 # The paper's qualitative pattern: REMOVE and REPLACE hurt correctness, DUPLICATE does not.
 PAPER_PATTERN = {"remove": "hurts", "replace": "hurts", "duplicate": "preserves"}

@@ -45,10 +45,10 @@ from cuer_agent.metrics.utility import (
 )
 from cuer_agent.parallel import Parallelism, fan_out, ordered_map
 from cuer_agent.retrieval import BM25Retriever
-from cuer_agent.runs import RunDir, checked_rows, example_of, request_failed
+from cuer_agent.run_dir import RunDir, checked_rows, example_of, request_failed
+from cuer_agent.studies._common.dataset_run import TraceRow as RunTraceRow
+from cuer_agent.studies._common.dataset_run import trace_fields
 from cuer_agent.studies._common.records import RecordData, record_data
-from cuer_agent.studies._common.run_agent import TraceRow as RunTraceRow
-from cuer_agent.studies._common.run_agent import trace_fields
 from cuer_agent.trace import Trace
 
 TRACES, RECORDS = "traces.jsonl", "records.jsonl"
@@ -74,7 +74,7 @@ _RECORD_ROWS = TypeAdapter(list[RecordRow])
 
 def record_rows(rows: Iterable[JsonRow], source: str | Path) -> list[RecordRow]:
     """Rows of records.jsonl as read from `source` (`RunDir.rows`), validated
-    (`cuer_agent.runs.checked_rows`: a row of another shape is a `DataError`)."""
+    (`cuer_agent.run_dir.checked_rows`: a row of another shape is a `DataError`)."""
     return checked_rows(rows, _RECORD_ROWS, source)
 
 

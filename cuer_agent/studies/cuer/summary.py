@@ -25,8 +25,9 @@ from cuer_agent.metrics.stats import (
     sign_flip_test,
 )
 from cuer_agent.metrics.utility import DivergenceWeights, weigh
-from cuer_agent.studies._common.cells import Interval, MeanCI, Skipped
-from cuer_agent.studies.cuer.cells import (
+from cuer_agent.studies._common.summary_model import Interval, MeanCI, Skipped
+from cuer_agent.studies.cuer.runner import AXES, RecordRow
+from cuer_agent.studies.cuer.summary_model import (
     Ablations,
     CuerCondition,
     CuerDeltas,
@@ -37,7 +38,6 @@ from cuer_agent.studies.cuer.cells import (
     TwoSupport,
     WeightSensitivity,
 )
-from cuer_agent.studies.cuer.runner import AXES, RecordRow
 
 Table = dict[str, dict[str, dict[str, float]]]
 """condition → example id → the run's axes (`cuer.runner.trace_axes`)."""

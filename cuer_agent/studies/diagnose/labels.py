@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from cuer_agent._validation import problem
 from cuer_agent.errors import DataError
-from cuer_agent.runs import scan_rows
+from cuer_agent.run_dir import scan_rows
 
 LABELLED = "labelled"
 """The `fault` of a failed trace whose label names none."""

@@ -20,11 +20,11 @@ from typing_extensions import TypedDict  # typing's has no pydantic schema on 3.
 from cuer_agent.config import StudyConfig
 from cuer_agent.data import Example
 from cuer_agent.diagnosers import Diagnoser, DiagnosisView, get_diagnoser, make_view
-from cuer_agent.diagnosers._probe import ExecutionProbe
+from cuer_agent.diagnosers._reexecution import ExecutionProbe
 from cuer_agent.execution import Executor, RunResult
 from cuer_agent.llm.backends import RequestLog, SkillClient
 from cuer_agent.metrics import recall_correct
-from cuer_agent.runs import RunDir, checked_rows
+from cuer_agent.run_dir import RunDir, checked_rows
 
 CLEAN = "none"
 """The `fault` of a diagnosis made on a clean, correct, unfaulted run."""
@@ -66,7 +66,7 @@ _DIAGNOSIS_ROWS = TypeAdapter(list[DiagnosisRow])
 
 def diagnosis_rows(run_dir: RunDir, name: str) -> list[DiagnosisRow]:
     """The diagnosis rows of a run directory's JSONL file `name`, checked as
-    `DiagnosisRow`s (`cuer_agent.runs.checked_rows`: a row of another shape is a
+    `DiagnosisRow`s (`cuer_agent.run_dir.checked_rows`: a row of another shape is a
     `DataError`)."""
     return checked_rows(run_dir.rows(name), _DIAGNOSIS_ROWS, run_dir.path / name)
 

@@ -36,8 +36,9 @@ from cuer_agent.metrics.attribution import (
     chance_expected_accuracy,
     independence_baseline,
 )
-from cuer_agent.studies._common.cells import Interval, MeanCI
-from cuer_agent.studies.diagnose.cells import (
+from cuer_agent.studies._common.summary_model import Interval, MeanCI
+from cuer_agent.studies.diagnose.runner import CLEAN, DiagnosisRow
+from cuer_agent.studies.diagnose.summary_model import (
     Abstention,
     CostPerCorrect,
     DepthCell,
@@ -46,7 +47,6 @@ from cuer_agent.studies.diagnose.cells import (
     FaultDepthCell,
     ProportionCI,
 )
-from cuer_agent.studies.diagnose.runner import CLEAN, DiagnosisRow
 
 Rows = Sequence[DiagnosisRow]
 

@@ -42,13 +42,7 @@ from cuer_agent.interchange import ImportedTrace, Unmapped, import_spans, read_s
 from cuer_agent.interchange.export import record_metrics
 from cuer_agent.metrics import recall_correct
 from cuer_agent.metrics.attribution import chance_expected_accuracy
-from cuer_agent.runs import canonical_json, scan_rows, write_atomic
-from cuer_agent.studies.diagnose.cells import (
-    ChanceExpected,
-    DiagnoserTraces,
-    Histograms,
-    TracesSummary,
-)
+from cuer_agent.run_dir import canonical_json, scan_rows, write_atomic
 from cuer_agent.studies.diagnose.labels import LABELLED, TraceLabel
 from cuer_agent.studies.diagnose.runner import (
     CLEAN,
@@ -57,6 +51,12 @@ from cuer_agent.studies.diagnose.runner import (
     diagnosis_fields,
 )
 from cuer_agent.studies.diagnose.summary import attribution, diagnoser_summaries
+from cuer_agent.studies.diagnose.summary_model import (
+    ChanceExpected,
+    DiagnoserTraces,
+    Histograms,
+    TracesSummary,
+)
 from cuer_agent.trace import Trace, write_traces
 
 FORMATS = ("openinference", "cuer")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from cuer_agent.studies._common.cells import Interval
-from cuer_agent.studies.diagnose.cells import (
+from cuer_agent.studies._common.summary_model import Interval
+from cuer_agent.studies.diagnose.summary_model import (
     DiagnoserSummary,
     DiagnoserTraces,
     Histograms,

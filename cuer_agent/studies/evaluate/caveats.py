@@ -26,11 +26,11 @@ from collections.abc import Mapping
 from cuer_agent.llm.backends import backend_about
 from cuer_agent.llm.cache import PARSE_FAILURE_FLAG
 from cuer_agent.studies.cuer.report import FLOOR
-from cuer_agent.studies.diagnose.cells import DiagnoserSummary
 from cuer_agent.studies.diagnose.summary import beats
-from cuer_agent.studies.evaluate.cells import Caveat, EvaluateResults
+from cuer_agent.studies.diagnose.summary_model import DiagnoserSummary
 from cuer_agent.studies.evaluate.headline import best_of, family
-from cuer_agent.studies.propagation.cells import FaultCell, PropagationResults
+from cuer_agent.studies.evaluate.summary_model import Caveat, EvaluateResults
+from cuer_agent.studies.propagation.summary_model import FaultCell, PropagationResults
 
 Diagnosers = Mapping[str, DiagnoserSummary]
 

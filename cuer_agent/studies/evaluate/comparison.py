@@ -36,7 +36,7 @@ from typing_extensions import TypedDict  # typing's has no pydantic schema on 3.
 
 from cuer_agent._json import JsonRow
 from cuer_agent.metrics.stats import wilson_interval
-from cuer_agent.studies.evaluate.cells import Comparison, ComparisonExample, SingleShotFlag
+from cuer_agent.studies.evaluate.summary_model import Comparison, ComparisonExample, SingleShotFlag
 
 
 class _Record(TypedDict):

@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from cuer_agent.studies._common.cells import Interval, hop_key
-from cuer_agent.studies.diagnose.cells import DepthCell, DiagnoserSummary, FaultDepthCell
-from cuer_agent.studies.propagation.cells import PropagationResults
+from cuer_agent.studies._common.summary_model import Interval, hop_key
+from cuer_agent.studies.diagnose.summary_model import DepthCell, DiagnoserSummary, FaultDepthCell
+from cuer_agent.studies.propagation.summary_model import PropagationResults
 
 FAMILIES = ("gold-free", "reads gold", "oracle probes", "controls")
 

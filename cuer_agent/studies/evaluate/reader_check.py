@@ -23,7 +23,7 @@ from cuer_agent.llm.backends import SkillClient
 from cuer_agent.metrics import recall_correct
 from cuer_agent.metrics.stats import wilson_interval
 from cuer_agent.parallel import Parallelism, ordered_map
-from cuer_agent.studies.evaluate.cells import Accuracy, ReaderCheck
+from cuer_agent.studies.evaluate.summary_model import Accuracy, ReaderCheck
 
 __all__ = ["reader_summary"]
 

@@ -8,9 +8,9 @@ from rich.console import Console
 from rich.table import Table
 
 from cuer_agent.studies.cuer.report import cuer_table
-from cuer_agent.studies.diagnose.cells import DiagnoserSummary
+from cuer_agent.studies.diagnose.summary_model import DiagnoserSummary
 from cuer_agent.studies.evaluate.caveats import SHOWN
-from cuer_agent.studies.evaluate.cells import EvaluateSummary
+from cuer_agent.studies.evaluate.summary_model import EvaluateSummary
 from cuer_agent.studies.propagation.report import propagation_tables
 
 

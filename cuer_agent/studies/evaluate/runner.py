@@ -23,11 +23,11 @@ from cuer_agent.data import Dataset
 from cuer_agent.execution import AgentConfig, Executor
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.parallel import Parallelism
-from cuer_agent.runs import RunDir
-from cuer_agent.studies._common.cells import extended
+from cuer_agent.run_dir import RunDir
+from cuer_agent.studies._common.dataset_run import ledger_from_rows, retriever_factory, skill_spend
 from cuer_agent.studies._common.pools import single_shot_data
-from cuer_agent.studies._common.run_agent import ledger_from_rows, retriever_factory, skill_spend
-from cuer_agent.studies._common.run_configs import cuer_record, open_run_dir, propagate_record
+from cuer_agent.studies._common.recorded_config import cuer_record, open_run_dir, propagate_record
+from cuer_agent.studies._common.summary_model import extended
 from cuer_agent.studies.cuer.report import cuer_summary
 from cuer_agent.studies.cuer.runner import RECORDS as CUER_RECORDS
 from cuer_agent.studies.cuer.runner import TRACES as CUER_TRACES
@@ -35,14 +35,14 @@ from cuer_agent.studies.cuer.runner import run_cuer
 from cuer_agent.studies.diagnose.runner import DiagnoseFailed, build_diagnosers, diagnosis_rows
 from cuer_agent.studies.diagnose.summary import constant_guesses, diagnoser_summaries
 from cuer_agent.studies.evaluate.caveats import honest_caveats
-from cuer_agent.studies.evaluate.cells import (
+from cuer_agent.studies.evaluate.comparison import compare_analyses
+from cuer_agent.studies.evaluate.reader_check import reader_summary
+from cuer_agent.studies.evaluate.summary_model import (
     EvaluateLedger,
     EvaluateResults,
     EvaluateSummary,
     SingleShot,
 )
-from cuer_agent.studies.evaluate.comparison import compare_analyses
-from cuer_agent.studies.evaluate.reader_check import reader_summary
 from cuer_agent.studies.natural.runner import NATURAL, run_natural
 from cuer_agent.studies.propagation.invisibility import invisibility
 from cuer_agent.studies.propagation.rows import TraceRow, record_rows, trace_rows

@@ -30,7 +30,7 @@ from cuer_agent.diagnosers import Diagnoser, make_view
 from cuer_agent.interchange.export import trace_request
 from cuer_agent.interventions.facts import fact_source
 from cuer_agent.llm.backends import SkillClient
-from cuer_agent.runs import RunDir, canonical_json, write_atomic
+from cuer_agent.run_dir import RunDir, canonical_json, write_atomic
 from cuer_agent.studies.diagnose.labels import LABELLED
 from cuer_agent.studies.diagnose.runner import CLEAN, DiagnosisRow, diagnosis_fields
 from cuer_agent.studies.natural.labels import Labelled, label_runs, runs_of

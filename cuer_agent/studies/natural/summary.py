@@ -11,10 +11,10 @@ from collections import Counter
 from cuer_agent.config import StudyConfig
 from cuer_agent.diagnosers import Diagnoser
 from cuer_agent.metrics.attribution import chance_expected_accuracy
-from cuer_agent.studies._common.cells import HopKey, Part, hop_key
-from cuer_agent.studies.diagnose.cells import DiagnoserSummary
+from cuer_agent.studies._common.summary_model import HopKey, Part, hop_key
 from cuer_agent.studies.diagnose.runner import CLEAN, DiagnosisRow
 from cuer_agent.studies.diagnose.summary import attribution, diagnoser_summaries
+from cuer_agent.studies.diagnose.summary_model import DiagnoserSummary
 from cuer_agent.studies.natural.labels import NOT_SCORED, Labelled
 from cuer_agent.studies.natural.rule import RULE
 

@@ -51,9 +51,13 @@ import numpy as np
 
 from cuer_agent.interventions import stable_seed
 from cuer_agent.retrieval import sentences, tokenize
-from cuer_agent.studies._common.cells import Interval
-from cuer_agent.studies.propagation.cells import InViewScores, Invisibility, InvisibilityCell
+from cuer_agent.studies._common.summary_model import Interval
 from cuer_agent.studies.propagation.rows import TraceData, TraceRow
+from cuer_agent.studies.propagation.summary_model import (
+    InViewScores,
+    Invisibility,
+    InvisibilityCell,
+)
 from cuer_agent.trace import EvidenceData, HopData
 
 DETECTABLE = 0.65

@@ -8,18 +8,18 @@ from cuer_agent.config import PropagationConfig
 from cuer_agent.data import Dataset
 from cuer_agent.execution import Executor
 from cuer_agent.parallel import Parallelism
-from cuer_agent.runs import RunDir
-from cuer_agent.studies._common.cells import extended
-from cuer_agent.studies._common.run_agent import ledger_from_rows, retriever_factory
-from cuer_agent.studies.propagation.cells import (
-    FaultCell,
-    PropagateSummary,
-    PropagationResults,
-)
+from cuer_agent.run_dir import RunDir
+from cuer_agent.studies._common.dataset_run import ledger_from_rows, retriever_factory
+from cuer_agent.studies._common.summary_model import extended
 from cuer_agent.studies.propagation.invisibility import invisibility
 from cuer_agent.studies.propagation.rows import record_rows, trace_rows
 from cuer_agent.studies.propagation.runner import RECORDS, TRACES, run_propagation
 from cuer_agent.studies.propagation.summary import summarize_propagation, verify_rates
+from cuer_agent.studies.propagation.summary_model import (
+    FaultCell,
+    PropagateSummary,
+    PropagationResults,
+)
 
 
 def run_and_summarize(dataset: Dataset, executor: Executor, run_dir: RunDir,

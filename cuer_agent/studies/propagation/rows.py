@@ -18,7 +18,7 @@ from typing_extensions import TypedDict
 
 from cuer_agent._json import JsonRow
 from cuer_agent.execution import Spent
-from cuer_agent.runs import checked_rows
+from cuer_agent.run_dir import checked_rows
 from cuer_agent.studies._common.records import RecordData
 from cuer_agent.trace import HopData
 
@@ -107,11 +107,11 @@ _TRACE_ROWS = TypeAdapter(list[TraceRow])
 
 def record_rows(rows: Iterable[JsonRow], source: str | Path) -> list[RecordRow]:
     """Rows of `records.jsonl` as read from `source` (`RunDir.rows`), validated
-    (`cuer_agent.runs.checked_rows`: a row of another shape is a `DataError`)."""
+    (`cuer_agent.run_dir.checked_rows`: a row of another shape is a `DataError`)."""
     return checked_rows(rows, _RECORD_ROWS, source)
 
 
 def trace_rows(rows: Iterable[JsonRow], source: str | Path) -> list[TraceRow]:
     """Rows of `traces.jsonl` as read from `source` (`RunDir.rows`), validated
-    (`cuer_agent.runs.checked_rows`: a row of another shape is a `DataError`)."""
+    (`cuer_agent.run_dir.checked_rows`: a row of another shape is a `DataError`)."""
     return checked_rows(rows, _TRACE_ROWS, source)

@@ -68,7 +68,7 @@ from cuer_agent.llm.cache import Ledger
 from cuer_agent.metrics import recall_correct
 from cuer_agent.parallel import Parallelism, fan_out, ordered_map
 from cuer_agent.retrieval import BM25Retriever
-from cuer_agent.runs import RunDir, example_of, request_failed
+from cuer_agent.run_dir import RunDir, example_of, request_failed
 from cuer_agent.studies._common.records import RecordData, record_data
 from cuer_agent.studies.propagation.injection import (
     effective,

@@ -39,8 +39,9 @@ import numpy as np
 from cuer_agent.config import PropagationConfig
 from cuer_agent.interventions import get_fault
 from cuer_agent.metrics.stats import MIN_CELL, bootstrap_ci, wilson_interval
-from cuer_agent.studies._common.cells import Interval, MeanCI, Skipped
-from cuer_agent.studies.propagation.cells import (
+from cuer_agent.studies._common.summary_model import Interval, MeanCI, Skipped
+from cuer_agent.studies.propagation.rows import ForkMetrics, RecordRow, TraceRow
+from cuer_agent.studies.propagation.summary_model import (
     CleanRuns,
     ControlCell,
     FaultCell,
@@ -56,7 +57,6 @@ from cuer_agent.studies.propagation.cells import (
     Transition,
     VerifyRates,
 )
-from cuer_agent.studies.propagation.rows import ForkMetrics, RecordRow, TraceRow
 from cuer_agent.trace import HopData
 
 

@@ -17,13 +17,6 @@ from cuer_agent.roles import (
     item_roles,
     role_counts,
 )
-from cuer_agent.studies.cuer.cells import (
-    DatasetRoles,
-    RoleCounts,
-    Roles,
-    SupportCheck,
-    SuppressedRoles,
-)
 from cuer_agent.studies.cuer.runner import RecordRow
 from cuer_agent.studies.cuer.summary import (
     Table,
@@ -32,6 +25,13 @@ from cuer_agent.studies.cuer.summary import (
     paired,
     paired_ids,
     parent_example,
+)
+from cuer_agent.studies.cuer.summary_model import (
+    DatasetRoles,
+    RoleCounts,
+    Roles,
+    SupportCheck,
+    SuppressedRoles,
 )
 
 ROLE_CONDITIONS = ("remove", "duplicate", "replace")

@@ -46,7 +46,7 @@ from cuer_agent.config import (
 )
 from cuer_agent.errors import DataError
 from cuer_agent.execution import AgentConfig, Mode
-from cuer_agent.runs import CONFIG_FILE, RunDir, read_config
+from cuer_agent.run_dir import CONFIG_FILE, RunDir, read_config
 
 
 def _gold_hops_as_flag(schema: JsonDict) -> None:

@@ -24,15 +24,15 @@ from cuer_agent.llm.cache import Ledger
 from cuer_agent.metrics import answer_scores
 from cuer_agent.parallel import Parallelism, ordered_map
 from cuer_agent.retrieval import BM25Retriever, Retriever
-from cuer_agent.runs import RunDir, example_of, request_failed
-from cuer_agent.studies._common.cells import (
+from cuer_agent.run_dir import RunDir, example_of, request_failed
+from cuer_agent.studies._common.summary_model import (
     Accuracy,
     GoldHopsAccuracy,
     RunError,
     RunSummary,
     SkillSpend,
 )
-from cuer_agent.studies._common.cells import Ledger as RunLedger
+from cuer_agent.studies._common.summary_model import Ledger as RunLedger
 from cuer_agent.trace import Trace
 
 TRACES = "traces.jsonl"

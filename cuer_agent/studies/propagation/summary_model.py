@@ -1,6 +1,6 @@
 """The parts of `summary.json` of the agentic studies: fault propagation (`propagate`, and
 `agentic` of `evaluate`), and the diagnosers, comparison and provenance of `evaluate`.
-Conventions: `cuer_agent.studies._common.cells`."""
+Conventions: `cuer_agent.studies._common.summary_model`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pydantic import Field
 
 from cuer_agent.config import PropagationConfig
 from cuer_agent.interventions.persistence import Persistence
-from cuer_agent.studies._common.cells import (
+from cuer_agent.studies._common.summary_model import (
     HopKey,
     Interval,
     Ledger,

@@ -1,6 +1,6 @@
 """The parts of `summary.json` of `evaluate` that no other study has: the reader check,
 the single-shot/agentic comparison, the ledger and provenance. Conventions:
-`cuer_agent.studies._common.cells`."""
+`cuer_agent.studies._common.summary_model`."""
 
 from __future__ import annotations
 
@@ -9,11 +9,15 @@ from typing import Annotated, Literal
 from pydantic import Discriminator, Tag
 
 from cuer_agent.config import StudyConfig
-from cuer_agent.studies._common.cells import HopKey, Interval, Ledger, Part, SkillSpend
-from cuer_agent.studies.cuer.cells import CuerSummary
-from cuer_agent.studies.diagnose.cells import DiagnoserSummary
+from cuer_agent.studies._common.summary_model import HopKey, Interval, Ledger, Part, SkillSpend
+from cuer_agent.studies.cuer.summary_model import CuerSummary
+from cuer_agent.studies.diagnose.summary_model import DiagnoserSummary
 from cuer_agent.studies.natural.summary import NaturalSummary
-from cuer_agent.studies.propagation.cells import Invisibility, PropagationResults, VerifyRates
+from cuer_agent.studies.propagation.summary_model import (
+    Invisibility,
+    PropagationResults,
+    VerifyRates,
+)
 
 # ------------------------------------------------------------------------- reader check
 

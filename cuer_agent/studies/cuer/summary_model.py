@@ -1,5 +1,5 @@
 """The parts of `summary.json` of the CUE-R study (`cuer`, and `single_shot` of
-`evaluate`). Conventions: `cuer_agent.studies._common.cells`."""
+`evaluate`). Conventions: `cuer_agent.studies._common.summary_model`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Discriminator, Field, Tag
 
 from cuer_agent.config import CuerConfig
-from cuer_agent.studies._common.cells import Interval, Ledger, MeanCI, Part, Skipped, absent
+from cuer_agent.studies._common.summary_model import Interval, Ledger, MeanCI, Part, Skipped, absent
 
 RoleLabel = Literal["corrective", "constructive", "distractive", "confidence-distorting",
                     "redundant", "neutral"]

@@ -1,5 +1,5 @@
 """The parts of `summary.json` that score the fault diagnosers (`diagnosers` of
-`evaluate`). Conventions: `cuer_agent.studies._common.cells`. And the `summary.json` of
+`evaluate`). Conventions: `cuer_agent.studies._common.summary_model`. And the `summary.json` of
 `diagnose --traces` (`TracesSummary`): plain JSON, but for each scored diagnoser's
 `DiagnoserSummary`."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import NotRequired, TypedDict
 
-from cuer_agent.studies._common.cells import HopKey, Interval, MeanCI, Part, absent
+from cuer_agent.studies._common.summary_model import HopKey, Interval, MeanCI, Part, absent
 
 
 class Abstention(Part):
