@@ -11,6 +11,8 @@ import pytest
 from conftest import Studies, invoke, run_study
 from typer.testing import Result
 
+import cuer_agent
+from cuer_agent.config import CuerConfig, DataSection, StudyConfig
 from cuer_agent.trace import evidence_id
 
 CONDITIONS = ("original", "remove", "replace", "duplicate", "zero_retrieval", "random_target")
@@ -26,23 +28,34 @@ def study(studies: Studies) -> Path:
     return studies.get(*CUER)
 
 
+def _cuer_config(**ablations: bool) -> StudyConfig:
+    """CUER as the Python API takes it (--seed seeds the data and the interventions)."""
+    return StudyConfig(data=DataSection(gold_hops=(2,), n=8, seed=3),
+                       cuer=CuerConfig(seed=3, **ablations))
+
+
 def test_summary_has_every_condition_axis_and_delta(tmp_path: Path) -> None:
+    summary = cuer_agent.cuer(_cuer_config(), out=tmp_path / "run",
+                              execution=cuer_agent.Execution(use_cache=False))
+    assert summary.n == 8  # the whole question, over its own pool
+    for name in CONDITIONS:
+        cond = summary.conditions[name]
+        assert all(getattr(cond, axis).ci is not None for axis in AXES)
+        if name != "original":
+            assert cond.delta is not None and set(type(cond.delta).model_fields) == set(AXES)
+    assert summary.conditions["original"].divergence.mean == 0.0
+    assert summary.conditions["zero_retrieval"].grounding.mean == 0.0
+    assert set(type(summary.roles.items).model_fields) >= {"constructive", "redundant", "neutral"}
+    assert summary.ledger.calls > 0
+
+
+def test_the_cli_prints_the_studys_table_and_writes_what_the_api_writes(
+        study: Path, tmp_path: Path) -> None:
     code, out = run_study(CUER, tmp_path / "run")
     assert code == 0, out
-    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    assert summary["n"] == 8  # the whole question, over its own pool
-    for name in CONDITIONS:
-        cond = summary["conditions"][name]
-        for axis in AXES:
-            assert set(cond[axis]) == {"mean", "ci"}
-        if name != "original":
-            for axis in AXES:
-                assert set(cond["delta"][axis]) == {"mean", "ci", "p"}
-    assert summary["conditions"]["original"]["divergence"]["mean"] == 0.0
-    assert summary["conditions"]["zero_retrieval"]["grounding"]["mean"] == 0.0
-    assert set(summary["roles"]["items"]) >= {"constructive", "redundant", "neutral"}
-    assert summary["ledger"]["calls"] > 0
     assert "condition" in out  # the table was printed
+    assert (tmp_path / "run" / "summary.json").read_bytes() == (
+        study / "summary.json").read_bytes()
 
 
 def test_records_and_traces_are_stored_with_intervention_records(study: Path) -> None:
@@ -76,10 +89,12 @@ def test_interrupted_study_resumes_without_duplicate_rows(studies: Studies, stud
 
 
 def test_ablations_are_reported_behind_flags(tmp_path: Path) -> None:
-    code, out = run_study(CUER, tmp_path / "run", "--two-support", "--duplicate-positions",
-                          "--replace-hardness", "--weight-sensitivity")
-    assert code == 0, out
+    summary = cuer_agent.cuer(
+        _cuer_config(two_support=True, duplicate_positions=True, replace_hardness_sweep=True,
+                     weight_sensitivity=True),
+        out=tmp_path / "run", execution=cuer_agent.Execution(use_cache=False))
     ablations = json.loads((tmp_path / "run" / "summary.json").read_text())["ablations"]
+    assert summary.ablations is not None
     assert set(ablations["duplicate_position"]) == {"end", "front", "after"}
     assert set(ablations["replace_hardness"]) == {"easy", "medium", "hard"}
     assert "synergy_share" in ablations["two_support"] or ablations["two_support"]["n"] == 0
