@@ -1,8 +1,9 @@
 """BM25 at corpus scale: index build time, peak memory and query latency per engine.
 
-Run by hand (not a test)::
+Run by hand; CI runs `--smoke` (tests/test_benchmarks.py)::
 
     python benchmarks/bm25_corpus.py --size 1000000 --queries 200 --engines bm25s,rank_bm25
+    python benchmarks/bm25_corpus.py --smoke     # 2,000 passages, 10 queries: CI's run
 
 The corpus is the synthetic world, ``cuer_agent.data.synthetic.build_world(seed, size)``;
 when that module is not available a stand-in generator in this file makes Zipf-distributed
@@ -38,11 +39,13 @@ import time
 from typing import Any
 
 import numpy as np
+from _smoke import parse_args
 
 from cuer_agent.data._example import Passage
 from cuer_agent.retrieval import IDFS, STOPWORDS, BM25Retriever, chunk_passages
 
 QUERY_WORDS = 12
+SMOKE = {"size": 2000, "queries": 10}
 
 
 def fallback_passages(seed: int, size: int) -> list[Passage]:
@@ -174,7 +177,7 @@ def main() -> None:
     ap.add_argument("--core", type=int, default=0)
     ap.add_argument("--engine", help=argparse.SUPPRESS)  # child mode
     ap.add_argument("--cap", type=int, default=None, help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    args = parse_args(ap, SMOKE)
     if args.engine:
         print(json.dumps(run_child(args)))
         return

@@ -1,6 +1,8 @@
 """Chaos benchmark: `cuer-agent evaluate` against a misbehaving model server, with SIGKILLs.
 
     python benchmarks/chaos.py --rate 0.3 --seed 0 --n 20 --kills 10
+    python benchmarks/chaos.py --smoke      # n = 2, 2 hops, 1 fault, 2 diagnosers,
+                                            # 2 kills, 0.2 s client timeout: CI's run
 
 Starts `chaos_server.ChaosServer` on 127.0.0.1 (a share `--rate` of requests answered
 with HTTP 500, HTTP 429, a stall past the client's timeout, or malformed JSON; decided
@@ -34,6 +36,9 @@ once and forks a child per invocation, which runs the real CLI (`cuer_agent.cli.
 — the child is what gets SIGKILLed. This saves ~4 s of imports per restart. The
 zygote also gives the OpenAI backend a short client timeout (`--client-timeout`), since
 the CLI has none and a stalled request would otherwise cost 60 s.
+
+The run directories, caches and logs are in a temporary directory, removed at the end
+(`--keep DIR` keeps them in DIR instead; a failed run leaves them, for its logs).
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ import json
 import os
 import random
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -56,6 +62,8 @@ from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
+SMOKE = {"n": 2, "hops": 2, "kills": 2, "concurrency": 4, "client_timeout": 0.2, "hang": 0.4,
+         "faults": "empty_retrieval", "diagnosers": "coverage,first-hop"}
 
 
 # -- the zygote: import once, fork a child per CLI invocation -----------------------------------
@@ -409,7 +417,7 @@ def trace_statuses(run_dir: Path) -> Counter[str]:
 # -- the benchmark --------------------------------------------------------------------------------
 
 def main() -> None:
-    from chaos_server import ChaosServer
+    from _smoke import parse_args
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rate", type=float, default=0.3, help="share of faulty requests")
@@ -426,10 +434,17 @@ def main() -> None:
     parser.add_argument("--faults", default=None, help="evaluate --faults (default all)")
     parser.add_argument("--diagnosers", default=None, help="evaluate --diagnosers")
     parser.add_argument("--keep", default=None, help="keep the run directories here")
-    args = parser.parse_args()
-
+    args = parse_args(parser, SMOKE)
     work = Path(args.keep or tempfile.mkdtemp(prefix="chaos-"))
     work.mkdir(parents=True, exist_ok=True)
+    benchmark(args, work)  # a failure leaves `work` behind: its logs say why
+    if not args.keep:
+        shutil.rmtree(work)
+
+
+def benchmark(args: argparse.Namespace, work: Path) -> None:
+    """The three runs in `work`, and what they show."""
+    from chaos_server import ChaosServer
 
     def argv(name: str, url: str) -> list[str]:
         extra = [*(["--faults", args.faults] if args.faults else []),
@@ -442,7 +457,8 @@ def main() -> None:
     print(f"chaos: fault rate {args.rate:.0%} (500 / 429 / timeout / malformed, drawn per "
           f"request), poison rate {args.poison_rate:.1%}, seed {args.seed}; evaluate "
           f"--hops {args.hops} --n {args.n}, concurrency {args.concurrency}, client timeout "
-          f"{args.client_timeout:g}s; {args.kills} SIGKILLs; run directories in {work}")
+          f"{args.client_timeout:g}s; {args.kills} SIGKILLs; run directories in {work}"
+          + ("" if args.keep else " (removed at the end unless a run fails)"))
     # One server for every run (its URL is part of each run's config), reset in between.
     srv = ChaosServer(seed=args.seed, rate=args.rate, poison_rate=args.poison_rate,
                       hang=args.hang).start()

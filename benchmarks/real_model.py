@@ -3,6 +3,8 @@
     pip install -e '.[llamacpp]'
     python benchmarks/real_model.py                       # SmolLM2-135M, n = 10
     python benchmarks/real_model.py --model path/to/model.gguf --threads 8 --n 10
+    python benchmarks/real_model.py --smoke      # n = 1, 1 hop, 1 fault, 2 diagnosers,
+                                                 # 2 threads: CI's real-model lane
 
 Two commands, each in a fresh process with `--backend llamacpp` and no response cache,
 so every request reaches the model:
@@ -17,7 +19,9 @@ so every request reaches the model:
    `--no-strict` because a small model is rarely right: strict mode (inject only where
    the clean answer was correct) would leave nothing to inject into.
 
-Add `--skip-evaluate` for the first part only (about a minute for SmolLM2 at n = 10).
+Add `--skip-evaluate` for the first part only (about a minute for SmolLM2 at n = 10);
+`--faults` and `--diagnosers` narrow the second. Both commands write into a temporary
+directory, removed at the end.
 """
 
 from __future__ import annotations
@@ -32,6 +36,11 @@ import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+from _smoke import parse_args
+
+SMOKE = {"n": 1, "hops": 1, "threads": 2, "faults": "empty_retrieval",
+         "diagnosers": "llm-judge,first-hop"}
 
 
 def cuer_agent(*args: str) -> tuple[float, str]:
@@ -55,6 +64,8 @@ def parse_failure_reasons(traces: Path) -> Counter[str]:
 
 
 def report_run(out: Path, wall: float) -> None:
+    """Print what the `run` in `out` cost: calls, tokens, latency per skill, parse
+    failures and their reasons, errors, clean accuracy."""
     ledger: dict[str, Any] = json.loads((out / "ledger.json").read_text())
     summary: dict[str, Any] = json.loads((out / "summary.json").read_text())
     calls, latency = ledger["calls"], ledger["latency_s"]
@@ -87,7 +98,10 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=10)
     parser.add_argument("--hops", type=int, default=3)
     parser.add_argument("--skip-evaluate", action="store_true")
-    args = parser.parse_args()
+    parser.add_argument("--faults", default=None, help="evaluate --faults (default all)")
+    parser.add_argument("--diagnosers", default=None,
+                        help="evaluate --diagnosers (default all)")
+    args = parse_args(parser, SMOKE)
     backend = ["--backend", "llamacpp", "--model", args.model, "--threads", str(args.threads),
                "--no-progress"]
     print(f"{args.model} through llama.cpp (xllamacpp), {args.threads} threads, "
@@ -100,10 +114,14 @@ def main() -> None:
         report_run(out, wall)
         if args.skip_evaluate:
             return
-        print(f"\ncuer-agent evaluate --hops {args.hops} --n {args.n} --no-strict")
+        study = [*(["--faults", args.faults] if args.faults else []),
+                 *(["--diagnosers", args.diagnosers] if args.diagnosers else [])]
+        print(" ".join(["\ncuer-agent evaluate --hops", str(args.hops), "--n", str(args.n),
+                        "--no-strict", *study]))
         wall, printed = cuer_agent("evaluate", "--hops", str(args.hops), "--n", str(args.n),
                                    "--no-strict", "--out", str(Path(tmp) / "evaluate"),
-                                   "--cache", str(Path(tmp) / "cache.sqlite"), *backend)
+                                   "--cache", str(Path(tmp) / "cache.sqlite"), *study,
+                                   *backend)
         print(printed)
         print(f"  wall time {wall:.0f} s")
 
