@@ -11,6 +11,8 @@ import pytest
 from conftest import EVALUATE, Studies, cli_text
 from test_loaders import musique_record, write_jsonl
 
+import cuer_agent
+from cuer_agent.config import AgentSection, DataSection, StudyConfig
 from cuer_agent.studies.diagnose.labels import read_labels
 from cuer_agent.studies.evaluate.summary_model import EvaluateSummary
 from cuer_agent.studies.natural.rule import RULE
@@ -121,10 +123,9 @@ def test_diagnose_with_gold_labels_foreign_traces_from_the_gold_chain(tmp_path: 
 @pytest.mark.parametrize("agent", ["examples/react_agent.py:build",
                                    "examples/two_node_agent.py:build"])
 def test_the_natural_part_runs_on_other_agent_shapes(agent: str, tmp_path: Path) -> None:
-    code, text = cli_text("run", "--agent", agent, "--dataset", "synthetic", "--n", "12",
-                          "--hops", "3", "--natural", "--out", tmp_path, "--no-cache",
-                          "--no-progress")
-    assert code == 0, text
+    config = StudyConfig(data=DataSection(n=12), agent=AgentSection(factory=agent, hops=3))
+    cuer_agent.run(config, natural=True, out=tmp_path,
+                   execution=cuer_agent.Execution(use_cache=False))
     counts = NaturalSummary.model_validate_json(
         (tmp_path / "natural" / "summary.json").read_text(encoding="utf-8")).counts
     assert counts.correct + counts.failed == 12
