@@ -28,6 +28,11 @@ n/n); `ci_clustered` resamples whole examples (`stats.cluster_bootstrap_ci`, clu
 proportion, keeps a percentile bootstrap. Cells (per depth, per fault × depth) with fewer
 than `min_cell` items are flagged `descriptive_only`. All outputs are JSON-native, rounded to
 6 decimals, deterministic (seeded numpy); NaN / undefined values become None.
+
+This module gives the primitives of these metrics (`indicator`, `mean`, `wilson`,
+`clustered_interval`, `mean_interval`, `hop_errors`, `per`, `group`) and the baselines;
+the study assembles them into its summary's model, declared once
+(`cuer_agent.studies.diagnose.summary.attribution_scores`).
 """
 
 from __future__ import annotations
@@ -53,80 +58,13 @@ DEFAULT_SEED = 42
 DEFAULT_MIN_CELL = MIN_CELL
 _DIGITS = 6
 
-__all__ = ["AbstentionScore", "Attribution", "AttributionSummary", "ChanceAccuracy",
-           "IndependenceBaseline", "abstention", "attribution_summary", "blame_histogram",
-           "chance_expected_accuracy", "independence_baseline"]
+__all__ = ["AbstentionScore", "Attribution", "ChanceAccuracy", "IndependenceBaseline",
+           "Resampling", "abstention", "blame_histogram", "chance_expected_accuracy",
+           "clustered_interval", "group", "hop_errors", "independence_baseline", "indicator",
+           "mean", "mean_interval", "per", "rounded", "wilson"]
 
 Interval = list[float]
 """[low, high] of a 95% interval."""
-
-
-class MeanWithCI(TypedDict):
-    """A mean and its interval (Wilson for a proportion, else percentile bootstrap);
-    None without items."""
-
-    mean: float | None
-    ci: Interval | None
-
-
-class ClusteredMeanWithCI(MeanWithCI):
-    """A proportion with, besides, the interval of a bootstrap over whole examples."""
-
-    ci_clustered: Interval | None
-
-
-class DepthAccuracy(TypedDict):
-    """Exact-hop accuracy at one injected depth."""
-
-    n: int
-    acc: float | None
-    ci: Interval | None
-    ci_clustered: Interval | None
-    descriptive_only: bool
-    faults: dict[str, int]
-    """Fault → items."""
-
-
-class CostPerCorrect(TypedDict):
-    """Calls and tokens per exact-hop correct diagnosis (None without any)."""
-
-    calls: float | None
-    tokens: float | None
-
-
-class FaultAccuracy(TypedDict):
-    """Exact-hop accuracy over one fault's items."""
-
-    n: int
-    acc: float | None
-
-
-class FaultDepthCell(TypedDict):
-    """Exact-hop accuracy over one fault × depth cell, with its Wilson interval."""
-
-    acc: float | None
-    n: int
-    ci: Interval
-    descriptive_only: bool
-
-
-class AttributionSummary(TypedDict):
-    """What `attribution_summary` returns (the module docstring defines each metric)."""
-
-    n: int
-    errors: int
-    error_rate: float | None
-    by_depth: dict[str, DepthAccuracy]
-    exact_hop_acc: ClusteredMeanWithCI
-    stage_acc: MeanWithCI
-    hop_tol_acc: MeanWithCI
-    ancestor_hit: MeanWithCI
-    mae: MeanWithCI
-    calls_per_diagnosis: float | None
-    tokens_per_diagnosis: float | None
-    cost_per_correct: CostPerCorrect
-    by_fault: dict[str, FaultAccuracy]
-    by_fault_depth: dict[str, dict[str, FaultDepthCell]]
 
 
 class IndependenceBaseline(TypedDict):
@@ -161,7 +99,7 @@ class ChanceAccuracy(TypedDict):
     by_depth: dict[str, ChanceDepth]
 
 
-class _Resampling(TypedDict):
+class Resampling(TypedDict):
     """The bootstrap settings every interval of one summary shares."""
 
     n_resamples: int
@@ -227,9 +165,10 @@ class Attribution:
         return 1.0 / self.n_hops if 1 <= self.true_hop <= self.n_hops else 0.0
 
 
-# ----------------------------------------------------------------------------- helpers
+# ------------------------------------------------------------ primitives a study builds from
 
-def _num(value: float | np.floating | None) -> float | None:
+def rounded(value: float | np.floating | None) -> float | None:
+    """`value` rounded to 6 decimals; None for None or NaN."""
     if value is None:
         return None
     value = float(value)
@@ -237,117 +176,67 @@ def _num(value: float | np.floating | None) -> float | None:
 
 
 def _interval(ci: NDArray[np.float64]) -> Interval | None:
-    lo, hi = (_num(x) for x in ci)
+    lo, hi = (rounded(x) for x in ci)
     return None if lo is None or hi is None else [lo, hi]
 
 
-def _mean_ci(values: NDArray[np.float64], *, n_resamples: int, seed: int,
-             wilson: bool = False) -> MeanWithCI:
-    """Mean with its bootstrap interval — or, for a 0/1 indicator (`wilson`), its Wilson
-    interval."""
-    if values.size == 0:
-        return {"mean": None, "ci": None}
-    return {"mean": _num(values.mean()),
-            "ci": (list(wilson_interval(int(values.sum()), int(values.size))) if wilson
-                   else _interval(bootstrap_ci(values, n_resamples=n_resamples, seed=seed)))}
+def indicator(items: Sequence[Attribution], outcome: str) -> NDArray[np.float64]:
+    """`outcome` (a property of `Attribution`: `hop_correct`, `stage_correct`…) of each
+    item, as a float array."""
+    return np.fromiter((getattr(it, outcome) for it in items), dtype=np.float64,
+                       count=len(items))
 
 
-def _proportion(hits: NDArray[np.float64], **resampling: Unpack[_Resampling]) -> MeanWithCI:
-    """Mean of a 0/1 indicator with its Wilson interval."""
-    return _mean_ci(hits, wilson=True, **resampling)
+def mean(values: NDArray[np.float64]) -> float | None:
+    """The mean of `values` (a share, for a 0/1 indicator), rounded; None without any."""
+    return rounded(values.mean()) if values.size else None
 
 
-def _clustered_proportion(hits: NDArray[np.float64], clusters: Sequence[str],
-                          **resampling: Unpack[_Resampling]) -> ClusteredMeanWithCI:
-    """`_proportion`, and a bootstrap interval resampling whole clusters (examples)."""
-    share = _proportion(hits, **resampling)
-    clustered = (None if hits.size == 0
-                 else _interval(cluster_bootstrap_ci(hits, clusters, **resampling)))
-    return {"mean": share["mean"], "ci": share["ci"], "ci_clustered": clustered}
+def wilson(hits: NDArray[np.float64]) -> Interval | None:
+    """The Wilson interval of a 0/1 indicator's mean; None without items."""
+    return list(wilson_interval(int(hits.sum()), int(hits.size))) if hits.size else None
 
 
-def _indicator(items: Sequence[Attribution], attr: str) -> NDArray[np.float64]:
-    return np.fromiter((getattr(it, attr) for it in items), dtype=np.float64, count=len(items))
+def clustered_interval(hits: NDArray[np.float64], items: Sequence[Attribution],
+                       **resampling: Unpack[Resampling]) -> Interval | None:
+    """A bootstrap interval of the mean of `hits` (one per item) resampling whole
+    examples (clusters = `example_id`); None without items."""
+    if hits.size == 0:
+        return None
+    return _interval(cluster_bootstrap_ci(hits, [it.example_id for it in items], **resampling))
 
 
-def _group(items: Sequence[Attribution], key: str) -> dict[Any, list[Attribution]]:
+def mean_interval(values: NDArray[np.float64], **resampling: Unpack[Resampling]
+                  ) -> Interval | None:
+    """The percentile-bootstrap interval of the mean of `values`; None without any."""
+    return _interval(bootstrap_ci(values, **resampling)) if values.size else None
+
+
+def hop_errors(items: Sequence[Attribution]) -> NDArray[np.float64]:
+    """|pred_hop - true_hop| of the non-error items (what MAE averages)."""
+    return np.array([abs(it.pred_hop - it.true_hop) for it in items
+                     if it.pred_hop is not None], dtype=np.float64)
+
+
+def per(total: int, count: int) -> float | None:
+    """`total / count` rounded (a cost per diagnosis or per correct one); None for 0."""
+    return rounded(total / count) if count else None
+
+
+def group(items: Sequence[Attribution], key: str) -> dict[Any, list[Attribution]]:
+    """`items` by the value of their field `key` (`true_hop`, `fault`), in key order."""
     groups: dict[Any, list[Attribution]] = {}
     for it in items:
         groups.setdefault(getattr(it, key), []).append(it)
     return dict(sorted(groups.items()))
 
 
-# ----------------------------------------------------------------------------- public API
-
-def attribution_summary(items: Sequence[Attribution], *, n_resamples: int = DEFAULT_RESAMPLES,
-                        seed: int = DEFAULT_SEED, min_cell: int = DEFAULT_MIN_CELL
-                        ) -> AttributionSummary:
-    """Exact-hop accuracy by depth and overall, plus stage / tolerance / ancestor / MAE /
-    cost metrics, with percentile-bootstrap CIs (see the module docstring)."""
-    items = list(items)
-    n = len(items)
-    errors = sum(it.errored for it in items)
-    kw: _Resampling = {"n_resamples": n_resamples, "seed": seed}
-
-    exact = _indicator(items, "hop_correct")
-    clusters = [it.example_id for it in items]
-
-    by_depth: dict[str, DepthAccuracy] = {}
-    for hop, cell in _group(items, "true_hop").items():
-        stats = _clustered_proportion(_indicator(cell, "hop_correct"),
-                                      [it.example_id for it in cell], **kw)
-        by_depth[str(hop)] = {"n": len(cell), "acc": stats["mean"], "ci": stats["ci"],
-                              "ci_clustered": stats["ci_clustered"],
-                              "descriptive_only": len(cell) < min_cell,
-                              "faults": {f: len(c) for f, c in _group(cell, "fault").items()}}
-
-    abs_err = np.array([abs(it.pred_hop - it.true_hop) for it in items
-                        if it.pred_hop is not None], dtype=np.float64)
-
-    total_calls = sum(it.calls for it in items)
-    total_tokens = sum(it.tokens for it in items)
-    n_correct = int(exact.sum())
-
-    return {
-        "n": n,
-        "errors": errors,
-        "error_rate": _num(errors / n) if n else None,
-        "by_depth": by_depth,
-        "exact_hop_acc": _clustered_proportion(exact, clusters, **kw),
-        "stage_acc": _proportion(_indicator(items, "stage_correct"), **kw),
-        "hop_tol_acc": _proportion(_indicator(items, "hop_within_one"), **kw),
-        "ancestor_hit": _proportion(_indicator(items, "ancestor_hit"), **kw),
-        "mae": _mean_ci(abs_err, **kw),
-        "calls_per_diagnosis": _num(total_calls / n) if n else None,
-        "tokens_per_diagnosis": _num(total_tokens / n) if n else None,
-        "cost_per_correct": {
-            "calls": _num(total_calls / n_correct) if n_correct else None,
-            "tokens": _num(total_tokens / n_correct) if n_correct else None,
-        },
-        "by_fault": {
-            fault: {"n": len(cell), "acc": _num(_indicator(cell, "hop_correct").mean())}
-            for fault, cell in _group(items, "fault").items()
-        },
-        "by_fault_depth": {
-            fault: {str(hop): _cell(depth_cell, min_cell)
-                    for hop, depth_cell in _group(cell, "true_hop").items()}
-            for fault, cell in _group(items, "fault").items()
-        },
-    }
-
-
-def _cell(items: Sequence[Attribution], min_cell: int) -> FaultDepthCell:
-    """{acc, n, ci (Wilson), descriptive_only} of one fault × depth cell."""
-    hits = _indicator(items, "hop_correct")
-    return {"acc": _num(hits.mean()), "n": len(items),
-            "ci": list(wilson_interval(int(hits.sum()), len(items))),
-            "descriptive_only": len(items) < min_cell}
-
+# ----------------------------------------------------------------------------- baselines
 
 def blame_histogram(items: Sequence[Attribution]) -> dict[str, float | None]:
     """For each hop a diagnoser named, the share of its (non-error) diagnoses naming it."""
     named = [it.pred_hop for it in items if it.pred_hop is not None]
-    return {str(h): _num(named.count(h) / len(named)) for h in sorted(set(named))}
+    return {str(h): rounded(named.count(h) / len(named)) for h in sorted(set(named))}
 
 
 def independence_baseline(items: Sequence[Attribution]) -> IndependenceBaseline:
@@ -358,10 +247,10 @@ def independence_baseline(items: Sequence[Attribution]) -> IndependenceBaseline:
 
     Returns {"overall": float, "by_depth": {str(d): float}}."""
     hist = blame_histogram(items)
-    depths = _group(items, "true_hop")
+    depths = group(items, "true_hop")
     n = len(items)
     overall = sum((hist.get(str(d)) or 0.0) * len(cell) / n for d, cell in depths.items())
-    return {"overall": _num(overall) if n else None,
+    return {"overall": rounded(overall) if n else None,
             "by_depth": {str(d): hist.get(str(d)) or 0.0 for d in depths}}
 
 
@@ -375,13 +264,13 @@ def abstention(items: Sequence[Attribution]) -> AbstentionScore:
     items = list(items)
     named = [it for it in items if it.pred_hop is not None and it.pred_hop >= 1]
     right = sum(1 for it in named if it.pred_hop == it.true_hop)
-    chance = _indicator(items, "chance_hit_probability")
+    chance = indicator(items, "chance_hit_probability")
     return {
-        "coverage": _num(len(named) / len(items)) if items else None,
+        "coverage": rounded(len(named) / len(items)) if items else None,
         "named": len(named),
-        "precision": _num(right / len(named)) if named else None,
+        "precision": rounded(right / len(named)) if named else None,
         "precision_ci": list(wilson_interval(right, len(named))) if named else None,
-        "random_precision": _num(chance.mean()) if items else None,
+        "random_precision": rounded(chance.mean()) if items else None,
     }
 
 
@@ -391,13 +280,13 @@ def chance_expected_accuracy(items: Sequence[Attribution]) -> ChanceAccuracy:
 
     Returns {"n", "expected_acc", "by_depth": {str(h): {"n", "expected_acc"}}}."""
     items = list(items)
-    p = _indicator(items, "chance_hit_probability")
+    p = indicator(items, "chance_hit_probability")
     return {
         "n": len(items),
-        "expected_acc": _num(p.mean()) if items else None,
+        "expected_acc": rounded(p.mean()) if items else None,
         "by_depth": {
             str(hop): {"n": len(cell),
-                       "expected_acc": _num(_indicator(cell, "chance_hit_probability").mean())}
-            for hop, cell in _group(items, "true_hop").items()
+                       "expected_acc": rounded(indicator(cell, "chance_hit_probability").mean())}
+            for hop, cell in group(items, "true_hop").items()
         },
     }

@@ -5,7 +5,7 @@ Each function takes one part and returns a `Table` (or None when it holds nothin
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from cuer_agent.report import _reference as ref
 from cuer_agent.report._format import DASH, ci, mean_ci, num, share
@@ -50,28 +50,31 @@ def _effective_cell(cell: FaultCell | None) -> str:
     return text + (DESCRIPTIVE if cell.effective < 10 else "")
 
 
-def _hops(faults: Faults) -> list[str]:
-    """Every injected hop of any fault, in hop order."""
-    return sorted({h for per_hop in faults.values() for h in per_hop}, key=hop_key)
+def _fault_by_hop(faults: Faults, cell: Callable[[FaultCell | None], str], *, caption: str,
+                  footnote: str) -> Table | None:
+    """A fault × injected-hop table (every hop any fault was injected at, in hop order),
+    each cell rendered by `cell` (None where that fault has no injection at that hop)."""
+    if not faults:
+        return None
+    hops = sorted({h for per_hop in faults.values() for h in per_hop}, key=hop_key)
+    rows = tuple((fault, *(cell(per_hop.get(h)) for h in hops))
+                 for fault, per_hop in faults.items())
+    return Table(caption=caption, headers=("fault", *(f"hop {h}" for h in hops)), rows=rows,
+                 footnote=footnote)
 
 
 def recovery_effective(faults: Faults) -> Table | None:
     """The headline: fault × hop, recovery over effective injections with retries on |
     off (the control, same injections)."""
-    if not faults:
-        return None
-    hops = _hops(faults)
-    rows = tuple((fault, *(_effective_cell(per_hop.get(h)) for h in hops))
-                 for fault, per_hop in faults.items())
-    return Table(caption="Recovery over effective injections: the agent [95% Wilson CI] | "
-                         "the same injections with its retries off (the control); n = "
-                         "effective injections, VERIFY = how many of them it flagged",
-                 headers=("fault", *(f"hop {h}" for h in hops)), rows=rows,
-                 footnote=(f"{DESCRIPTIVE} fewer than 10 effective injections: descriptive "
-                           "only. Effective: hop h's first attempt found or selected "
-                           "something else than in the clean run. The gap between the two "
-                           "figures is what the retry did; where they agree, recovery would "
-                           "be the same without it."))
+    return _fault_by_hop(
+        faults, _effective_cell,
+        caption="Recovery over effective injections: the agent [95% Wilson CI] | the same "
+                "injections with its retries off (the control); n = effective injections, "
+                "VERIFY = how many of them it flagged",
+        footnote=(f"{DESCRIPTIVE} fewer than 10 effective injections: descriptive only. "
+                  "Effective: hop h's first attempt found or selected something else than "
+                  "in the clean run. The gap between the two figures is what the retry did; "
+                  "where they agree, recovery would be the same without it."))
 
 
 def redundancy(faults: Faults) -> Table | None:
@@ -98,19 +101,14 @@ def redundancy(faults: Faults) -> Table | None:
 
 def recovery(faults: Faults) -> Table | None:
     """Fault × hop: recovered / injected, recovery(h) with its 95% CI."""
-    if not faults:
-        return None
-    hops = _hops(faults)
-    rows = tuple((fault, *(_recovery_cell(per_hop.get(h)) for h in hops))
-                 for fault, per_hop in faults.items())
-    return Table(caption="Recovery after a fault at hop h (recovered/injected = recovery [95% "
-                         "Wilson CI]; runs that retried hop h; effective injections → "
-                         "recovered of them; runs that ended in a request error or a parse "
-                         "failure, counted apart)",
-                 headers=("fault", *(f"hop {h}" for h in hops)), rows=rows,
-                 footnote=(f"{DESCRIPTIVE} fewer than 10 injections: descriptive only. "
-                           f"Reference — {ref.DIAG_SETUP}; {ref.RECOVERY_RANGES} (their "
-                           "setup, not ours)."))
+    return _fault_by_hop(
+        faults, _recovery_cell,
+        caption="Recovery after a fault at hop h (recovered/injected = recovery [95% Wilson "
+                "CI]; runs that retried hop h; effective injections → recovered of them; runs "
+                "that ended in a request error or a parse failure, counted apart)",
+        footnote=(f"{DESCRIPTIVE} fewer than 10 injections: descriptive only. "
+                  f"Reference — {ref.DIAG_SETUP}; {ref.RECOVERY_RANGES} (their setup, not "
+                  "ours)."))
 
 
 def tampering(by_hop: Mapping[str, TamperingCell]) -> Table | None:

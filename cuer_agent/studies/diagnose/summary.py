@@ -30,16 +30,25 @@ from cuer_agent.config import StudyConfig
 from cuer_agent.diagnosers import Diagnoser
 from cuer_agent.metrics.attribution import (
     Attribution,
+    Resampling,
     abstention,
-    attribution_summary,
     blame_histogram,
     chance_expected_accuracy,
+    clustered_interval,
+    group,
+    hop_errors,
     independence_baseline,
+    indicator,
+    mean,
+    mean_interval,
+    per,
+    wilson,
 )
-from cuer_agent.studies._common.summary_model import Interval, MeanCI
+from cuer_agent.studies._common.summary_model import Interval, MeanCI, extended
 from cuer_agent.studies.diagnose.runner import CLEAN, DiagnosisRow
 from cuer_agent.studies.diagnose.summary_model import (
     Abstention,
+    AttributionScores,
     CostPerCorrect,
     DepthCell,
     DiagnoserSummary,
@@ -77,36 +86,80 @@ def diagnoser_summaries(rows: Rows, diagnosers: list[Diagnoser],
     return _beside_trace_rule(out)
 
 
+def attribution_scores(items: Sequence[Attribution], *, n_resamples: int, seed: int,
+                       min_cell: int) -> AttributionScores:
+    """Exact-hop accuracy by depth and overall, per fault and per fault × depth, stage /
+    tolerance / ancestor accuracy, MAE and cost, each as `cuer_agent.metrics.attribution`
+    defines it; each depth beside its independence baseline and scored for abstention."""
+    items = list(items)
+    n = len(items)
+    errors = sum(it.errored for it in items)
+    resampling: Resampling = {"n_resamples": n_resamples, "seed": seed}
+    exact = indicator(items, "hop_correct")
+    errs = hop_errors(items)
+    calls = sum(it.calls for it in items)
+    tokens = sum(it.tokens for it in items)
+    correct = int(exact.sum())
+    baseline = independence_baseline(items)["by_depth"]
+    return AttributionScores(
+        n=n, errors=errors, error_rate=per(errors, n),
+        by_depth={str(hop): _depth_cell(cell, baseline[str(hop)], resampling, min_cell)
+                  for hop, cell in group(items, "true_hop").items()},
+        exact_hop_acc=ProportionCI(mean=mean(exact), ci=wilson(exact),
+                                   ci_clustered=clustered_interval(exact, items, **resampling)),
+        stage_acc=_proportion(items, "stage_correct"),
+        hop_tol_acc=_proportion(items, "hop_within_one"),
+        ancestor_hit=_proportion(items, "ancestor_hit"),
+        mae=MeanCI(mean=mean(errs), ci=mean_interval(errs, **resampling)),
+        calls_per_diagnosis=per(calls, n), tokens_per_diagnosis=per(tokens, n),
+        cost_per_correct=CostPerCorrect(calls=per(calls, correct), tokens=per(tokens, correct)),
+        by_fault={fault: FaultAccuracy(n=len(cell), acc=mean(indicator(cell, "hop_correct")))
+                  for fault, cell in group(items, "fault").items()},
+        by_fault_depth={fault: {str(hop): _fault_depth_cell(depth_cell, min_cell)
+                                for hop, depth_cell in group(cell, "true_hop").items()}
+                        for fault, cell in group(items, "fault").items()})
+
+
+def _proportion(items: Sequence[Attribution], outcome: str) -> MeanCI:
+    """The share of `items` with `outcome`, with its Wilson interval."""
+    hits = indicator(items, outcome)
+    return MeanCI(mean=mean(hits), ci=wilson(hits))
+
+
+def _depth_cell(cell: Sequence[Attribution], independence: float, resampling: Resampling,
+                min_cell: int) -> DepthCell:
+    """The failed traces at one injected depth: exact-hop accuracy, beside the
+    independence baseline there (`independence`), and scored for abstention."""
+    hits = indicator(cell, "hop_correct")
+    ci = wilson(hits)
+    return DepthCell(n=len(cell), acc=mean(hits), ci=ci,
+                     ci_clustered=clustered_interval(hits, cell, **resampling),
+                     descriptive_only=len(cell) < min_cell,
+                     faults={f: len(c) for f, c in group(cell, "fault").items()},
+                     independence=independence,
+                     beats_independence=ci is not None and ci[0] > independence,
+                     abstention=Abstention(**abstention(cell)))
+
+
+def _fault_depth_cell(cell: Sequence[Attribution], min_cell: int) -> FaultDepthCell:
+    """Exact-hop accuracy over one fault × depth cell, with its Wilson interval."""
+    hits = indicator(cell, "hop_correct")
+    return FaultDepthCell(acc=mean(hits), n=len(cell), ci=wilson(hits),
+                          descriptive_only=len(cell) < min_cell)
+
+
 def _summary(d: Diagnoser, mine: Rows, config: StudyConfig) -> DiagnoserSummary:
     """One diagnoser's summary over its rows (failed runs scored, clean runs blamed)."""
     items = [attribution(r) for r in mine if r["fault"] != CLEAN]
-    stats = attribution_summary(items, n_resamples=config.diagnose.bootstrap_resamples,
+    scores = attribution_scores(items, n_resamples=config.diagnose.bootstrap_resamples,
                                 seed=42, min_cell=config.diagnose.min_cell)
-    baseline = independence_baseline(items)
-    by_depth = {}
-    for depth, cell in stats["by_depth"].items():
-        independence = baseline["by_depth"][depth]
-        by_depth[depth] = DepthCell(
-            **cell, independence=independence,
-            beats_independence=cell["ci"] is not None and cell["ci"][0] > independence,
-            abstention=Abstention(**abstention([it for it in items
-                                                if str(it.true_hop) == depth])))
     clean_n, clean_blame_rate = clean_blame([r for r in mine if r["fault"] == CLEAN])
-    summary = DiagnoserSummary(
-        n=stats["n"], errors=stats["errors"], error_rate=stats["error_rate"],
-        by_depth=by_depth, exact_hop_acc=ProportionCI(**stats["exact_hop_acc"]),
-        stage_acc=MeanCI(**stats["stage_acc"]), hop_tol_acc=MeanCI(**stats["hop_tol_acc"]),
-        ancestor_hit=MeanCI(**stats["ancestor_hit"]), mae=MeanCI(**stats["mae"]),
-        calls_per_diagnosis=stats["calls_per_diagnosis"],
-        tokens_per_diagnosis=stats["tokens_per_diagnosis"],
-        cost_per_correct=CostPerCorrect(**stats["cost_per_correct"]),
-        by_fault={fault: FaultAccuracy(**cell) for fault, cell in stats["by_fault"].items()},
-        by_fault_depth={fault: {depth: FaultDepthCell(**cell) for depth, cell in cells.items()}
-                        for fault, cells in stats["by_fault_depth"].items()},
+    summary = extended(
+        scores, DiagnoserSummary,
         uses_gold=d.uses_gold, uses_gold_oracle=getattr(d, "uses_gold_oracle", False),
         uses_environment_oracle=getattr(d, "uses_environment_oracle", False),
         probing=d.probing, stand_in=d.stand_in, control=getattr(d, "control", False),
-        blame_hist=blame_histogram(items), independence=baseline["overall"],
+        blame_hist=blame_histogram(items), independence=independence_baseline(items)["overall"],
         abstention=Abstention(**abstention(items)),
         clean_n=clean_n, clean_blame_rate=clean_blame_rate)
     if d.name != "chance":

@@ -89,9 +89,10 @@ class FaultDepthCell(Part):
     """Fewer traces than `diagnose.min_cell`."""
 
 
-class DiagnoserSummary(Part):
-    """One diagnoser over the injected runs that still failed
-    (`cuer_agent.metrics.attribution`, `cuer_agent.studies.diagnose.summary`)."""
+class AttributionScores(Part):
+    """How well one diagnoser localises the injected faults of the runs that still failed
+    (`cuer_agent.metrics.attribution` defines each metric; built by
+    `cuer_agent.studies.diagnose.summary.attribution_scores`)."""
 
     n: int
     """Failed traces diagnosed."""
@@ -120,6 +121,12 @@ class DiagnoserSummary(Part):
     """Fault → exact-hop accuracy over its failed traces."""
     by_fault_depth: dict[str, dict[HopKey, FaultDepthCell]]
     """Fault → injected depth → exact-hop accuracy."""
+
+
+class DiagnoserSummary(AttributionScores):
+    """One diagnoser over the injected runs that still failed
+    (`cuer_agent.metrics.attribution`, `cuer_agent.studies.diagnose.summary`)."""
+
     uses_gold: bool
     """It reads the gold answer (declared)."""
     uses_gold_oracle: bool
