@@ -84,32 +84,19 @@ from cuer_agent.roles._item import (
     item_roles,
     role_counts,
 )
+
+# The vocabulary as a reader of role labels needs it; the conditions and metric names the
+# criteria are written in stay in `_thresholds`, beside the thresholds.
 from cuer_agent.roles._thresholds import (
-    CONDITIONS,
-    CONF_UTILITY,
-    CONFIDENCE_DISTORTING,
     CONSTRUCTIVE,
-    CORRECTIVE,
-    CORRECTNESS,
-    DISTRACTIVE,
-    DIVERGENCE,
-    DUPLICATE,
-    F1,
     LABELS,
-    NEUTRAL,
-    REDUNDANT,
-    REMOVE,
-    REPLACE,
     ROLE_PRIORITY,
     RoleOverrides,
     RoleThresholds,
 )
 
 __all__ = [
-    "CONDITIONS", "CONFIDENCE_DISTORTING", "CONF_UTILITY", "CONSTRUCTIVE", "CORRECTIVE",
-    "CORRECTNESS", "DISTRACTIVE", "DIVERGENCE", "DUPLICATE", "F1", "LABELS", "NEUTRAL",
-    "REDUNDANT", "REMOVE", "REPLACE", "ROLE_PRIORITY", "ConditionEffects",
-    "DatasetRoleVerdicts", "Evidence", "ItemEffects", "RoleOverrides", "RoleSettings",
-    "RoleThresholds", "VerdictRecord", "dataset_roles", "item_role", "item_roles",
-    "role_counts",
+    "CONSTRUCTIVE", "LABELS", "ROLE_PRIORITY", "ConditionEffects", "DatasetRoleVerdicts",
+    "Evidence", "ItemEffects", "RoleOverrides", "RoleSettings", "RoleThresholds",
+    "VerdictRecord", "dataset_roles", "item_role", "item_roles", "role_counts",
 ]
