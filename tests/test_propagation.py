@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 from conftest import PROPAGATE, QUIET, Studies, invoke, run_study
 
-from cuer_agent.config import DEFAULT_FAULTS
+import cuer_agent
+from cuer_agent.config import (
+    DEFAULT_FAULTS,
+    AgentSection,
+    DataSection,
+    PropagationConfig,
+    StudyConfig,
+)
 
 pytestmark = pytest.mark.background(PROPAGATE)  # the shared study, made in the background lane
 
@@ -144,7 +151,11 @@ def test_stage_transitions_are_weighted_edges(study: Path) -> None:
 
 
 def test_same_seed_gives_the_same_records_bytes(study: Path, tmp_path: Path) -> None:
-    assert run_study(PROPAGATE, tmp_path / "again")[0] == 0
+    # PROPAGATE through the API: --seed seeds the world and the faults
+    config = StudyConfig(data=DataSection(n=6, seed=7), agent=AgentSection(hops=3),
+                         propagation=PropagationConfig(seed=7))
+    cuer_agent.propagate(config, out=tmp_path / "again",
+                         execution=cuer_agent.Execution(use_cache=False))
     assert (tmp_path / "again" / "records.jsonl").read_bytes() == \
         (study / "records.jsonl").read_bytes()
     assert (tmp_path / "again" / "summary.json").read_bytes() == \
