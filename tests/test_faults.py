@@ -22,6 +22,12 @@ from cuer_agent.interventions import (
     fault_names,
     get_fault,
 )
+from cuer_agent.interventions._text import topic
+from cuer_agent.interventions.drift_faults import (
+    SKIP_NO_BRIDGE,
+    SKIP_NO_OTHER_ENTITY,
+    SKIP_NO_OTHER_RELATION,
+)
 from cuer_agent.interventions.facts import PoolFacts, SyntheticFacts
 from cuer_agent.interventions.structural_faults import withheld_ids
 from cuer_agent.retrieval import BM25Retriever, chunk_passages, tokenize
@@ -31,6 +37,9 @@ STRUCTURAL = {
     "empty_retrieval": ("retrieval", "retrieve"),
     "irrelevant_evidence": ("retrieval", "retrieve"),
     "query_drift": ("tool", "plan"),
+    "bridge_dropped": ("tool", "plan"),
+    "entity_swap": ("tool", "plan"),
+    "relation_swap": ("tool", "plan"),
     "conflicting_evidence": ("retrieval", "retrieve"),
     "stale_evidence": ("retrieval", "retrieve"),
     "early_termination": ("answer", "read"),
@@ -256,6 +265,59 @@ def test_empty_subquery_is_skipped() -> None:
 
 
 # --- conflicting and stale evidence ------------------------------------------------------
+
+# --- drift as agents drift (drift_faults) ------------------------------------------------
+
+def test_bridge_dropped_asks_about_the_questions_entity_instead_of_the_bridge() -> None:
+    inp = make_input(hop=2)
+    out = apply("bridge_dropped", inp)
+    asked, _ = topic(inp.question)
+    span, _ = topic(inp.subquery)
+    assert asked is not None and span is not None and out.subquery is not None
+    assert asked.text in out.subquery and span.text not in out.subquery
+    assert out.record.params["drifted_subquery"] == out.subquery
+
+
+def test_bridge_dropped_skips_at_the_first_hop_where_no_bridge_was_found() -> None:
+    assert apply("bridge_dropped", make_input(hop=1)).record.skipped == SKIP_NO_BRIDGE
+
+
+def test_entity_swap_asks_about_another_title_in_view_never_the_facts() -> None:
+    inp = make_input(hop=1)
+    out = apply("entity_swap", inp)
+    assert out.subquery is not None
+    title = out.record.params["drift_title"]
+    assert title in {" ".join(ev.title.split()) for ev in inp.evidence}
+    assert inp.fact is not None
+    assert title not in {ev.title for ev in inp.evidence if ev.id in inp.fact.passage_ids}
+
+
+def test_entity_swap_skips_when_its_evidence_shows_no_other_entity() -> None:
+    inp = make_input(hop=1)
+    only = [ev for ev in inp.evidence if inp.fact and ev.id in inp.fact.passage_ids]
+    out = apply("entity_swap", replace(inp, evidence=only))
+    assert out.record.skipped == SKIP_NO_OTHER_ENTITY
+
+
+def test_relation_swap_keeps_the_entity_in_a_later_hops_frame() -> None:
+    inp = make_input(hop=1)
+    out = apply("relation_swap", inp)
+    span, _ = topic(inp.subquery)
+    assert span is not None and out.subquery is not None
+    assert span.text in out.subquery and out.subquery != inp.subquery
+    later_words = set().union(*(words(s) for s in inp.later_subqueries))
+    assert (words(out.subquery) - words(span.text)) <= later_words
+
+
+def test_relation_swap_skips_at_the_last_hop_with_no_later_frame() -> None:
+    out = apply("relation_swap", make_input(hop=1, later_subqueries=()))
+    assert out.record.skipped == SKIP_NO_OTHER_RELATION
+
+
+@pytest.mark.parametrize("name", ["bridge_dropped", "entity_swap", "relation_swap"])
+def test_a_drift_is_the_same_for_the_same_seed(name: str) -> None:
+    assert apply(name, make_input(hop=2)) == apply(name, make_input(hop=2))
+
 
 def injected(out: FaultOutcome) -> Evidence:
     (new_id,) = out.record.new_ids

@@ -129,6 +129,7 @@ class FaultSpec:
 FAULTS: Registry[FaultSpec] = Registry(
     "fault", "cuer_agent.faults",
     builtins=("cuer_agent.interventions.structural_faults",
+              "cuer_agent.interventions.drift_faults",
               "cuer_agent.interventions.misleading_faults", "cuer_agent.interventions.tampering"))
 
 
