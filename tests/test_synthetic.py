@@ -13,6 +13,7 @@ import pytest
 from cuer_agent.data import _synthetic_phrasing as phr
 from cuer_agent.data import _synthetic_text as txt
 from cuer_agent.data._example import Example
+from cuer_agent.data._synthetic_former import FORMER_FACTS
 from cuer_agent.data.synthetic import (
     LITERALS,
     World,
@@ -317,3 +318,42 @@ def test_load_synthetic_returns_the_world_as_an_open_corpus() -> None:
     assert data.corpus is not None and len(data.corpus) > 2000  # articles of 1-4 paragraphs
     assert [q.id for q in data.examples] == [f"syn-3-{i}" for i in range(20)]
     assert data.hop_histogram() == {2: 20}
+
+
+# --- the world's own disagreement: former values stated as former ------------------------
+
+def _former_sentences(world: World, entity: int, value: str) -> list[str]:
+    return [p.text for p in world.article(entity) if value in p.text]
+
+
+def test_some_changeable_facts_also_state_a_former_value_with_its_year() -> None:
+    w = _world()
+    stated, changeable = w.former_rate()
+    assert stated == len(w.former) and 0 < stated < changeable
+    for (entity, relation), value in list(w.former.items())[:50]:
+        assert relation in FORMER_FACTS and value != w.answer(entity, relation)
+        [text] = _former_sentences(w, entity, value)[:1]
+        assert re.search(r"\b(1[89]|20)\d\d\b", text)  # the year it held
+
+
+def test_a_former_value_leaves_the_current_statement_in_place() -> None:
+    w = _world()
+    for (entity, relation), _ in list(w.former.items())[:50]:
+        current = w.answer(entity, relation)
+        assert all(current in p.text for p in w.fact_passages(entity, relation))
+
+
+def test_a_former_population_is_smaller_than_todays() -> None:
+    w = _world()
+    for (entity, relation), value in w.former.items():
+        if relation == "population":
+            assert int(value.replace(",", "")) < int(w.answer(entity, relation).replace(",", ""))
+
+
+def test_counterfactual_paragraphs_state_former_values_by_the_same_rule() -> None:
+    w = _world()
+    companies = w.by_type["company"].tolist()[:60]
+    texts = [w.counterfactual_paragraph(e, "founded_by", w.names[companies[0]], "t").text
+             for e in companies]
+    marked = sum(bool(re.search(r"until \d{4}|moved its headquarters", t)) for t in texts)
+    assert marked > 0  # an injected paragraph does not lack what real ones have

@@ -16,6 +16,7 @@ import numpy as np
 
 from cuer_agent.data import _synthetic_text as txt
 from cuer_agent.data._example import Passage
+from cuer_agent.data._synthetic_former import add_former, former_dice
 from cuer_agent.data._synthetic_literals import Targets, literal_values
 from cuer_agent.data._synthetic_world import (
     ENTITY_RELATIONS,
@@ -31,6 +32,7 @@ from cuer_agent.data._synthetic_world import (
     check_redundancy,
     fact_redundancies,
     format_literal,
+    former_objects,
     seed_int,
     seeded_rng,
 )
@@ -82,7 +84,7 @@ def _build_world(seed: int, size: int, redundancy: Redundancy) -> World:
         raise AssertionError("synthetic entity names are not unique")
     return World(seed=seed, size=size, graph=graph, passages=articles.passages,
                  start=articles.start, fact_mask=articles.fact_mask, redundancy=redundancy,
-                 details=articles.details, names=names,
+                 details=articles.details, former=articles.former, names=names,
                  types=type_of, by_type=by_type, families=families, family_of=family_of,
                  _by_name=by_name)
 
@@ -264,6 +266,7 @@ class _Articles:
     start: np.ndarray
     fact_mask: np.ndarray
     details: list[str]
+    former: dict[tuple[int, str], str]
 
 
 def _render_passages(seed: int, size: int, by_type: dict[str, np.ndarray],
@@ -273,11 +276,14 @@ def _render_passages(seed: int, size: int, by_type: dict[str, np.ndarray],
     """Every entity's article (one passage per paragraph, `index` = paragraph number),
     drawn in a fixed order from one seeded generator, and where each fact is stated."""
     dice = txt.Dice(seed_int("text", seed, size))
+    fdice = former_dice(seed, size)  # its own: the articles' text is drawn as without it
+    former: dict[tuple[int, str], str] = {}
     person_details = _person_details(targets)
     fam, vals = family_of.tolist(), values.tolist()
     paragraphs: list[list[str]] = [[] for _ in range(size)]
     fact_mask = np.zeros((size, MAX_FACTS), dtype=np.uint8)
     details = [""] * size
+    others_of = former_objects(by_type, names)
     for t in TYPES:
         rels = [(rel, txt.TYPE_NOUN[obj_type], targets[t, rel].tolist())
                 for rel, obj_type in ENTITY_RELATIONS[t]]
@@ -293,10 +299,13 @@ def _render_passages(seed: int, size: int, by_type: dict[str, np.ndarray],
             count, placement = txt.place_facts(dice, rs)
             paragraphs[e] = txt.render_article(dice, t, names[e], refs, facts, placement, count,
                                                siblings, detail)
+            stated = add_former(fdice, paragraphs[e], facts, placement, refs, names[e],
+                                others_of[t])
+            former.update({(e, rel): value for rel, value in stated.items()})
             for slot, where in enumerate(placement):
                 fact_mask[e, slot] = sum(1 << p for p in where)
     start = np.zeros(size + 1, dtype=np.int64)
     np.cumsum([len(p) for p in paragraphs], out=start[1:])
     passages = [Passage(title=names[e], text=text, index=i)
                 for e in range(size) for i, text in enumerate(paragraphs[e])]
-    return _Articles(passages, start, fact_mask, details)
+    return _Articles(passages, start, fact_mask, details, former)

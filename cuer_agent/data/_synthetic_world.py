@@ -8,7 +8,9 @@ See `cuer_agent.data.synthetic` for the design; `_synthetic_build` builds a worl
 
 from __future__ import annotations
 
+import functools
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import networkx as nx
@@ -16,6 +18,7 @@ import numpy as np
 
 from cuer_agent.data import _synthetic_text as txt
 from cuer_agent.data._example import Passage
+from cuer_agent.data._synthetic_former import FORMER_FACTS, add_former, former_dice
 from cuer_agent.data._synthetic_literals import (
     YEAR_RANGES,
     YEARS_AFTER,
@@ -120,6 +123,9 @@ class World:
     redundancy: Redundancy
     details: list[str]
     """Each entity's intro detail ("film director", "drama")."""
+    former: dict[tuple[int, str], str]
+    """(entity, relation) → the former value its article states as former
+    (`_synthetic_former`): the clean world's own disagreement."""
     names: list[str]
     types: list[str]
     by_type: dict[str, np.ndarray]
@@ -236,12 +242,29 @@ class World:
             count, placement[slot] = max(count, 2), (1,)
         paragraphs = txt.render_article(dice, t, name, refs, facts, placement, count, siblings,
                                         self.details[entity])
+        add_former(former_dice("counterfactual", self.seed, self.size, entity, relation, value,
+                               *seed_parts), paragraphs, facts, placement, refs, name,
+                   self.former_objects[t])
         chosen = dice.pick([j for j in placement[slot] if j > 0])
         return Passage(title=name, text=paragraphs[chosen], index=len(self.article(entity)))
 
     def id_of(self, name: str) -> int:
         """Entity number of a name (KeyError if the world has no such entity)."""
         return self._by_name[name]
+
+    @functools.cached_property
+    def former_objects(self) -> dict[str, dict[str, list[str]]]:
+        """`former_objects` of this world (computed once)."""
+        return former_objects(self.by_type, self.names)
+
+    def former_rate(self) -> tuple[int, int]:
+        """(facts that state a former value, facts that could): the clean world's
+        disagreement (`_synthetic_former.FORMER_P` of the changeable facts, drawn)."""
+        changeable = sum(1 for e in range(self.size)
+                         for rel, _ in self.relations(e) if rel in FORMER_FACTS)
+        changeable += sum(1 for e in range(self.size)
+                          if LITERALS[self.types[e]] in FORMER_FACTS)
+        return len(self.former), changeable
 
     def siblings(self, entity: int) -> tuple[int, ...]:
         """The other members of the entity's family (its confusers)."""
@@ -272,6 +295,15 @@ class World:
         if relation == LITERALS[self.types[entity]]:
             return format_literal(relation, self.graph.nodes[entity][relation])
         return self.names[self.target(entity, relation)]
+
+
+def former_objects(by_type: dict[str, np.ndarray], names: Sequence[str]
+                   ) -> dict[str, dict[str, list[str]]]:
+    """Subject type → relation → the names a former object of that relation may be (every
+    entity of the object's type), for the relations that state a former value."""
+    return {t: {rel: [names[e] for e in by_type[obj_type].tolist()]
+                for rel, obj_type in ENTITY_RELATIONS[t] if rel in FORMER_FACTS}
+            for t in TYPES}
 
 
 def format_literal(relation: str, value: int) -> str:

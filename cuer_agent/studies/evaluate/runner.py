@@ -36,6 +36,7 @@ from cuer_agent.studies.diagnose.runner import DiagnoseFailed, build_diagnosers,
 from cuer_agent.studies.diagnose.summary import constant_guesses, diagnoser_summaries
 from cuer_agent.studies.evaluate.caveats import honest_caveats
 from cuer_agent.studies.evaluate.comparison import compare_analyses
+from cuer_agent.studies.evaluate.disagreement import world_disagreement
 from cuer_agent.studies.evaluate.reader_check import reader_summary
 from cuer_agent.studies.evaluate.summary_model import (
     EvaluateLedger,
@@ -113,6 +114,11 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
         diagnosers=diagnoser_summaries(diagnoses, diagnosers, config), natural=natural,
         ledger=ledger,
         config=config.model_dump(mode="json"), provenance=dict(provenance or {}))
+    disagreement = world_disagreement(dataset, {
+        r["record"]["example_id"]: bool(metrics["correct"]) for r in typed_records
+        if r["record"]["condition"] == "clean" and (metrics := r["metrics"]) is not None})
+    if disagreement is not None:
+        results = extended(results, EvaluateResults, disagreement=disagreement)
     caveats = honest_caveats(results, config.backend.name, constant_guesses(diagnoses))
     return run_dir.write_model(EvaluateSummary(**dict(results), caveats=caveats))
 

@@ -9,7 +9,14 @@ from typing import Annotated, Literal
 from pydantic import Discriminator, Tag
 
 from cuer_agent.config import StudyConfig
-from cuer_agent.studies._common.summary_model import HopKey, Interval, Ledger, Part, SkillSpend
+from cuer_agent.studies._common.summary_model import (
+    HopKey,
+    Interval,
+    Ledger,
+    Part,
+    SkillSpend,
+    absent,
+)
 from cuer_agent.studies.cuer.summary_model import CuerSummary
 from cuer_agent.studies.diagnose.summary_model import DiagnoserSummary
 from cuer_agent.studies.natural.summary import NaturalSummary
@@ -166,6 +173,26 @@ class Caveat(Part):
     """How far it moves a number of the headline table (0–1; 0: none of them)."""
 
 
+class WorldDisagreement(Part):
+    """The synthetic world's own disagreement (`cuer_agent.data._synthetic_former`): facts
+    whose article also states a former value, as former, and the clean runs that asked
+    one. Written only for a synthetic world."""
+
+    former_stated: int
+    """Facts whose article states a former value beside the current one."""
+    changeable: int
+    """Facts of the relations that can state one (headquarters, publisher, population)."""
+    share: float
+    """`former_stated / changeable`."""
+    clean_runs: int
+    asking_one: int
+    """Clean runs whose question's gold chain asks a fact with a former value stated."""
+    accuracy_asking_one: float | None
+    """Accuracy of those clean runs; null without any."""
+    accuracy_others: float | None
+    """Accuracy of the other clean runs; null without any."""
+
+
 class EvaluateResults(Part):
     """`summary.json` of `cuer-agent evaluate` but its caveats: what the caveats are
     drawn from (`cuer_agent.studies.evaluate.caveats`)."""
@@ -184,6 +211,8 @@ class EvaluateResults(Part):
     ledger: EvaluateLedger
     config: StudyConfig
     """The whole study config (the run's `config.json`)."""
+    disagreement: WorldDisagreement = absent()
+    """The synthetic world's own disagreement, and the clean runs that met it."""
     provenance: Annotated[Annotated[Provenance, Tag("Provenance")]
                           | Annotated[NoProvenance, Tag("NoProvenance")],
                           Discriminator(lambda v: "NoProvenance"
