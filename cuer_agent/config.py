@@ -181,6 +181,10 @@ class DataSection(_Section):
     1, 2 and 3 passages (e.g. [0.5, 0.5]), or "mix" (equal weights). Recovery from a
     withheld fact depends on it."""
 
+    def gold_hops_flag(self) -> str | None:
+        """`gold_hops` as --gold-hops spells it ("3,4"), as runs record it; None if unset."""
+        return ",".join(map(str, self.gold_hops)) if self.gold_hops else None
+
     @field_validator("redundancy", mode="before")
     @classmethod
     def _redundancy(cls, value: Any) -> Any:

@@ -38,12 +38,10 @@ def data_stats(
     """Example and passage counts, hop histogram, question types, support recall@5.
     (It runs no agent, so it has no --hops.)"""
     from cuer_agent.config import with_question_hops
-    from cuer_agent.data._select import load_study_data
     from cuer_agent.studies._common.data_stats import dataset_stats
+    from cuer_agent.studies.session import study_data
 
-    data = with_question_hops(study_config(None, data_flags), None).data
-    ds = load_study_data(data.dataset, data.path, data.n, data.hops, data.seed,
-                         ",".join(map(str, data.gold_hops)) if data.gold_hops else None)
+    ds = study_data(with_question_hops(study_config(None, data_flags), None).data)
     stats = dataset_stats(ds)
     if as_json:
         print_json(stats)

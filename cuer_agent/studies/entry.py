@@ -113,7 +113,7 @@ def run(config: StudyConfig, *, mode: Mode = "agentic", natural: bool = False,
     parallel, skills, ds = open_study(config.backend, data, execution)
     out = out or (run_path("run", data.dataset, agent=agent.factory, hops=agent.hops)
                   if mode == "agentic" else run_path("run-single-shot", data.dataset))
-    gold = ",".join(map(str, data.gold_hops)) if data.gold_hops else None
+    gold = data.gold_hops_flag()
     run_dir = open_run(out, {
         "command": "run", "dataset": ds.name, "source": ds.source, "n": data.n,
         "mode": mode, "hop_budget": agent.hops, "k": agent.k, "seed": data.seed,
@@ -197,7 +197,7 @@ def propagate(config: StudyConfig, *, out: Path | None = None,
         data={"dataset": ds.name, "path": data.path, "n": data.n,
               "hops": data.hops if is_generated(data.dataset) else None,
               "seed": data.seed,
-              "gold_hops": ",".join(map(str, data.gold_hops)) if data.gold_hops else None,
+              "gold_hops": data.gold_hops_flag(),
               "redundancy": data.redundancy},
         backend=recorded(config.backend, skills), propagation=config.propagation))
     executor = Executor(skills, AgentConfig(hop_budget=agent.hops, k=agent.k,

@@ -18,7 +18,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from cuer_agent._json import JsonRow
-from cuer_agent.data._select import load_study_data
 from cuer_agent.errors import CuerError, DataError
 from cuer_agent.execution import AgentConfig, Executor
 from cuer_agent.interventions import InterventionRecord
@@ -27,9 +26,9 @@ from cuer_agent.run_dir import CONFIG_FILE, read_rows, scan_rows
 from cuer_agent.studies._common.recorded_config import (
     CuerRunConfig,
     PropagateRunConfig,
-    RecordedData,
     read_run_config,
 )
+from cuer_agent.studies.session import study_data
 
 
 @dataclass(frozen=True)
@@ -109,12 +108,6 @@ def _same_record(a: Mapping[str, object], b: Mapping[str, object]) -> bool:
         return a == b
 
 
-def _dataset(data: RecordedData) -> Any:
-    gold_hops = ",".join(map(str, data.gold_hops)) if data.gold_hops else None
-    return load_study_data(data.dataset, data.path, data.n, data.hops, data.seed, gold_hops,
-                          data.redundancy)
-
-
 def _meta(config: CuerRunConfig | PropagateRunConfig, skills: SkillClient) -> dict[str, str]:
     return {"backend": config.backend.name, "model": skills.backend.model}
 
@@ -125,7 +118,7 @@ def _cuer_rows(config: CuerRunConfig, example_id: str,
     from cuer_agent.studies._common.pools import single_shot_data
     from cuer_agent.studies.cuer.runner import _example_rows
 
-    ds = _dataset(config.data)
+    ds = study_data(config.data)
     study = config.cuer
     ds = single_shot_data(ds, study.questions, study.pool_size)
     example = _find(ds, example_id)
@@ -142,7 +135,7 @@ def _propagation_rows(config: PropagateRunConfig, example_id: str,
     from cuer_agent.studies._common.dataset_run import retriever_factory
     from cuer_agent.studies.propagation.runner import distractor_answers, example_rows
 
-    ds = _dataset(config.data)
+    ds = study_data(config.data)
     study = config.propagation
     example = _find(ds, example_id)
     agent = AgentConfig(hop_budget=config.hop_budget, k=config.k,

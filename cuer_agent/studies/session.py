@@ -69,10 +69,13 @@ def open_study(engine: BackendSection, data: DataSection,
     and the examples of [data] (narrowed to its gold hop counts)."""
     parallel = execution.parallelism(engine.name)
     skills = skill_client(engine, data.seed, execution)
-    gold = ",".join(map(str, data.gold_hops)) if data.gold_hops else None
-    ds = load_study_data(data.dataset, data.path, data.n, data.hops, data.seed, gold,
-                         data.redundancy)
-    return OpenedStudy(parallel, skills, ds)
+    return OpenedStudy(parallel, skills, study_data(data))
+
+
+def study_data(data: DataSection) -> Dataset:
+    """The examples [data] names, narrowed to its gold hop counts."""
+    return load_study_data(data.dataset, data.path, data.n, data.hops, data.seed,
+                           data.gold_hops_flag(), data.redundancy)
 
 
 def skill_client(engine: BackendSection, seed: int, execution: Execution) -> SkillClient:
