@@ -16,7 +16,7 @@ import numpy as np
 
 from cuer_agent.data import _synthetic_text as txt
 from cuer_agent.data._example import Passage
-from cuer_agent.data._synthetic_former import add_former, former_dice
+from cuer_agent.data._synthetic_former import add_former
 from cuer_agent.data._synthetic_literals import Targets, literal_values
 from cuer_agent.data._synthetic_world import (
     ENTITY_RELATIONS,
@@ -276,7 +276,7 @@ def _render_passages(seed: int, size: int, by_type: dict[str, np.ndarray],
     """Every entity's article (one passage per paragraph, `index` = paragraph number),
     drawn in a fixed order from one seeded generator, and where each fact is stated."""
     dice = txt.Dice(seed_int("text", seed, size))
-    fdice = former_dice(seed, size)  # its own: the articles' text is drawn as without it
+    fdice = txt.Dice(seed_int("former", seed, size))  # apart: the articles' text is as before
     former: dict[tuple[int, str], str] = {}
     person_details = _person_details(targets)
     fam, vals = family_of.tolist(), values.tolist()

@@ -9,7 +9,7 @@ an agent or a check has to read which one is current.
 
 Which facts: those of `FORMER_FACTS` (company headquarters, book publisher, city and
 country population), each with probability `FORMER_P`, decided by a dice of its own
-(`former_dice`) so the rest of every article is the same text it was without them. The
+(seeded apart) so the rest of every article is the same text it was without them. The
 former value is drawn as the world draws that kind of value: another entity of the
 object's type, or a smaller population (populations grow); its year is a plausible one
 for the entity (after a company's founding, a book's publication year, a census year).
@@ -52,13 +52,6 @@ SENTENCE_END = re.compile(r"(?<=[.!?]) (?=[A-Z0-9])")
 
 def _sentences(paragraph: str) -> list[str]:
     return SENTENCE_END.split(paragraph)
-
-
-def former_dice(*seed_parts: object) -> txt.Dice:
-    """The dice of the former sentences, apart from the article's own."""
-    from cuer_agent.data._synthetic_world import seed_int
-
-    return txt.Dice(seed_int("former", *seed_parts))
 
 
 def former_value(dice: txt.Dice, relation: str, current: str, others: Sequence[str]) -> str:

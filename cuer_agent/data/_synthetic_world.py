@@ -18,7 +18,7 @@ import numpy as np
 
 from cuer_agent.data import _synthetic_text as txt
 from cuer_agent.data._example import Passage
-from cuer_agent.data._synthetic_former import FORMER_FACTS, add_former, former_dice
+from cuer_agent.data._synthetic_former import FORMER_FACTS, add_former
 from cuer_agent.data._synthetic_literals import (
     YEAR_RANGES,
     YEARS_AFTER,
@@ -242,9 +242,9 @@ class World:
             count, placement[slot] = max(count, 2), (1,)
         paragraphs = txt.render_article(dice, t, name, refs, facts, placement, count, siblings,
                                         self.details[entity])
-        add_former(former_dice("counterfactual", self.seed, self.size, entity, relation, value,
-                               *seed_parts), paragraphs, facts, placement, refs, name,
-                   self.former_objects[t])
+        former = txt.Dice(seed_int("former", "counterfactual", self.seed, self.size, entity,
+                                   relation, value, *seed_parts))
+        add_former(former, paragraphs, facts, placement, refs, name, self.former_objects[t])
         chosen = dice.pick([j for j in placement[slot] if j > 0])
         return Passage(title=name, text=paragraphs[chosen], index=len(self.article(entity)))
 
