@@ -40,45 +40,49 @@ __all__ = ["Execution", "LoadedRun", "TraceSource", "cuer", "diagnose", "evaluat
            "load_run", "propagate", "run"]
 
 
-def evaluate(config: StudyConfig = DEFAULT_CONFIG, *, out: Path | None = None,
+def _path(out: str | Path | None) -> Path | None:
+    return None if out is None else Path(out)
+
+
+def evaluate(config: StudyConfig = DEFAULT_CONFIG, *, out: str | Path | None = None,
              execution: Execution = DEFAULT_EXECUTION) -> EvaluateSummary:
     """`cuer-agent evaluate`: the single-shot CUE-R baseline, agentic fault propagation
     and the diagnoser comparison over the first 100 examples (or [data] n), with
     `report.md` and `report.html`."""
     from cuer_agent.report import write_report
 
-    done = entry.evaluate(config, out=out, execution=execution)
+    done = entry.evaluate(config, out=_path(out), execution=execution)
     write_report(done.path)
     return done.summary
 
 
 def run(config: StudyConfig = DEFAULT_CONFIG, *, mode: Mode = "agentic", natural: bool = False,
-        out: Path | None = None, execution: Execution = DEFAULT_EXECUTION) -> RunSummary:
+        out: str | Path | None = None, execution: Execution = DEFAULT_EXECUTION) -> RunSummary:
     """`cuer-agent run`: the agent (or the single-shot system) over the data; `natural`
     also labels and diagnoses the runs that ended wrong (into `natural/`)."""
-    return entry.run(config, mode=mode, natural=natural, out=out,
+    return entry.run(config, mode=mode, natural=natural, out=_path(out),
                      execution=execution).summary
 
 
-def cuer(config: StudyConfig = DEFAULT_CONFIG, *, out: Path | None = None,
+def cuer(config: StudyConfig = DEFAULT_CONFIG, *, out: str | Path | None = None,
          execution: Execution = DEFAULT_EXECUTION) -> CuerSummary:
     """`cuer-agent cuer`: single-shot CUE-R, REMOVE / REPLACE / DUPLICATE one evidence
     item, measured on four axes."""
-    return entry.cuer(config, out=out, execution=execution).summary
+    return entry.cuer(config, out=_path(out), execution=execution).summary
 
 
-def propagate(config: StudyConfig = DEFAULT_CONFIG, *, out: Path | None = None,
+def propagate(config: StudyConfig = DEFAULT_CONFIG, *, out: str | Path | None = None,
               execution: Execution = DEFAULT_EXECUTION) -> PropagateSummary:
     """`cuer-agent propagate`: each fault injected at each hop, the suffix re-executed."""
-    return entry.propagate(config, out=out, execution=execution).summary
+    return entry.propagate(config, out=_path(out), execution=execution).summary
 
 
-def diagnose(source: TraceSource, *, out: Path, config: StudyConfig = DEFAULT_CONFIG,
+def diagnose(source: TraceSource, *, out: str | Path, config: StudyConfig = DEFAULT_CONFIG,
              diagnosers: Sequence[str] | None = None,
              execution: Execution = DEFAULT_EXECUTION) -> TracesSummary:
     """`cuer-agent diagnose`: the traces of any agent diagnosed (trace-only diagnosers by
     default), and scored when labels are given or made from a gold file."""
-    return entry.diagnose(source, out=out, config=config, diagnosers=diagnosers,
+    return entry.diagnose(source, out=Path(out), config=config, diagnosers=diagnosers,
                           execution=execution).summary
 
 

@@ -55,6 +55,21 @@ def test_load_run_reads_a_run_back_as_its_models(tmp_path: Path) -> None:
     assert len(traces) == 2 and all(t.question and t.hops for t in traces)
 
 
+def test_a_run_directory_given_as_a_string_is_written_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    config = StudyConfig(data=DataSection(n=1), agent=AgentSection(hops=1))
+    cuer_agent.run(config, out="runs/text", execution=OFFLINE)
+    assert {"config.json", "traces.jsonl", "summary.json", "ledger.json"} <= {
+        p.name for p in (tmp_path / "runs" / "text").iterdir()}
+
+
+def test_an_unknown_mode_is_one_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="mode must be agentic or single_shot"):
+        cuer_agent.run(StudyConfig(), mode="bogus", out=tmp_path,  # type: ignore[arg-type]
+                       execution=OFFLINE)
+
+
 def test_load_run_of_a_folder_that_is_no_run_names_the_missing_file(tmp_path: Path) -> None:
     with pytest.raises(CuerError, match=r"config\.json: no such file"):
         cuer_agent.load_run(tmp_path)

@@ -99,6 +99,8 @@ def run(config: StudyConfig, *, mode: Mode = "agentic", natural: bool = False,
     from cuer_agent.studies._common.dataset_run import run_dataset
 
     agent = config.agent
+    if mode not in ("agentic", "single_shot"):
+        raise ConfigError(f"mode must be agentic or single_shot, got {mode!r}")
     if agent.factory is not None and mode != "agentic":
         raise ConfigError("[agent] factory (--agent) runs your agent: it does not combine "
                           "with mode single_shot")
@@ -129,7 +131,7 @@ def run(config: StudyConfig, *, mode: Mode = "agentic", natural: bool = False,
     summary = run_dataset(ds, executor, run_dir, show_progress=execution.progress,
                           parallel=parallel)
     invocation = skills.ledger.to_dict()
-    (out / "ledger.json").write_text(canonical_json(invocation, indent=2) + "\n")
+    (run_dir.path / "ledger.json").write_text(canonical_json(invocation, indent=2) + "\n")
     notes: tuple[str, ...] = ()
     if natural:
         notes = (_label_natural(run_dir.path, ds, config, skills),)
