@@ -23,17 +23,18 @@ from pathlib import Path
 
 from cuer_agent.config import DEFAULT_CONFIG, StudyConfig
 from cuer_agent.errors import DataError
+from cuer_agent.execution import Mode
 from cuer_agent.run_dir import read_rows
 from cuer_agent.studies import entry
 from cuer_agent.studies._common.recorded_config import AnyRunConfig, read_run_config
+from cuer_agent.studies._common.session import DEFAULT_EXECUTION, Execution
 from cuer_agent.studies._common.summary_model import RunSummary
 from cuer_agent.studies.cuer.summary_model import CuerSummary
 from cuer_agent.studies.diagnose.summary_model import TracesSummary
-from cuer_agent.studies.entry import Mode, TraceSource
+from cuer_agent.studies.entry import TraceSource
 from cuer_agent.studies.evaluate.summary_model import EvaluateSummary
 from cuer_agent.studies.propagation.summary_model import PropagateSummary
 from cuer_agent.studies.schemas import read_summary
-from cuer_agent.studies.session import DEFAULT_EXECUTION, Execution
 from cuer_agent.trace import Trace
 
 __all__ = ["Execution", "LoadedRun", "TraceSource", "cuer", "diagnose", "evaluate",

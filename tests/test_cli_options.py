@@ -22,7 +22,7 @@ from cuer_agent.cli import app
 from cuer_agent.cli._options import DataFlags
 from cuer_agent.config import StudyConfig, validate_config, with_question_hops, with_values
 from cuer_agent.errors import ConfigError
-from cuer_agent.studies.session import run_path
+from cuer_agent.studies._common.session import run_path
 
 STUDIES = ("run", "cuer", "propagate", "evaluate")
 """The commands that read a --config file and write a run directory."""

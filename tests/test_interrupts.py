@@ -23,7 +23,7 @@ import typer
 from conftest import invoke
 
 from cuer_agent.cli._app import INTERRUPTED, user_errors
-from cuer_agent.studies.session import RUNNING
+from cuer_agent.studies._common.session import RUNNING
 
 CLI = [sys.executable, "-m", "cuer_agent.cli"]
 STUDY = ["evaluate", "--hops", "2", "--n", "6"]

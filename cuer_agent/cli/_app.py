@@ -72,7 +72,7 @@ def user_errors(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from cuer_agent.studies.session import RUNNING
+        from cuer_agent.studies._common.session import RUNNING
 
         RUNNING["run_dir"] = None
         try:

@@ -36,7 +36,7 @@ from cuer_agent.data import dataset_help
 from cuer_agent.errors import CuerError
 from cuer_agent.interventions._fault_types import default_faults, fault_help
 from cuer_agent.llm.backends import backend_help, concurrency_help
-from cuer_agent.studies.session import Execution
+from cuer_agent.studies._common.session import Execution
 
 Sections = dict[str, dict[str, object]]
 """Values a group of flags gives: config section → key → value (only those given)."""

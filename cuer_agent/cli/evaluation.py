@@ -21,7 +21,7 @@ from cuer_agent.cli._study import (
 )
 from cuer_agent.diagnosers._base import default_diagnosers, diagnoser_help
 from cuer_agent.errors import CuerError
-from cuer_agent.studies.session import Execution, check_agent, skill_client
+from cuer_agent.studies._common.session import Execution, check_agent, skill_client
 
 
 @command("replay")

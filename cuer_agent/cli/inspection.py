@@ -27,7 +27,7 @@ from cuer_agent.cli._study import study_config
 from cuer_agent.data import dataset_names, is_generated
 from cuer_agent.errors import CuerError
 from cuer_agent.metrics.official import official_datasets
-from cuer_agent.studies.session import Execution
+from cuer_agent.studies._common.session import Execution
 
 
 @command("stats", on=data_app)
@@ -39,7 +39,7 @@ def data_stats(
     (It runs no agent, so it has no --hops.)"""
     from cuer_agent.config import with_question_hops
     from cuer_agent.studies._common.data_stats import dataset_stats
-    from cuer_agent.studies.session import study_data
+    from cuer_agent.studies._common.session import study_data
 
     ds = study_data(with_question_hops(study_config(None, data_flags), None).data)
     stats = dataset_stats(ds)

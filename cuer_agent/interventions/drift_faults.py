@@ -25,10 +25,10 @@ Randomness: ``seeded_rng(seed, example_id, hop, name)``, as every fault.
 
 from __future__ import annotations
 
-from cuer_agent.interventions._fault_types import FaultInput, FaultOutcome, fault, fault_record
+from cuer_agent.interventions._fault_types import FaultInput, FaultOutcome, fault
 from cuer_agent.interventions._record import seeded_rng
 from cuer_agent.interventions._text import Span, content_words, topic
-from cuer_agent.interventions.structural_faults import skip
+from cuer_agent.interventions.structural_faults import drifted_outcome, skip
 
 __all__ = ["SKIP_NO_BRIDGE", "SKIP_NO_ENTITY", "SKIP_NO_OTHER_ENTITY", "SKIP_NO_OTHER_RELATION",
            "bridge_dropped", "entity_swap", "relation_swap"]
@@ -41,16 +41,6 @@ SKIP_NO_OTHER_RELATION = "no other relation asked"
 
 def _same(a: str, b: str) -> bool:
     return content_words(a) == content_words(b)
-
-
-def _drifted(inp: FaultInput, name: str, span: Span, subquery: str, new_topic: str,
-             **how: object) -> FaultOutcome:
-    """The outcome of a drift to `subquery`, recorded as `query_drift` records its own."""
-    record = fault_record(
-        inp, name, target_titles=(span.text,),
-        params={"original_subquery": inp.subquery, "drifted_subquery": subquery,
-                "replaced_span": span.text, "drift_title": new_topic, **how})
-    return FaultOutcome(record=record, subquery=subquery)
 
 
 def _swap(subquery: str, span: Span, text: str) -> str:
@@ -69,7 +59,8 @@ def bridge_dropped(inp: FaultInput) -> FaultOutcome:
     asked, _ = topic(inp.question)
     if inp.hop == 1 or asked is None or _same(asked.text, span.text):
         return skip(inp, name, SKIP_NO_BRIDGE)
-    return _drifted(inp, name, span, _swap(inp.subquery, span, asked.text), asked.text)
+    return drifted_outcome(inp, name, span.text, _swap(inp.subquery, span, asked.text),
+                           asked.text)
 
 
 @fault("entity_swap", stage="tool", boundary="plan",
@@ -95,8 +86,8 @@ def entity_swap(inp: FaultInput) -> FaultOutcome:
     pool, likeness = (alike, "look-alike") if alike else (others, "in view")
     rng = seeded_rng(inp.seed, inp.example_id, inp.hop, name)
     title = pool[int(rng.integers(len(pool)))]
-    return _drifted(inp, name, span, _swap(inp.subquery, span, title), title,
-                    likeness=likeness, candidates=len(pool))
+    return drifted_outcome(inp, name, span.text, _swap(inp.subquery, span, title), title,
+                           likeness=likeness, candidates=len(pool))
 
 
 @fault("relation_swap", stage="tool", boundary="plan",
@@ -122,4 +113,4 @@ def relation_swap(inp: FaultInput) -> FaultOutcome:
         return skip(inp, name, SKIP_NO_OTHER_RELATION)
     rng = seeded_rng(inp.seed, inp.example_id, inp.hop, name)
     frame = frames[int(rng.integers(len(frames)))]
-    return _drifted(inp, name, span, frame, span.text, frames=len(frames))
+    return drifted_outcome(inp, name, span.text, frame, span.text, frames=len(frames))

@@ -61,6 +61,7 @@ __all__ = [
     "SKIP_EMPTY_SUBQUERY",
     "SKIP_FACT_NOT_IN_VIEW",
     "SKIP_NO_OFF_TOPIC",
+    "drifted_outcome",
     "early_termination",
     "empty_retrieval",
     "evidence_fault",
@@ -221,12 +222,20 @@ def query_drift(inp: FaultInput) -> FaultOutcome:
     else:
         drifted = inp.subquery[:span.start] + title + inp.subquery[span.end:]
         replaced = span.text
+    return drifted_outcome(inp, name, replaced, drifted, title, drift_source_id=source.id,
+                           strategy=strategy, **how)
+
+
+def drifted_outcome(inp: FaultInput, name: str, replaced: str, subquery: str, new_topic: str,
+                    **how: object) -> FaultOutcome:
+    """The outcome of a drift of hop h's sub-query to `subquery` (`replaced`: the span it
+    took out, "" for none; `new_topic`: what it asks about now), as every drift records
+    it."""
     record = fault_record(
         inp, name, target_titles=(replaced,) if replaced else (),
-        params={"original_subquery": inp.subquery, "drifted_subquery": drifted,
-                "replaced_span": replaced, "drift_title": title,
-                "drift_source_id": source.id, "strategy": strategy, **how})
-    return FaultOutcome(record=record, subquery=drifted)
+        params={"original_subquery": inp.subquery, "drifted_subquery": subquery,
+                "replaced_span": replaced, "drift_title": new_topic, **how})
+    return FaultOutcome(record=record, subquery=subquery)
 
 
 @fault("early_termination", stage="answer", boundary="read",

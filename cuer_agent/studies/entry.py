@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, Literal, TypeVar
+from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -22,23 +22,26 @@ from cuer_agent._json import JsonRow
 from cuer_agent.config import DEFAULT_CONFIG, StudyConfig, with_question_hops, with_values
 from cuer_agent.data import Dataset, is_generated
 from cuer_agent.errors import ConfigError
+from cuer_agent.execution import Mode
 from cuer_agent.llm.backends import SkillClient
+from cuer_agent.studies._common.session import (
+    DEFAULT_EXECUTION,
+    Execution,
+    agent_executor,
+    check_agent,
+    open_run,
+    open_study,
+    recorded,
+    run_path,
+    single_shot_executor,
+    skill_client,
+)
 from cuer_agent.studies._common.summary_model import RunSummary
 from cuer_agent.studies.cuer.summary_model import CuerSummary
 from cuer_agent.studies.diagnose.labels import TraceLabel
 from cuer_agent.studies.diagnose.summary_model import TracesSummary
 from cuer_agent.studies.evaluate.summary_model import EvaluateSummary
 from cuer_agent.studies.propagation.summary_model import PropagateSummary
-from cuer_agent.studies.session import (
-    DEFAULT_EXECUTION,
-    Execution,
-    check_agent,
-    open_run,
-    open_study,
-    recorded,
-    run_path,
-    skill_client,
-)
 
 S = TypeVar("S")
 
@@ -86,15 +89,11 @@ def evaluate(config: StudyConfig, *, out: Path | None = None,
     return Finished(summary, run_dir.path, ds.name, skills.ledger.to_dict())
 
 
-Mode = Literal["agentic", "single_shot"]
-
-
 def run(config: StudyConfig, *, mode: Mode = "agentic", natural: bool = False,
         out: Path | None = None, execution: Execution = DEFAULT_EXECUTION) -> Finished[RunSummary]:
     """Run the agent (or, `mode` single_shot, the single-shot system) over the data and
     write `traces.jsonl` + `summary.json` + `ledger.json`. `natural`: also label the runs
     that ended wrong from the gold chain and diagnose them, into `natural/`."""
-    from cuer_agent.execution import AgentConfig, Executor
     from cuer_agent.run_dir import canonical_json
     from cuer_agent.studies._common.dataset_run import run_dataset
 
@@ -110,8 +109,6 @@ def run(config: StudyConfig, *, mode: Mode = "agentic", natural: bool = False,
     config = with_question_hops(config, agent.hops)
     data = config.data
     check_agent(agent.factory)
-    agent_config = AgentConfig(mode=mode, hop_budget=agent.hops, k=agent.k,
-                               retries_per_hop=agent.retries_per_hop)
     parallel, skills, ds = open_study(config.backend, data, execution)
     out = out or (run_path("run", data.dataset, agent=agent.factory, hops=agent.hops)
                   if mode == "agentic" else run_path("run-single-shot", data.dataset))
@@ -125,11 +122,8 @@ def run(config: StudyConfig, *, mode: Mode = "agentic", natural: bool = False,
         **({"hops": data.hops} if is_generated(data.dataset) and data.hops != agent.hops
            else {}),
         **({"gold_hops": gold} if gold else {})})
-    executor = Executor(skills, agent_config, meta={"backend": config.backend.name,
-                                                    "model": skills.backend.model},
-                        agent=agent.factory)
-    summary = run_dataset(ds, executor, run_dir, show_progress=execution.progress,
-                          parallel=parallel)
+    summary = run_dataset(ds, agent_executor(config, skills, mode), run_dir,
+                          show_progress=execution.progress, parallel=parallel)
     invocation = skills.ledger.to_dict()
     (run_dir.path / "ledger.json").write_text(canonical_json(invocation, indent=2) + "\n")
     notes: tuple[str, ...] = ()
@@ -159,7 +153,6 @@ def cuer(config: StudyConfig, *, out: Path | None = None,
          execution: Execution = DEFAULT_EXECUTION) -> Finished[CuerSummary]:
     """Single-shot CUE-R: REMOVE / REPLACE / DUPLICATE one evidence item, four axes. It
     runs no agent: the synthetic world asks its mix of questions unless [data] says."""
-    from cuer_agent.execution import AgentConfig, Executor
     from cuer_agent.studies._common.dataset_run import retriever_factory
     from cuer_agent.studies._common.pools import single_shot_data
     from cuer_agent.studies._common.recorded_config import cuer_record
@@ -173,10 +166,9 @@ def cuer(config: StudyConfig, *, out: Path | None = None,
     run_dir = open_run(out or run_path("cuer", data.dataset), cuer_record(
         source=ds.source, data=data.model_dump(mode="json"),
         backend=config.backend.model_dump(mode="json"), cuer=study))
-    executor = Executor(skills, AgentConfig(mode="single_shot", k=study.k),
-                        meta={"backend": config.backend.name, "model": skills.backend.model})
-    run_cuer(ds, executor, run_dir, study, retriever_for=retriever_factory(ds),
-             show_progress=execution.progress, parallel=parallel)
+    run_cuer(ds, single_shot_executor(config, skills), run_dir, study,
+             retriever_for=retriever_factory(ds), show_progress=execution.progress,
+             parallel=parallel)
     summary = write_cuer_summary(run_dir, study)
     return Finished(summary, run_dir.path, ds.name, skills.ledger.to_dict())
 
@@ -184,7 +176,6 @@ def cuer(config: StudyConfig, *, out: Path | None = None,
 def propagate(config: StudyConfig, *, out: Path | None = None,
               execution: Execution = DEFAULT_EXECUTION) -> Finished[PropagateSummary]:
     """Agentic fault propagation: inject each fault at hop h, let the agent re-execute."""
-    from cuer_agent.execution import AgentConfig, Executor
     from cuer_agent.studies._common.recorded_config import propagate_record
     from cuer_agent.studies.propagation.report import run_and_summarize
 
@@ -202,11 +193,7 @@ def propagate(config: StudyConfig, *, out: Path | None = None,
               "gold_hops": data.gold_hops_flag(),
               "redundancy": data.redundancy},
         backend=recorded(config.backend, skills), propagation=config.propagation))
-    executor = Executor(skills, AgentConfig(hop_budget=agent.hops, k=agent.k,
-                                            retries_per_hop=agent.retries_per_hop),
-                        meta={"backend": config.backend.name, "model": skills.backend.model},
-                        agent=agent.factory)
-    summary = run_and_summarize(ds, executor, run_dir, config.propagation,
+    summary = run_and_summarize(ds, agent_executor(config, skills), run_dir, config.propagation,
                                 show_progress=execution.progress, parallel=parallel)
     return Finished(summary, run_dir.path, ds.name, skills.ledger.to_dict())
 

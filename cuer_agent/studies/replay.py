@@ -28,7 +28,7 @@ from cuer_agent.studies._common.recorded_config import (
     PropagateRunConfig,
     read_run_config,
 )
-from cuer_agent.studies.session import study_data
+from cuer_agent.studies._common.session import run_meta, study_data
 
 
 @dataclass(frozen=True)
@@ -108,10 +108,6 @@ def _same_record(a: Mapping[str, object], b: Mapping[str, object]) -> bool:
         return a == b
 
 
-def _meta(config: CuerRunConfig | PropagateRunConfig, skills: SkillClient) -> dict[str, str]:
-    return {"backend": config.backend.name, "model": skills.backend.model}
-
-
 def _cuer_rows(config: CuerRunConfig, example_id: str,
                skills: SkillClient) -> Sequence[JsonRow]:
     from cuer_agent.studies._common.dataset_run import retriever_factory
@@ -123,7 +119,7 @@ def _cuer_rows(config: CuerRunConfig, example_id: str,
     ds = single_shot_data(ds, study.questions, study.pool_size)
     example = _find(ds, example_id)
     executor = Executor(skills, AgentConfig(mode="single_shot", k=study.k),
-                        meta=_meta(config, skills))
+                        meta=run_meta(config.backend, skills))
     pairs = _example_rows(example, executor, study, study.conditions(),
                           retriever_factory(ds)(example))
     return [dict(trace_row) for trace_row, _ in pairs if trace_row is not None]
@@ -140,7 +136,7 @@ def _propagation_rows(config: PropagateRunConfig, example_id: str,
     example = _find(ds, example_id)
     agent = AgentConfig(hop_budget=config.hop_budget, k=config.k,
                         retries_per_hop=config.retries_per_hop)
-    executor = Executor(skills, agent, meta=_meta(config, skills), agent=config.agent)
+    executor = Executor(skills, agent, meta=run_meta(config.backend, skills), agent=config.agent)
     return [dict(row) for row in example_rows(
         example, executor, retriever_factory(ds)(example),
         distractor_answers(ds, example, study.distractor_pool), study, facts=fact_source(ds))]

@@ -9,14 +9,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from cuer_agent.data import Dataset, Example
+from cuer_agent.data._synthetic_world import World
 from cuer_agent.interventions.facts import SyntheticFacts, fact_source
 from cuer_agent.studies.evaluate.summary_model import WorldDisagreement
 
 
-def _asks_a_former_value(example: Example, former: Mapping[tuple[int, str], str],
-                         entity_of: Mapping[str, int]) -> bool:
+def _asks_a_former_value(example: Example, world: World) -> bool:
     return any(hop.relation is not None and hop.support_title is not None
-               and (entity_of.get(hop.support_title), hop.relation) in former
+               and (world.id_of(hop.support_title), hop.relation) in world.former
                for hop in example.hops)
 
 
@@ -30,9 +30,8 @@ def world_disagreement(dataset: Dataset, correct: Mapping[str, bool]
         return None
     world = source.world
     stated, changeable = world.former_rate()
-    entity_of = {name: e for e, name in enumerate(world.names)}
     examples = {ex.id: ex for ex in dataset.examples}
-    asking = {i: _asks_a_former_value(examples[i], world.former, entity_of)
+    asking = {i: _asks_a_former_value(examples[i], world)
               for i in correct if i in examples}
     hit = [correct[i] for i, asks in asking.items() if asks]
     miss = [correct[i] for i, asks in asking.items() if not asks]

@@ -20,13 +20,13 @@ from collections.abc import Mapping, Sequence
 from cuer_agent._json import JsonRow
 from cuer_agent.config import StudyConfig
 from cuer_agent.data import Dataset
-from cuer_agent.execution import AgentConfig, Executor
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.parallel import Parallelism
 from cuer_agent.run_dir import RunDir
 from cuer_agent.studies._common.dataset_run import ledger_from_rows, retriever_factory, skill_spend
 from cuer_agent.studies._common.pools import single_shot_data
 from cuer_agent.studies._common.recorded_config import cuer_record, open_run_dir, propagate_record
+from cuer_agent.studies._common.session import agent_executor, single_shot_executor
 from cuer_agent.studies._common.summary_model import extended
 from cuer_agent.studies.cuer.report import cuer_summary
 from cuer_agent.studies.cuer.runner import RECORDS as CUER_RECORDS
@@ -59,13 +59,12 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
     and return it as its model."""
     diagnosers = build_diagnosers(config, skills)
     retriever_for = retriever_factory(dataset)
-    meta = {"backend": config.backend.name, "model": skills.backend.model}
 
     data = config.data.model_dump(mode="json")
     backend = config.backend.model_dump(mode="json")
     single_dir = open_run_dir(run_dir.path / "single_shot", cuer_record(
         source=dataset.source, data=data, backend=backend, cuer=config.cuer))
-    single = Executor(skills, AgentConfig(mode="single_shot", k=config.cuer.k), meta=meta)
+    single = single_shot_executor(config, skills)
     per_hop = config.cuer.asks_per_hop()
     single_data = single_shot_data(dataset, config.cuer.questions, config.cuer.pool_size)
     run_cuer(single_data, single, single_dir, config.cuer,
@@ -77,9 +76,7 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
         source=dataset.source, hops=config.agent.hops,
         retries_per_hop=config.agent.retries_per_hop, agent=config.agent.factory,
         k=config.agent.k, data=data, backend=backend, propagation=config.propagation))
-    agent = Executor(skills, AgentConfig(hop_budget=config.agent.hops, k=config.agent.k,
-                                         retries_per_hop=config.agent.retries_per_hop),
-                     meta=meta, agent=config.agent.factory)
+    agent = agent_executor(config, skills)
     run_propagation(dataset, agent, agentic_dir, config.propagation,
                     retriever_for=retriever_for, show_progress=show_progress,
                     on_failed=DiagnoseFailed(diagnosers, agent, config),

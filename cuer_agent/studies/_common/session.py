@@ -1,7 +1,8 @@
 """What every study does before its own work, in one place: how it runs (`Execution`),
 its backend client, examples and executor policy (`open_study`, in that order so that a
-bad value fails before any work), its run directory (`run_path`, `open_run`), the
-[backend] section as a run records it (`recorded`), and the check of a user's agent
+bad value fails before any work), its executors (`agent_executor`,
+`single_shot_executor`), its run directory (`run_path`, `open_run`), the [backend]
+section as a run records it (`recorded`, `run_meta`), and the check of a user's agent
 (`check_agent`). The study entry points (`cuer_agent.studies.entry`) call these; the CLI
 calls the entry points.
 """
@@ -14,9 +15,10 @@ from typing import NamedTuple
 from pydantic import BaseModel, ConfigDict
 
 from cuer_agent._json import JsonRow
-from cuer_agent.config import BackendSection, DataSection
+from cuer_agent.config import BackendSection, DataSection, StudyConfig
 from cuer_agent.data import Dataset
 from cuer_agent.data._select import load_study_data
+from cuer_agent.execution import AgentConfig, Executor, Mode
 from cuer_agent.llm.backends import SkillClient, default_concurrency
 from cuer_agent.parallel import Parallelism
 from cuer_agent.run_dir import RunDir
@@ -123,6 +125,27 @@ def recorded(engine: BackendSection, skills: SkillClient) -> JsonRow:
     """The [backend] section as a run records it (timeout excluded), with the model the
     backend resolved (a default model name, where none was given)."""
     return {**engine.model_dump(mode="json"), "model": skills.backend.model}
+
+
+def run_meta(engine: BackendSection, skills: SkillClient) -> dict[str, str]:
+    """What every trace of a study records of its model: the backend and the model it
+    resolved."""
+    return {"backend": engine.name, "model": skills.backend.model}
+
+
+def agent_executor(config: StudyConfig, skills: SkillClient,
+                   mode: Mode = "agentic") -> Executor:
+    """The executor of [agent] (its hop budget, k, retries and factory)."""
+    agent = config.agent
+    return Executor(skills, AgentConfig(mode=mode, hop_budget=agent.hops, k=agent.k,
+                                        retries_per_hop=agent.retries_per_hop),
+                    meta=run_meta(config.backend, skills), agent=agent.factory)
+
+
+def single_shot_executor(config: StudyConfig, skills: SkillClient) -> Executor:
+    """The single-shot CUE-R system's executor ([cuer] k)."""
+    return Executor(skills, AgentConfig(mode="single_shot", k=config.cuer.k),
+                    meta=run_meta(config.backend, skills))
 
 
 def check_agent(ref: str | None) -> None:
