@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from cuer_agent.diagnosers import DiagnosisView, get_diagnoser
-from cuer_agent.diagnosers.consistency import CHECKS, decide
+from cuer_agent.diagnosers.consistency import CHECKS, decide, traced_hops
+from cuer_agent.llm._checks import check
 from cuer_agent.llm.backends import SkillClient, SkillResult, make_backend
-from cuer_agent.llm.skills import CheckRequest, CheckResponse
+from cuer_agent.llm.skills import CheckName, CheckRequest, CheckResponse
 from cuer_agent.trace import Evidence, HopAttempt, HopRecord, Trace
 
 QUESTION = "What is the population of the city where Ada Vel was born?"
@@ -80,6 +82,72 @@ def test_a_finding_the_next_hop_finds_nothing_about_is_where_the_failure_started
     hops = [clean_hops()[0], hop(2, "Port Mira population", (NEW_MIRA,), "7,000", "mi-p0")]
     found, stage, cause = diagnose(hops, answer="7,000")
     assert (found, stage) == (1, "retrieval") and cause.startswith("bridge")
+
+
+VEL = item("vel-p0", "Bo Vel", "Bo Vel (born 3 May 1950) is a Mirish film director.")
+"""A person's article: a date and a word that describes him, where a place was asked."""
+WHERE = "Where was the director of Quiet Hills born?"
+HILLS = item("hi-p0", "Quiet Hills", "Quiet Hills is a 1990 film directed by Bo Vel.")
+
+
+def where_hops(finding: str) -> list[HopRecord]:
+    return [hop(1, WHERE, (HILLS,), "Bo Vel", "hi-p0"),
+            hop(2, "Bo Vel born", (VEL,), finding, "vel-p0")]
+
+
+def diagnose_where(finding: str) -> tuple[int, str, str]:
+    trace = Trace(example_id="e", question=WHERE, hops=tuple(where_hops(finding)),
+                  answer=finding)
+    d = get_diagnoser("consistency", skills=SkillClient(make_backend("extractive")))
+    made = d.diagnose(DiagnosisView(trace=trace))
+    return made.hop, made.stage, made.cause
+
+
+@pytest.mark.parametrize("finding", ["3 May", "Mirish"])
+def test_a_date_or_a_describing_word_found_where_a_place_was_asked_is_the_wrong_kind(
+        finding: str) -> None:
+    found, _, cause = diagnose_where(finding)
+    assert found == 2 and cause.startswith("kind")
+
+
+def ask(name: CheckName, question: str, hops: list[HopRecord], answer: str) -> CheckResponse:
+    """The rule checker's reply to one check of a trace."""
+    trace = Trace(example_id="e", question=question, hops=tuple(hops), answer=answer)
+    return check(CheckRequest(check=name, question=question, hops=traced_hops(trace),
+                              answer=answer))
+
+
+def test_a_name_found_where_a_place_was_asked_passes_the_kind_check() -> None:
+    reply = ask("kind", WHERE, where_hops("Port Mira"), "Port Mira")
+    assert reply.consistent and not reply.reason
+
+
+def test_the_question_does_not_judge_a_last_hop_whose_finding_is_not_the_answer() -> None:
+    hops = [hop(1, "Bo Vel nationality", (VEL,), "Mirish", "vel-p0")]
+    reply = ask("kind", "Who is older, Bo Vel or Ada Vel?", hops, "Ada Vel")
+    assert reply.consistent and reply.reason.startswith("abstains")
+
+
+BO = item("bo-p0", "Bo Vel", "Bo Anton Vel (1901-1950) was a painter. His son Ivo Vel ...")
+
+
+def test_a_hop_that_finds_the_entity_it_asks_about_echoes_it() -> None:
+    question = "Who is the father of Bo Vel?"
+    hops = [hop(1, question, (BO,), "Bo Anton Vel", "bo-p0")]
+    assert ask("echo", question, hops, "Bo Anton Vel").hops == [1]
+
+
+def test_a_name_cited_as_a_source_after_the_finding_is_no_echo() -> None:
+    question = "Who is the son of Bo Anton Vel?"
+    hops = [hop(1, question, (BO,), "Ivo Vel, according to Bo Anton Vel.", "bo-p0")]
+    reply = ask("echo", question, hops, "Ivo Vel")
+    assert reply.consistent and not reply.reason
+
+
+def test_echo_abstains_on_a_question_that_offers_a_choice() -> None:
+    hops = [hop(1, "Bo Vel born", (BO,), "Bo Anton Vel", "bo-p0")]
+    reply = ask("echo", "Who was born first, Bo Vel or Ada Vel?", hops, "Bo Anton Vel")
+    assert reply.consistent and reply.reason.startswith("abstains")
 
 
 def test_a_paraphrased_finding_of_a_trace_without_selection_is_supported() -> None:

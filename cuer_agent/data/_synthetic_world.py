@@ -221,10 +221,10 @@ class World:
         """A paragraph of the entity's article as the world's own generator writes it when
         the fact says `value`: the article is drawn afresh (paragraph count, where each
         fact is stated, sentence forms, fillers) and one of its paragraphs stating the
-        fact is taken at random, never the intro: its `index` is the article's next
-        paragraph number, as a new paragraph would get, so it opens as a paragraph past
-        the first opens (an article has one intro). A fact the draw states only in the
-        intro is moved to paragraph 1."""
+        fact is taken at random, the intro among them: it opens as a paragraph at that
+        place opens, so where it stands in its article is not a tell (the real passage it
+        contradicts is as often an intro). Its `index` is the article's next paragraph
+        number, as a new passage would get (ids are opaque: `trace.evidence_id`)."""
         dice = txt.Dice(seed_int("counterfactual", self.seed, self.size, entity, relation,
                                   value, *seed_parts))
         t, name = self.types[entity], self.names[entity]
@@ -238,14 +238,12 @@ class World:
         refs = txt.other_refs(t, self.stem(entity), dice)
         count, placement = txt.place_facts(dice, fact_redundancies(dice, self.redundancy,
                                                                len(facts)))
-        if not any(placement[slot]):  # stated only in the intro
-            count, placement[slot] = max(count, 2), (1,)
         paragraphs = txt.render_article(dice, t, name, refs, facts, placement, count, siblings,
                                         self.details[entity])
         former = txt.Dice(seed_int("former", "counterfactual", self.seed, self.size, entity,
                                    relation, value, *seed_parts))
         add_former(former, paragraphs, facts, placement, refs, name, self.former_objects[t])
-        chosen = dice.pick([j for j in placement[slot] if j > 0])
+        chosen = dice.pick(list(placement[slot]))
         return Passage(title=name, text=paragraphs[chosen], index=len(self.article(entity)))
 
     def id_of(self, name: str) -> int:

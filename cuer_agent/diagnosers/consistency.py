@@ -1,7 +1,7 @@
 """`consistency`: where a trace first contradicts itself — gold-free, no probe, no replay.
 
 It reads only the observable trace, so it diagnoses imported foreign traces as well as
-ours. The backend's `check` skill puts the trace to eight checks (an LLM backend runs
+ours. The backend's `check` skill puts the trace to ten checks (an LLM backend runs
 each as a typed request; the extractive backend answers with rules, `llm/_checks.py`,
 which share no function with the extractive agent). What a hop read is its selected
 items, or every retrieved one when the trace records no selection; a check that lacks
@@ -12,7 +12,8 @@ what it needs abstains:
   entity neither the question nor an earlier hop gave: stage `tool`), **bridge** (the
   next hop asks about the finding and retrieves nothing about it: the hop that found
   it), **conflict** (two items give one subject different current values for one
-  relation);
+  relation), **kind** (a hop asked for a person or a place found a date, a number or a
+  describing word), **echo** (a hop's finding is the entity it asked about);
 * about the answer — **answer_type** (a number or date asked, none given),
   **grounded** (none of the findings), and **complete** (a part of the question no text
   a finding rests on states: never asked → n+1, asked → the hop that asked it), which
@@ -53,7 +54,7 @@ from ._base import (
 )
 
 STRONG: dict[str, Stage] = {"carry": "tool", "support": "retrieval", "bridge": "retrieval",
-                            "conflict": "retrieval"}
+                            "conflict": "retrieval", "kind": "retrieval", "echo": "retrieval"}
 """Checks that name a hop on their own, with the stage their failure belongs to."""
 ANSWER_CHECKS = ("answer_type", "grounded")
 """Checks of the answer that decide; `complete` only places an answer one of them failed."""

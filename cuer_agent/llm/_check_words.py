@@ -139,6 +139,36 @@ def asks_for(question: str) -> str:
     return "entity"
 
 
+def asks_whom_or_where(question: str) -> str:
+    """What a question's opening asks for: "person" ("Who ...", "Whom ..."), "place"
+    ("Where ...", "What is the place of ...", "In which city ...") or "" (anything else:
+    "Which film ...", "What ..."). Read from the opening only: a relative "who" later on
+    ("the director who died") asks nothing."""
+    q = " ".join(tokens(question))
+    if re.match(r"(who|whom)\b", q):
+        return "person"
+    if re.match(r"(where\b|(what|which) (is|was) the place of\b|in (what|which) "
+                r"(city|country|town|place)\b)", q):
+        return "place"
+    return ""
+
+
+def offers_choice(question: str) -> bool:
+    """Whether the question offers alternatives ("Who is younger, A or B?")."""
+    return " or " in f" {' '.join(tokens(question))} "
+
+
+def used_as_modifier(value: str, text: str) -> bool:
+    """Whether the text uses the value as a word that describes a noun, not as a name: "a
+    Czech film director", "an Indian actor" (after "a"/"an", followed by a lower-case
+    word). A nationality or a style read where a name was asked is the wrong kind of
+    thing, whatever its spelling."""
+    if not value.strip() or len(value.split()) > 3:
+        return False
+    pattern = rf"\b(?:a|an)\s+{re.escape(value.strip())}\s+[a-z]"
+    return re.search(pattern, text) is not None
+
+
 def covers(part: str, whole: str) -> bool:
     """Whether every content stem of `part` is among `whole`'s (and `part` has one)."""
     stems = content_stems(part)

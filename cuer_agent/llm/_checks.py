@@ -33,6 +33,15 @@ default.
   (the sentences stating it, the reader's reason): never asked by a sub-query of its
   own → hop n+1 (the agent stopped with a part of the question unread); asked → the
   earliest hop that asked it (it was asked and not answered);
+* **kind** — a kept hop asked for a person or a place (its sub-query opens with "who" /
+  "where", or — its last hop — the question does) and found a date, a number, or a word
+  the text it read uses to describe a noun ("a Czech film director"): the wrong kind of
+  thing for what was asked, at the hop that read it;
+* **echo** — a kept hop's finding is the entity its sub-query asks about: the finding's
+  first name (its value; a later one may cite a source) holds every word of a name of two
+  or more words the sub-query gives (or is part of it), and is the name a passage the
+  hop read opens with — the hop read its subject back instead of what it asked. A
+  question that offers a choice ("A or B?") abstains: there a hop may rightly name one;
 * **answer_type** — the question asks for a number or a date and the answer has no
   numeral;
 * **grounded** — the answer is none of the kept hops' findings (in either's words).
@@ -277,6 +286,60 @@ def complete(req: CheckRequest) -> Verdict:
                    " and no text it rests on states it")
 
 
+def _wrong_kind(hop: TracedHop) -> str:
+    """What the finding is, when it is not the person or place asked ("" otherwise)."""
+    if cw.value_kind(hop.finding) != "entity":
+        return f"a {cw.value_kind(hop.finding)}"
+    if any(cw.used_as_modifier(hop.finding, e.text) for e in _read(hop)):
+        return "a word that describes (not names) something"
+    return ""
+
+
+def kind(req: CheckRequest) -> Verdict:
+    kept = _kept(req)
+    judged = 0
+    for hop in kept:
+        # The question judges the last hop only when its finding became the answer ("Who
+        # is younger, A or B?" asks a person; its last hop may look up a nationality).
+        answered = hop is kept[-1] and cw.covers(req.answer, hop.finding)
+        asked = cw.asks_whom_or_where(hop.subquery) or (
+            cw.asks_whom_or_where(req.question) if answered else "")
+        if not asked or not _claims(hop.finding):
+            continue
+        judged += 1
+        if wrong := _wrong_kind(hop):
+            return [hop.hop], (f"hop {hop.hop} was to find a {asked}; {hop.finding!r} is "
+                               f"{wrong}")
+    return ([], "") if judged else _abstain("no hop asks for a person or a place")
+
+
+def _opening_name(item: EvidenceView) -> set[str]:
+    """The stems of the name an item's text opens with (what the passage is about)."""
+    first = next(iter(cw.sentences(item.text)), "")
+    found = cw.names(first)
+    return cw.content_stems(found[0]) if found and first.startswith(found[0]) else set()
+
+
+def echo(req: CheckRequest) -> Verdict:
+    if cw.offers_choice(req.question):
+        return _abstain("the question offers a choice: a hop may name one of them")
+    judged = 0
+    for hop in _kept(req):
+        subjects = [s for s in map(cw.content_stems, cw.names(hop.subquery)) if len(s) >= 2]
+        if not subjects or not _claims(hop.finding):
+            continue
+        judged += 1
+        openings = [o for o in map(_opening_name, _read(hop)) if o]
+        # The finding's first name is its value; later ones may cite a source
+        # ("California, according to Papa Roach.").
+        value = cw.content_stems(next(iter(cw.names(hop.finding)), ""))
+        if value and (any(s <= value or value <= s for s in subjects)
+                      and any(value <= o or o <= value for o in openings)):
+            return [hop.hop], (f"hop {hop.hop} found {hop.finding!r}: the name the passage "
+                               f"it read opens with, the entity {hop.subquery!r} asks about")
+    return ([], "") if judged else _abstain("no hop names an entity of two or more words")
+
+
 def answer_type(req: CheckRequest) -> Verdict:
     kind = cw.asks_for(req.question)
     if kind == "entity":
@@ -299,5 +362,6 @@ def grounded(req: CheckRequest) -> Verdict:
 
 _CHECKS: dict[str, Callable[[CheckRequest], Verdict]] = {
     "support": support, "carry": carry, "bridge": bridge, "conflict": conflict,
-    "relation": relation, "complete": complete, "answer_type": answer_type, "grounded": grounded,
+    "kind": kind, "echo": echo, "relation": relation, "complete": complete,
+    "answer_type": answer_type, "grounded": grounded,
 }

@@ -18,8 +18,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 SkillName = Literal["plan", "read", "answer", "judge", "check"]
-CheckName = Literal["support", "carry", "bridge", "conflict", "relation", "complete", "answer_type",
-                    "grounded"]
+CheckName = Literal["support", "carry", "bridge", "conflict", "kind", "echo", "relation",
+                    "complete", "answer_type", "grounded"]
 """The consistency checks a trace can be put to (`CheckRequest`)."""
 
 
