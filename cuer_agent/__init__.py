@@ -37,3 +37,8 @@ def __getattr__(name: str) -> object:
     if name in __all__:
         return getattr(importlib.import_module("cuer_agent.api"), name)
     raise AttributeError(f"module 'cuer_agent' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    # The lazy names too, so `dir(cuer_agent)` and editors' completion list the API.
+    return sorted({*globals(), *__all__})

@@ -87,3 +87,9 @@ def test_a_study_refuses_mode_single_shot_with_a_users_agent(tmp_path: Path) -> 
     config = StudyConfig(agent=AgentSection(factory="examples/react_agent.py:build"))
     with pytest.raises(ConfigError, match="does not combine with mode single_shot"):
         cuer_agent.run(config, mode="single_shot", out=tmp_path / "run", execution=OFFLINE)
+
+
+def test_dir_of_the_package_lists_the_lazily_loaded_api() -> None:
+    import cuer_agent
+
+    assert set(cuer_agent.__all__) <= set(dir(cuer_agent))
