@@ -335,8 +335,10 @@ included: "not set" for an optional key); a key absent keeps the config's value.
 def with_values(config: StudyConfig, values: Values, *,
                 flag_names: Mapping[str, str] | None = None) -> StudyConfig:
     """`config` with `values` set, validated as a whole config. A value a section refuses
-    is one `ConfigError` naming its flag: `--key-with-dashes`, or `flag_names[key]`
-    where the flag is not named after the key."""
+    is one `ConfigError` naming it as its caller gave it: `[section] key` (the config
+    file's and the API's name), or — for the CLI, which passes `flag_names` — its flag,
+    `flag_names[key]` where the flag is not named after the key, else
+    `--key-with-dashes`."""
     unknown = sorted(set(values) - set(StudyConfig.model_fields))
     if unknown:
         raise ConfigError(f"no such config section(s): {', '.join(unknown)}")
@@ -347,9 +349,11 @@ def with_values(config: StudyConfig, values: Values, *,
         return StudyConfig.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
-        key = str(first["loc"][1]) if len(first["loc"]) > 1 else str(first["loc"][0])
-        flag = (flag_names or {}).get(key, f"--{key.replace('_', '-')}")
-        raise ConfigError(f"{flag}: {message(first)}") from None
+        section = str(first["loc"][0])
+        key = str(first["loc"][1]) if len(first["loc"]) > 1 else section
+        name = (f"[{section}] {key}" if flag_names is None
+                else flag_names.get(key, f"--{key.replace('_', '-')}"))
+        raise ConfigError(f"{name}: {message(first)}") from None
 
 
 def with_question_hops(config: StudyConfig, budget: int | None) -> StudyConfig:

@@ -75,9 +75,14 @@ def test_load_run_of_a_folder_that_is_no_run_names_the_missing_file(tmp_path: Pa
         cuer_agent.load_run(tmp_path)
 
 
-def test_a_value_a_section_refuses_is_one_config_error_naming_its_flag() -> None:
-    with pytest.raises(ConfigError, match=r"^--n: .*greater than or equal to 1"):
+def test_a_value_a_section_refuses_is_one_config_error_naming_its_config_key() -> None:
+    with pytest.raises(ConfigError, match=r"^\[data\] n: .*greater than or equal to 1"):
         with_values(StudyConfig(), {"data": {"n": 0}})
+
+
+def test_a_value_a_section_refuses_through_the_cli_names_its_flag() -> None:
+    with pytest.raises(ConfigError, match=r"^--n: .*greater than or equal to 1"):
+        with_values(StudyConfig(), {"data": {"n": 0}}, flag_names={})
     with pytest.raises(ConfigError, match=r"^--retries: "):
         with_values(StudyConfig(), {"agent": {"retries_per_hop": -1}},
                     flag_names={"retries_per_hop": "--retries"})

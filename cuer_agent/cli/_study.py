@@ -54,7 +54,8 @@ def seeded(study: StudyConfig, *sections: str) -> StudyConfig:
     """`sections` seeded with [data] seed: --seed seeds everything drawn at random."""
     from cuer_agent.config import with_values
 
-    return with_values(study, {name: {"seed": study.data.seed} for name in sections})
+    return with_values(study, {name: {"seed": study.data.seed} for name in sections},
+                       flag_names=FLAG_NAMES)
 
 
 def warn_request_errors(ledger: Ledger) -> None:
