@@ -34,9 +34,9 @@ default.
   own → hop n+1 (the agent stopped with a part of the question unread); asked → the
   earliest hop that asked it (it was asked and not answered);
 * **kind** — a kept hop asked for a person or a place (its sub-query opens with "who" /
-  "where", or — its last hop — the question does) and found a date, a number, or a word
-  the text it read uses to describe a noun ("a Czech film director"): the wrong kind of
-  thing for what was asked, at the hop that read it;
+  "where", or — the last hop, when its finding is the answer — the question does) and
+  found a date, a number, or a word the text it read uses to describe a noun ("a Czech
+  film director"): the wrong kind of thing for what was asked, at the hop that read it;
 * **echo** — a kept hop's finding is the entity its sub-query asks about: the finding's
   first name (its value; a later one may cite a source) holds every word of a name of two
   or more words the sub-query gives (or is part of it), and is the name a passage the
