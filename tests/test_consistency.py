@@ -162,8 +162,17 @@ def test_an_ungrounded_answer_of_a_trace_that_stopped_early_is_blamed_on_hop_n_p
     assert (found, stage) == (2, "answer") and "complete" in cause
 
 
-def test_a_part_of_the_question_left_unread_alone_decides_nothing() -> None:
-    assert diagnose(clean_hops()[:1], answer="Port Mira")[:2] == (0, "none")
+UNREAD = {"complete": CheckResponse(consistent=False, hops=[3], reason="no hop asked it")}
+
+
+def test_a_part_of_the_question_left_unread_alone_decides_nothing_after_several_hops() -> None:
+    trace = Trace(example_id="e", question=QUESTION, hops=tuple(clean_hops()), answer="52,000")
+    assert decide(trace, UNREAD)[:2] == (0, "none")
+
+
+def test_one_hop_that_answered_a_question_with_a_part_it_never_read_is_blamed() -> None:
+    found, stage, cause = diagnose(clean_hops()[:1], answer="Port Mira")
+    assert (found, stage) == (1, "retrieval") and cause.startswith("complete")
 
 
 def test_a_retry_alone_decides_nothing() -> None:

@@ -17,9 +17,10 @@ what it needs abstains:
 * about the answer — **answer_type** (a number or date asked, none given),
   **grounded** (none of the findings), and **complete** (a part of the question no text
   a finding rests on states: never asked → n+1, asked → the hop that asked it), which
-  only places an answer another check failed: without synonyms a rule cannot tell a
-  paraphrased part ("birthplace" / "born in") from an unread one — deciding alone, it
-  blamed 84 % of the clean synthetic runs and 98 % of held-out 2Wiki's correct ones;
+  only places an answer another check failed (or a one-hop trace, below): without
+  synonyms a rule cannot tell a paraphrased part ("birthplace" / "born in") from an
+  unread one — deciding alone, it blamed 84 % of the clean synthetic runs and 98 % of
+  held-out 2Wiki's correct ones;
 * weak — **relation** (the sentence read states none of the relation asked for), and the
   agent's own signals: a hop it retried, judged unsupported, or whose retrieval came
   back empty. These never decide alone.
@@ -29,8 +30,12 @@ k, that hop (the failure the retry did not repair). With no strong hop but an an
 that fails `answer_type` or `grounded`: the earliest own-signal hop; else the hop
 `complete` names (n+1: the agent stopped too early); else the earliest weak-relation hop;
 else n+1 for an answer of the wrong kind, or the answer level (hop 0) for an ungrounded
-one. With nothing inconsistent it abstains (hop 0, stage `none`). `cause` names the
-checks that decided. It never reads the hop budget: a foreign trace has none.
+one. With neither, a trace of **one hop** whose question has a part no text it read
+states (`complete`) is blamed on that hop: it answered a question of several parts from
+one reading (on 2Wiki's development half, all 22 one-hop traces that asked the question
+whole were failures, 15 of them labelled at hop 1, 7 stopped early). Otherwise it
+abstains (hop 0, stage `none`). `cause` names the checks that decided. It never reads
+the hop budget: a foreign trace has none.
 
 Pass the skill client as the `skills` option. A check whose reply does not parse is
 skipped and named in `cause`.
@@ -144,6 +149,10 @@ def decide(trace: Trace, failed: dict[str, CheckResponse]) -> tuple[int, Stage, 
                                              f"VERIFY or empty retrieval), then {cause}")
         return hop, STRONG[name], cause
     if not any(name in failed for name in ANSWER_CHECKS):
+        if n == 1 and "complete" in failed:
+            return 1, "retrieval", (f"complete: {failed['complete'].reason}; the trace's one "
+                                    "hop answered a question with a part no text it read "
+                                    "states")
         return 0, "none", "no check found an inconsistency"
     cause = "; ".join(f"{name}: {failed[name].reason}"
                       for name in ("complete", *ANSWER_CHECKS) if name in failed)
