@@ -40,8 +40,9 @@ def clean_hops() -> list[HopRecord]:
             hop(2, "Port Mira population", (MIRA,), "52,000", "mira-p0")]
 
 
-def diagnose(hops: list[HopRecord], answer: str = "52,000") -> tuple[int, str, str]:
-    trace = Trace(example_id="e", question=QUESTION, hops=tuple(hops), answer=answer)
+def diagnose(hops: list[HopRecord], answer: str = "52,000",
+             question: str = QUESTION) -> tuple[int, str, str]:
+    trace = Trace(example_id="e", question=question, hops=tuple(hops), answer=answer)
     d = get_diagnoser("consistency", skills=SkillClient(make_backend("extractive")))
     made = d.diagnose(DiagnosisView(trace=trace))
     return made.hop, made.stage, made.cause
@@ -95,18 +96,10 @@ def where_hops(finding: str) -> list[HopRecord]:
             hop(2, "Bo Vel born", (VEL,), finding, "vel-p0")]
 
 
-def diagnose_where(finding: str) -> tuple[int, str, str]:
-    trace = Trace(example_id="e", question=WHERE, hops=tuple(where_hops(finding)),
-                  answer=finding)
-    d = get_diagnoser("consistency", skills=SkillClient(make_backend("extractive")))
-    made = d.diagnose(DiagnosisView(trace=trace))
-    return made.hop, made.stage, made.cause
-
-
 @pytest.mark.parametrize("finding", ["3 May", "Mirish"])
 def test_a_date_or_a_describing_word_found_where_a_place_was_asked_is_the_wrong_kind(
         finding: str) -> None:
-    found, _, cause = diagnose_where(finding)
+    found, _, cause = diagnose(where_hops(finding), answer=finding, question=WHERE)
     assert found == 2 and cause.startswith("kind")
 
 
