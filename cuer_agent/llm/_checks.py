@@ -288,8 +288,8 @@ def complete(req: CheckRequest) -> Verdict:
 
 def _wrong_kind(hop: TracedHop) -> str:
     """What the finding is, when it is not the person or place asked ("" otherwise)."""
-    if (value := cw.value_kind(hop.finding)) != "entity":
-        return f"a {value}"
+    if cw.value_kind(hop.finding) != "entity":
+        return f"a {cw.value_kind(hop.finding)}"
     if any(cw.used_as_modifier(hop.finding, e.text) for e in _read(hop)):
         return "a word that describes (not names) something"
     return ""
