@@ -29,6 +29,9 @@ found nothing in words ("I could not find that in these passages."); the agent's
 loop still carries the bare entity into its next sub-question. The default reader says
 the bare entity (and "unknown").
 
+With `--dataset 2wiki` (`--data` a 2WikiMultihopQA JSON file) the agent answers 2Wiki's
+two-step chain questions, each put in MuSiQue's shape by `from_2wiki`.
+
 After a fault the scripted reader reads on: each later hop names an entity of its best
 passage. A faulted run whose answer still matches the gold answer is left unlabelled (it
 did not fail); a record whose clean hops do not retrieve their supporting paragraph is
@@ -78,6 +81,30 @@ def _subquery(template: str, notes: list[str]) -> str:
     """MuSiQue's sub-question with its `#k` references filled by the notes so far."""
     text = re.sub(r"#(\d)", lambda m: notes[int(m.group(1)) - 1], template)
     return " ".join(text.replace(">>", " ").split())
+
+
+def from_2wiki(record: dict[str, Any]) -> dict[str, Any] | None:
+    """A 2WikiMultihopQA chain question in MuSiQue's shape, or None for one that is no
+    chain of two steps (comparisons, a supporting title missing from the context).
+
+    Step j asks `<subject> <relation>` of the j-th evidence triple, as MuSiQue's own
+    Wikidata sub-questions do ("Joey Lawrence >> sibling"), the second with the first's
+    note in place of its subject; its answer is the triple's object, its supporting
+    paragraph the j-th supporting title's."""
+    triples = record["evidences"]
+    titles = list(dict.fromkeys(title for title, _ in record["supporting_facts"]))
+    context = [title for title, _ in record["context"]]
+    if (record["type"] not in {"compositional", "inference"} or len(triples) != 2
+            or len(titles) != 2 or not set(titles) <= set(context)):
+        return None
+    steps = [{"question": f"{triples[0][0]} >> {triples[0][1]}", "answer": triples[0][2],
+              "paragraph_support_idx": context.index(titles[0])},
+             {"question": f"#1 >> {triples[1][1]}", "answer": triples[1][2],
+              "paragraph_support_idx": context.index(titles[1])}]
+    return {"id": record["_id"], "question": record["question"], "answer": record["answer"],
+            "question_decomposition": steps,
+            "paragraphs": [{"title": title, "paragraph_text": " ".join(sentences)}
+                           for title, sentences in record["context"]]}
 
 
 def _matches(answer: str, record: dict[str, Any]) -> bool:
@@ -272,14 +299,20 @@ def write(records: list[dict[str, Any]], out: Path, paraphrasing: bool = False) 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, required=True, help="MuSiQue-Ans JSONL")
+    parser.add_argument("--data", type=Path, required=True,
+                        help="MuSiQue-Ans JSONL, or 2WikiMultihopQA JSON with --dataset 2wiki")
+    parser.add_argument("--dataset", choices=("musique", "2wiki"), default="musique",
+                        help="2wiki: its two-step chain questions (compositional, inference)")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--n", type=int, default=None, help="first n records (default all)")
     parser.add_argument("--reader", choices=("names", "paraphrase"), default="names",
                         help="names: notes are bare entities; paraphrase: sentences")
     args = parser.parse_args()
-    lines = args.data.read_text(encoding="utf-8").splitlines()
-    records = [json.loads(line) for line in lines if line.strip()][: args.n]
+    text = args.data.read_text(encoding="utf-8")
+    if args.dataset == "2wiki":
+        records = [r for r in map(from_2wiki, json.loads(text)) if r is not None][: args.n]
+    else:
+        records = [json.loads(line) for line in text.splitlines() if line.strip()][: args.n]
     count = write(records, args.out, paraphrasing=args.reader == "paraphrase")
     print(f"{count} labelled traces → {args.out}")
 

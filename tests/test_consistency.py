@@ -143,6 +143,18 @@ def test_echo_abstains_on_a_question_that_offers_a_choice() -> None:
     assert reply.consistent and reply.reason.startswith("abstains")
 
 
+def test_a_nameless_finding_in_a_reader_s_own_words_is_stated_by_its_numerals() -> None:
+    hops = [clean_hops()[0],
+            hop(2, "Port Mira population", (MIRA,), "The passages point to 52,000.", "mira-p0")]
+    assert ask("support", QUESTION, hops, "52,000").consistent
+
+
+def test_a_sub_query_opening_with_a_lone_preposition_names_no_new_entity() -> None:
+    hops = [clean_hops()[0], hop(2, "Along with Port Mira, which towns have a population?",
+                                 (MIRA,), "52,000", "mira-p0")]
+    assert ask("carry", QUESTION, hops, "52,000").consistent
+
+
 def test_a_paraphrased_finding_of_a_trace_without_selection_is_supported() -> None:
     paraphrased = HopRecord(hop=1, subquery="Ada Vel birthplace", retrieved=(ADA,),
                             finding="born in Port Mira", support="supported")
@@ -151,9 +163,12 @@ def test_a_paraphrased_finding_of_a_trace_without_selection_is_supported() -> No
 
 
 def test_an_ungrounded_answer_of_a_trace_that_stopped_early_is_blamed_on_hop_n_plus_1() -> None:
-    found, stage, cause = diagnose(clean_hops()[:1], answer="Tarn Vale")
+    found, stage, cause = diagnose(PART_ASKED, answer="Tarn Vale")
     assert (found, stage) == (2, "answer") and "complete" in cause
 
+
+PART_ASKED = [hop(1, "Where was Ada Vel born?", (ADA,), "Port Mira", "ada-p0")]
+"""One hop that asked a part of the question (where Ada Vel was born) and no other."""
 
 UNREAD = {"complete": CheckResponse(consistent=False, hops=[3], reason="no hop asked it")}
 
@@ -163,9 +178,14 @@ def test_a_part_of_the_question_left_unread_alone_decides_nothing_after_several_
     assert decide(trace, UNREAD)[:2] == (0, "none")
 
 
-def test_one_hop_that_answered_a_question_with_a_part_it_never_read_is_blamed() -> None:
+def test_one_hop_that_asked_the_question_whole_and_read_part_of_it_is_blamed() -> None:
     found, stage, cause = diagnose(clean_hops()[:1], answer="Port Mira")
     assert (found, stage) == (1, "retrieval") and cause.startswith("complete")
+
+
+def test_one_hop_that_asked_a_part_and_answered_stopped_early() -> None:
+    found, stage, cause = diagnose(PART_ASKED, answer="Port Mira")
+    assert (found, stage) == (2, "answer") and "stopped early" in cause
 
 
 def test_a_retry_alone_decides_nothing() -> None:

@@ -18,16 +18,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 pytestmark = pytest.mark.shared_data
 
 
-def _score(tmp_path_factory: pytest.TempPathFactory, paraphrasing: bool) -> dict:
+def _records(dataset: str) -> list[dict]:
+    path = shared_sample_path(dataset)
+    if path is None:
+        pytest.skip(f"../shared/data not present: {dataset} sample missing")
+    import foreign_labelled_traces as foreign
+
+    text = path.read_text()
+    if dataset == "2wiki":
+        return [r for r in map(foreign.from_2wiki, json.loads(text)) if r is not None]
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def _score(tmp_path_factory: pytest.TempPathFactory, paraphrasing: bool,
+           dataset: str = "musique") -> dict:
     pytest.importorskip("openinference.instrumentation.langchain",
                         reason="openinference-instrumentation-langchain is in the test extra")
-    path = shared_sample_path("musique")
-    if path is None:
-        pytest.skip("../shared/data not present: MuSiQue sample missing")
     import foreign_labelled_traces as foreign
 
     out = tmp_path_factory.mktemp("foreign")
-    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    records = _records(dataset)
     assert foreign.write(records, out, paraphrasing=paraphrasing) >= 40
     result = invoke([
         "diagnose", "--traces", str(out / "spans.jsonl"), "--labels", str(out / "labels.jsonl"),
@@ -46,6 +56,29 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> dict:
 def paraphrased(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """The same agent whose reader says every note in a sentence of its own."""
     return _score(tmp_path_factory, paraphrasing=True)
+
+
+@pytest.fixture(scope="module")
+def paraphrased_2wiki(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The paraphrasing agent on 2Wiki's two-step chain questions."""
+    return _score(tmp_path_factory, paraphrasing=True, dataset="2wiki")
+
+
+def test_a_2wiki_chain_question_becomes_two_steps_in_musique_s_shape() -> None:
+    import foreign_labelled_traces as foreign
+
+    record = {"_id": "x", "type": "compositional", "answer": "Solothurn",
+              "question": "Where was the father of Jean d'Estrées born?",
+              "evidences": [["Jean d'Estrées", "father", "Jean II d'Estrées"],
+                            ["Jean II d'Estrées", "place of birth", "Solothurn"]],
+              "supporting_facts": [["Jean d'Estrées", 0], ["Jean II d'Estrées", 1]],
+              "context": [["Other", ["A."]], ["Jean II d'Estrées", ["Born in", "Solothurn."]],
+                          ["Jean d'Estrées", ["His father was Jean II d'Estrées."]]]}
+    steps = foreign.from_2wiki(record)["question_decomposition"]
+    assert [(s["question"], s["answer"], s["paragraph_support_idx"]) for s in steps] == [
+        ("Jean d'Estrées >> father", "Jean II d'Estrées", 2),
+        ("#1 >> place of birth", "Solothurn", 1)]
+    assert foreign.from_2wiki({**record, "type": "comparison"}) is None
 
 
 def test_consistency_names_more_than_one_hop_on_foreign_traces(scored: dict) -> None:
@@ -69,3 +102,8 @@ def test_consistency_is_no_constant_on_an_agent_whose_reader_paraphrases(
 def test_consistency_blames_fewer_than_half_the_clean_runs_of_a_paraphrasing_agent(
         paraphrased: dict) -> None:
     assert paraphrased["diagnosers"]["consistency"]["scored"]["clean_blame_rate"] < 0.5
+
+
+def test_consistency_blames_few_clean_runs_of_a_paraphrasing_agent_on_2wiki(
+        paraphrased_2wiki: dict) -> None:
+    assert paraphrased_2wiki["diagnosers"]["consistency"]["scored"]["clean_blame_rate"] < 0.5

@@ -31,9 +31,11 @@ that fails `answer_type` or `grounded`: the earliest own-signal hop; else the ho
 `complete` names (n+1: the agent stopped too early); else the earliest weak-relation hop;
 else n+1 for an answer of the wrong kind, or the answer level (hop 0) for an ungrounded
 one. With neither, a trace of **one hop** whose question has a part no text it read
-states (`complete`) is blamed on that hop: it answered a question of several parts from
-one reading (on 2Wiki's development half, all 22 one-hop traces that asked the question
-whole were failures, 15 of them labelled at hop 1, 7 stopped early). Otherwise it
+states (`complete`) is placed where `complete` places it: on that hop when it asked the
+part (or the question whole) and answered a question of several parts from one reading
+(on 2Wiki's development half, all 22 one-hop traces that asked the question whole were
+failures, 15 of them labelled at hop 1, 7 stopped early); at hop 2, stopped early, when
+it asked a part of the question and answered without asking the rest. Otherwise it
 abstains (hop 0, stage `none`). `cause` names the checks that decided. It never reads
 the hop budget: a foreign trace has none.
 
@@ -150,9 +152,11 @@ def decide(trace: Trace, failed: dict[str, CheckResponse]) -> tuple[int, Stage, 
         return hop, STRONG[name], cause
     if not any(name in failed for name in ANSWER_CHECKS):
         if n == 1 and "complete" in failed:
-            return 1, "retrieval", (f"complete: {failed['complete'].reason}; the trace's one "
-                                    "hop answered a question with a part no text it read "
-                                    "states")
+            if hops_of("complete", 1):
+                return 1, "retrieval", (f"complete: {failed['complete'].reason}; the trace's "
+                                        "one hop asked it and answered")
+            return 2, "answer", (f"complete: {failed['complete'].reason}; the trace's one hop "
+                                 "answered without asking it (stopped early)")
         return 0, "none", "no check found an inconsistency"
     cause = "; ".join(f"{name}: {failed[name].reason}"
                       for name in ("complete", *ANSWER_CHECKS) if name in failed)

@@ -25,6 +25,13 @@ _NUMERAL = re.compile(r"[0-9]+(?:[.,][0-9]+)*")
 _MONTHS = ("january february march april may june july august september october "
            "november december").split()
 
+_PREPOSITIONS = frozenset("""
+along besides among across through against between behind beyond around near toward
+towards via per
+""".split())
+"""Prepositions that open names as often as sentences ("Beyond the Sea"): a name keeps
+them, but one standing alone is no name ("Along with X, ...")."""
+
 FUNCTION_WORDS = frozenset("""
 a an the and or but nor if then than that this these those there here of in on at to
 for from by with without within into onto upon over under about after before during
@@ -74,6 +81,8 @@ def names(text: str) -> list[str]:
     run: list[str] = []
 
     def close() -> None:
+        if len(run) == 1 and run[0].lower() in _PREPOSITIONS:
+            run.clear()  # "Along with ...": a lone preposition; "Beyond the Sea" is a name
         while run and run[0].lower() in FUNCTION_WORDS | _NAME_GLUE:
             run.pop(0)
         while run and run[-1].lower() in _NAME_GLUE:

@@ -14,7 +14,8 @@ consistent and why it could not judge (`reason` opens with "abstains"). None fir
 default.
 
 * **support** — no passage a kept hop read states its finding in any wording (every
-  numeral of the finding and two thirds of its content stems in one passage), or the
+  numeral of the finding, and one of its names whole — or, a finding without a name and
+  without numerals, two thirds of its content stems — in one passage), or the
   passages that state it are about none of the entities its sub-query names;
 * **carry** — a sub-query (any attempt) names an entity whose words are in neither the
   question nor anything an earlier attempt found or read: the query went where no
@@ -32,7 +33,8 @@ default.
 * **complete** — a relation word of the question is stated in no text a finding rests on
   (the sentences stating it, the reader's reason): never asked by a sub-query of its
   own → hop n+1 (the agent stopped with a part of the question unread); asked → the
-  earliest hop that asked it (it was asked and not answered);
+  earliest hop that asked it (it was asked and not answered) — where every hop asked
+  the question whole, the first one asked every part;
 * **kind** — a kept hop asked for a person or a place (its sub-query opens with "who" /
   "where", or — the last hop, when its finding is the answer — the question does) and
   found a date, a number, or a word the text it read uses to describe a noun ("a Czech
@@ -95,14 +97,18 @@ def _passage(item: EvidenceView) -> str:
 def _states(text: str, finding: str) -> bool:
     """Whether a text states the finding in any wording: all its numerals, and its value —
     one of its names whole (a reader may wrap the value in words of its own: "The
-    passages point to X."), or, a finding without a name, two thirds of its content
-    stems (every one of a finding of one or two words)."""
+    passages point to X."), or, a finding without a name, its numerals (the words around
+    a number may be the reader's: "The passages point to $72,641."), or, a finding
+    without either, two thirds of its content stems (every one of a finding of one or
+    two words)."""
     if not cw.numerals(finding) <= cw.numerals(text):
         return False
     have = cw.content_stems(text)
     named = [cw.content_stems(n) for n in cw.names(finding)]
     if any(named):
         return any(n and n <= have for n in named)
+    if cw.numerals(finding):
+        return True
     wanted = cw.content_stems(finding)
     needed = len(wanted) if len(wanted) <= 2 else math.ceil(2 * len(wanted) / 3)
     return len(wanted & have) >= needed
@@ -278,6 +284,8 @@ def complete(req: CheckRequest) -> Verdict:
     asking = [h for h in kept if not question <= cw.content_stems(h.subquery)]
     asked = {w: h.hop for h in reversed(asking) for w in open_
              if any(_alike(w, a) for a in cw.content_stems(h.subquery))}
+    if not asking:  # every hop asked the question whole: the first one asked every part
+        asked = {w: kept[0].hop for w in open_}
     never = [w for w in open_ if w not in asked]
     if never:
         return [len(kept) + 1], f"no hop asked about {', '.join(never)!r} of the question"
