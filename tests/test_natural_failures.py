@@ -130,3 +130,14 @@ def test_the_natural_part_runs_on_other_agent_shapes(agent: str, tmp_path: Path)
         (tmp_path / "natural" / "summary.json").read_text(encoding="utf-8")).counts
     assert counts.correct + counts.failed == 12
     assert counts.failed > 0 and counts.labelled == counts.failed
+
+
+def test_evaluate_on_a_real_data_set_writes_a_summary_without_the_world_s_disagreement(
+        tmp_path: Path) -> None:
+    data = write_jsonl(tmp_path / "musique.jsonl", [musique_record()])
+    config = StudyConfig(data=DataSection(dataset="musique", path=str(data)),
+                         agent=AgentSection(hops=3))
+    summary = cuer_agent.evaluate(config, out=tmp_path / "run",
+                                  execution=cuer_agent.Execution(use_cache=False))
+    assert summary.natural.counts.clean_runs == 1
+    assert "disagreement" not in json.loads((tmp_path / "run" / "summary.json").read_text())

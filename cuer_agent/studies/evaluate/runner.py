@@ -117,7 +117,7 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
     if disagreement is not None:
         results = extended(results, EvaluateResults, disagreement=disagreement)
     caveats = honest_caveats(results, config.backend.name, constant_guesses(diagnoses))
-    return run_dir.write_model(EvaluateSummary(**dict(results), caveats=caveats))
+    return run_dir.write_model(extended(results, EvaluateSummary, caveats=caveats))
 
 
 def clean_traces(typed: list[TraceRow], rows: Sequence[JsonRow]) -> list[tuple[str, Trace]]:
