@@ -36,7 +36,8 @@ After a fault the scripted reader reads on: each later hop names an entity of it
 passage. A faulted run whose answer still matches the gold answer is left unlabelled (it
 did not fail); a record whose clean hops do not retrieve their supporting paragraph is
 skipped (its failure would have no certain hop). Faults and hops are drawn from stable
-hashes of the record id, so the same data gives the same files.
+hashes of the record id, so the same data gives the same labels and the same spans (but
+for their clock times and the OTel SDK's random `service.instance.id`).
 
 Nothing here reads cuer-agent's code: the labels are the script's, the spans are
 LangChain's. `diagnose` sees the spans only.
@@ -105,6 +106,15 @@ def from_2wiki(record: dict[str, Any]) -> dict[str, Any] | None:
             "question_decomposition": steps,
             "paragraphs": [{"title": title, "paragraph_text": " ".join(sentences)}
                            for title, sentences in record["context"]]}
+
+
+def read_records(path: Path, dataset: str) -> list[dict[str, Any]]:
+    """The records of a MuSiQue-Ans JSONL file, or a 2Wiki JSON file's chain questions in
+    MuSiQue's shape."""
+    text = path.read_text(encoding="utf-8")
+    if dataset == "2wiki":
+        return [r for r in map(from_2wiki, json.loads(text)) if r is not None]
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def _matches(answer: str, record: dict[str, Any]) -> bool:
@@ -308,11 +318,10 @@ def main() -> None:
     parser.add_argument("--reader", choices=("names", "paraphrase"), default="names",
                         help="names: notes are bare entities; paraphrase: sentences")
     args = parser.parse_args()
-    text = args.data.read_text(encoding="utf-8")
-    if args.dataset == "2wiki":
-        records = [r for r in map(from_2wiki, json.loads(text)) if r is not None][: args.n]
-    else:
-        records = [json.loads(line) for line in text.splitlines() if line.strip()][: args.n]
+    try:
+        records = read_records(args.data, args.dataset)[: args.n]
+    except (ValueError, KeyError, TypeError) as exc:
+        parser.error(f"{args.data}: not a {args.dataset} file ({type(exc).__name__}: {exc})")
     count = write(records, args.out, paraphrasing=args.reader == "paraphrase")
     print(f"{count} labelled traces → {args.out}")
 

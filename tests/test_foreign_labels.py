@@ -24,10 +24,7 @@ def _records(dataset: str) -> list[dict]:
         pytest.skip(f"../shared/data not present: {dataset} sample missing")
     import foreign_labelled_traces as foreign
 
-    text = path.read_text()
-    if dataset == "2wiki":
-        return [r for r in map(foreign.from_2wiki, json.loads(text)) if r is not None]
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    return foreign.read_records(path, dataset)
 
 
 def _score(tmp_path_factory: pytest.TempPathFactory, paraphrasing: bool,
