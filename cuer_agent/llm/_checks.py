@@ -101,13 +101,14 @@ def _states(text: str, finding: str) -> bool:
     a number may be the reader's: "The passages point to $72,641."), or, a finding
     without either, two thirds of its content stems (every one of a finding of one or
     two words)."""
-    if not cw.numerals(finding) <= cw.numerals(text):
+    numerals = cw.numerals(finding)
+    if not numerals <= cw.numerals(text):
         return False
     have = cw.content_stems(text)
     named = [cw.content_stems(n) for n in cw.names(finding)]
     if any(named):
         return any(n and n <= have for n in named)
-    if cw.numerals(finding):
+    if numerals:
         return True
     wanted = cw.content_stems(finding)
     needed = len(wanted) if len(wanted) <= 2 else math.ceil(2 * len(wanted) / 3)
@@ -279,13 +280,12 @@ def complete(req: CheckRequest) -> Verdict:
     open_ = sorted(w for w in parts if not any(_alike(w, s) for s in stated))
     if not open_:
         return [], ""
-    # A sub-query that repeats every part of the question asks for no part of its own.
+    # A sub-query that repeats every part of the question asks for no part of its own;
+    # where every hop did, the first one asked every part.
     question = cw.content_stems(req.question)
-    asking = [h for h in kept if not question <= cw.content_stems(h.subquery)]
+    asking = [h for h in kept if not question <= cw.content_stems(h.subquery)] or kept[:1]
     asked = {w: h.hop for h in reversed(asking) for w in open_
              if any(_alike(w, a) for a in cw.content_stems(h.subquery))}
-    if not asking:  # every hop asked the question whole: the first one asked every part
-        asked = {w: kept[0].hop for w in open_}
     never = [w for w in open_ if w not in asked]
     if never:
         return [len(kept) + 1], f"no hop asked about {', '.join(never)!r} of the question"
