@@ -78,7 +78,7 @@ def _names(text: str, avoid: str) -> list[str]:
             if m.start() > 0 and m.group(0).lower() not in low and len(m.group(0)) > 2]
 
 
-def _subquery(template: str, notes: list[str]) -> str:
+def subquery(template: str, notes: list[str]) -> str:
     """MuSiQue's sub-question with its `#k` references filled by the notes so far."""
     text = re.sub(r"#(\d)", lambda m: notes[int(m.group(1)) - 1], template)
     return " ".join(text.replace(">>", " ").split())
@@ -122,7 +122,7 @@ def _matches(answer: str, record: dict[str, Any]) -> bool:
     return any(g.lower() in answer.lower() or answer.lower() in g.lower() for g in gold if g)
 
 
-def _retriever(docs: list[Document]) -> Any:
+def retriever(docs: list[Document]) -> Any:
     from langchain_community.retrievers import BM25Retriever
 
     return BM25Retriever.from_documents(docs, k=K)
@@ -142,7 +142,7 @@ class Script:
         return self.hop - 1 if self.fault == "early_stop" else len(self.steps)
 
     def query(self, i: int, notes: list[str]) -> str:
-        query = _subquery(self.steps[i - 1]["question"], notes)
+        query = subquery(self.steps[i - 1]["question"], notes)
         if self.fault == "drift" and i == self.hop:
             query = query.replace(notes[-1], self.drift_to)
             self.on_track = False
@@ -151,8 +151,8 @@ class Script:
     def retriever(self, i: int) -> Any:
         if self.fault == "withheld" and i == self.hop:
             support = self.steps[i - 1]["paragraph_support_idx"]
-            return _retriever([d for j, d in enumerate(self.docs) if j != support])
-        return _retriever(self.docs)
+            return retriever([d for j, d in enumerate(self.docs) if j != support])
+        return retriever(self.docs)
 
     def read(self, i: int, query: str, found: list[Document]) -> str:
         """The note of hop i, or '' when a clean hop did not retrieve its support."""
@@ -248,10 +248,9 @@ def _counting_ids() -> Any:
     return CountingIds()
 
 
-def run(records: list[dict[str, Any]], paraphrasing: bool = False
-        ) -> tuple[list[dict[str, Any]], list[Any]]:
-    """Run the agent on every planned record under OpenInference instrumentation: the
-    labels and the finished OTel spans."""
+def record_spans(body: Callable[[Any], None]) -> list[Any]:
+    """The finished OTel spans of `body(exporter)`, run under OpenInference's LangChain
+    instrumentation (the exporter lets the body find the spans of each run)."""
     from openinference.instrumentation.langchain import LangChainInstrumentor
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -262,8 +261,29 @@ def run(records: list[dict[str, Any]], paraphrasing: bool = False
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     instrumentor = LangChainInstrumentor()
     instrumentor.instrument(tracer_provider=provider)
-    labels: list[dict[str, Any]] = []
     try:
+        body(exporter)
+    finally:
+        instrumentor.uninstrument()
+    return list(exporter.get_finished_spans())
+
+
+def write_spans(spans: list[Any], out: Path) -> None:
+    """`out/spans.jsonl`: the spans as one OTLP/JSON export request."""
+    from google.protobuf.json_format import MessageToJson
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "spans.jsonl").write_text(MessageToJson(encode_spans(spans), indent=None) + "\n")
+
+
+def run(records: list[dict[str, Any]], paraphrasing: bool = False
+        ) -> tuple[list[dict[str, Any]], list[Any]]:
+    """Run the agent on every planned record under OpenInference instrumentation: the
+    labels and the finished OTel spans."""
+    labels: list[dict[str, Any]] = []
+
+    def each(exporter: Any) -> None:
         for record, fault, hop, drift_to in plan(records):
             script = Script(record, fault, hop, drift_to)
             agent = build_agent(lambda _q, script=script: script, paraphrasing)
@@ -274,9 +294,9 @@ def run(records: list[dict[str, Any]], paraphrasing: bool = False
             if label is not None:
                 label["trace_id"] = format(spans[0].context.trace_id, "032x")
                 labels.append(label)
-    finally:
-        instrumentor.uninstrument()
-    return labels, list(exporter.get_finished_spans())
+
+    spans = record_spans(each)
+    return labels, spans
 
 
 def _label(record: dict[str, Any], script: Script, final: LoopState) -> dict[str, Any] | None:
@@ -296,32 +316,41 @@ def _label(record: dict[str, Any], script: Script, final: LoopState) -> dict[str
 def write(records: list[dict[str, Any]], out: Path, paraphrasing: bool = False) -> int:
     """spans.jsonl (OTLP/JSON, one export request) and labels.jsonl in `out`; returns the
     number of labels."""
-    from google.protobuf.json_format import MessageToJson
-    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-
     labels, spans = run(records, paraphrasing)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "spans.jsonl").write_text(MessageToJson(encode_spans(spans), indent=None) + "\n")
+    write_spans(spans, out)
     (out / "labels.jsonl").write_text("".join(
         json.dumps({"trace_id": lab.pop("trace_id"), **lab}) + "\n" for lab in labels))
     return len(labels)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def data_parser(description: str) -> argparse.ArgumentParser:
+    """The command line of a foreign-agent script: the data file, its data set, the
+    output directory and how many records."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--data", type=Path, required=True,
                         help="MuSiQue-Ans JSONL, or 2WikiMultihopQA JSON with --dataset 2wiki")
     parser.add_argument("--dataset", choices=("musique", "2wiki"), default="musique",
                         help="2wiki: its two-step chain questions (compositional, inference)")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--n", type=int, default=None, help="first n records (default all)")
+    return parser
+
+
+def parsed_records(parser: argparse.ArgumentParser, args: argparse.Namespace
+                   ) -> list[dict[str, Any]]:
+    """The records `--data` names, or a one-line usage error (exit 2) naming the file."""
+    try:
+        return read_records(args.data, args.dataset)[: args.n]
+    except (ValueError, KeyError, TypeError) as exc:
+        parser.error(f"{args.data}: not a {args.dataset} file ({type(exc).__name__}: {exc})")
+
+
+def main() -> None:
+    parser = data_parser(__doc__.splitlines()[0])
     parser.add_argument("--reader", choices=("names", "paraphrase"), default="names",
                         help="names: notes are bare entities; paraphrase: sentences")
     args = parser.parse_args()
-    try:
-        records = read_records(args.data, args.dataset)[: args.n]
-    except (ValueError, KeyError, TypeError) as exc:
-        parser.error(f"{args.data}: not a {args.dataset} file ({type(exc).__name__}: {exc})")
+    records = parsed_records(parser, args)
     count = write(records, args.out, paraphrasing=args.reader == "paraphrase")
     print(f"{count} labelled traces → {args.out}")
 

@@ -134,7 +134,31 @@ def test_a_name_cited_as_a_source_after_the_finding_is_no_echo() -> None:
     question = "Who is the son of Bo Anton Vel?"
     hops = [hop(1, question, (BO,), "Ivo Vel, according to Bo Anton Vel.", "bo-p0")]
     reply = ask("echo", question, hops, "Ivo Vel")
-    assert reply.consistent and not reply.reason
+    assert reply.consistent and not reply.hops
+
+
+def test_a_hop_that_finds_the_entity_it_asks_about_with_its_dates_echoes_it() -> None:
+    question = "Who is the father of Bo Vel?"
+    hops = [hop(1, question, (BO,), "Bo Anton Vel (3 May 1901 - 1950)", "bo-p0")]
+    assert ask("echo", question, hops, "Bo Anton Vel").hops == [1]
+
+
+SENTENCE = "Quiet Hills is a 1990 film directed by Bo Vel."
+"""A reader that answers in a sentence of its passage: the entity asked about comes first,
+the value later."""
+
+
+def test_echo_abstains_on_a_sentence_that_names_the_entity_asked_about_and_another() -> None:
+    hops = [hop(1, "Quiet Hills director", (HILLS,), SENTENCE, "hi-p0")]
+    reply = ask("echo", WHERE, hops, SENTENCE)
+    assert reply.consistent and reply.reason.startswith("abstains")
+
+
+def test_bridge_abstains_on_a_finding_that_names_several_entities() -> None:
+    hops = [hop(1, "Quiet Hills director", (HILLS,), SENTENCE, "hi-p0"),
+            hop(2, f"{SENTENCE} born", (HILLS,), SENTENCE, "hi-p0")]
+    reply = ask("bridge", WHERE, hops, SENTENCE)
+    assert reply.consistent and reply.reason.startswith("abstains")
 
 
 def test_echo_abstains_on_a_question_that_offers_a_choice() -> None:

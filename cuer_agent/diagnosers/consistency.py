@@ -13,7 +13,12 @@ what it needs abstains:
   next hop asks about the finding and retrieves nothing about it: the hop that found
   it), **conflict** (two items give one subject different current values for one
   relation), **kind** (a hop asked for a person or a place found a date, a number or a
-  describing word), **echo** (a hop's finding is the entity it asked about);
+  describing word), **echo** (a hop's finding is the entity it asked about). `bridge`
+  and `echo` read a finding as the one entity a hop found, so they abstain on a finding
+  that names several (a reader that answers in a sentence of its passage, "X is a 1994
+  film directed by Y."): before, a sentence was never the title of what the next hop
+  retrieved, and opened with the entity asked about, so both fired on every such hop
+  — on a 135M model's runs, `consistency` named hop 1 on 119 of 129 failures;
 * about the answer — **answer_type** (a number or date asked, none given),
   **grounded** (none of the findings), and **complete** (a part of the question no text
   a finding rests on states: never asked → n+1, asked → the hop that asked it), which

@@ -124,6 +124,14 @@ def _relation_stems(text: str) -> set[str]:
     return cw.content_stems(text) - _name_stems(text) - _KIND_WORDS
 
 
+def _one_entity(finding: str) -> bool:
+    """Whether a finding names at most one entity. A check that reads a finding as the one
+    entity a hop found cannot read a sentence that names several ("X is a 1994 film
+    directed by Y."): which of them is the value, position does not tell."""
+    entities = {frozenset(cw.content_stems(n)) for n in cw.names(finding) if not cw.numerals(n)}
+    return len(entities) <= 1
+
+
 def _abstain(why: str) -> Verdict:
     return [], f"abstains: {why}"
 
@@ -169,13 +177,14 @@ def bridge(req: CheckRequest) -> Verdict:
     for hop, following in itertools.pairwise(req.hops):
         stems = cw.content_stems(hop.finding)
         if (following.hop != hop.hop + 1 or not _claims(hop.finding)
+                or not _one_entity(hop.finding)
                 or not stems <= cw.content_stems(following.subquery) or not following.retrieved):
             continue
         judged += 1
         if not any(_about(item, stems) for item in following.retrieved):
             return [hop.hop], (f"hop {hop.hop}'s finding {hop.finding!r} leads nowhere: hop "
                                f"{following.hop} asks about it and retrieves nothing about it")
-    return ([], "") if judged else _abstain("no hop asks about the finding before it")
+    return ([], "") if judged else _abstain("no hop asks about a one-entity finding before it")
 
 
 def _values(sentence: str, kind: str, subject: set[str]) -> set[str]:
@@ -334,18 +343,18 @@ def echo(req: CheckRequest) -> Verdict:
     judged = 0
     for hop in _kept(req):
         subjects = [s for s in map(cw.content_stems, cw.names(hop.subquery)) if len(s) >= 2]
-        if not subjects or not _claims(hop.finding):
+        if not subjects or not _claims(hop.finding) or not _one_entity(hop.finding):
             continue
         judged += 1
         openings = [o for o in map(_opening_name, _read(hop)) if o]
-        # The finding's first name is its value; later ones may cite a source
-        # ("California, according to Papa Roach.").
-        value = cw.content_stems(next(iter(cw.names(hop.finding)), ""))
+        value = cw.content_stems(next((n for n in cw.names(hop.finding)
+                                       if not cw.numerals(n)), ""))
         if value and (any(s <= value or value <= s for s in subjects)
                       and any(value <= o or o <= value for o in openings)):
             return [hop.hop], (f"hop {hop.hop} found {hop.finding!r}: the name the passage "
                                f"it read opens with, the entity {hop.subquery!r} asks about")
-    return ([], "") if judged else _abstain("no hop names an entity of two or more words")
+    return ([], "") if judged else _abstain("no hop names an entity of two or more words and "
+                                            "finds one entity")
 
 
 def answer_type(req: CheckRequest) -> Verdict:
