@@ -18,7 +18,7 @@ what it needs abstains:
   that names several (a reader that answers in a sentence of its passage, "X is a 1994
   film directed by Y."): before, a sentence was never the title of what the next hop
   retrieved, and opened with the entity asked about, so both fired on every such hop
-  — on a 135M model's runs, `consistency` named hop 1 on 119 of 129 failures;
+  — on a 135M model's runs, `consistency` named hop 1 on 118 of 128 failures;
 * about the answer — **answer_type** (a number or date asked, none given),
   **grounded** (none of the findings), and **complete** (a part of the question no text
   a finding rests on states: never asked → n+1, asked → the hop that asked it), which
