@@ -57,6 +57,7 @@ from langchain_core.documents import Document
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 FAULTS = ("clean", "misread", "withheld", "drift", "early_stop")
+MUSIQUE_KEYS = frozenset({"id", "question", "answer", "question_decomposition", "paragraphs"})
 K = 5
 _NAME = re.compile(r"\b[A-Z][\w'\-]*(?:\s+(?:of|de|the|and|von|van|la|du)?\s*[A-Z][\w'\-]*)*")
 
@@ -114,7 +115,12 @@ def read_records(path: Path, dataset: str) -> list[dict[str, Any]]:
     text = path.read_text(encoding="utf-8")
     if dataset == "2wiki":
         return [r for r in map(from_2wiki, json.loads(text)) if r is not None]
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    records = [json.loads(line) for line in text.splitlines() if line.strip()]
+    for n, record in enumerate(records, 1):
+        if not isinstance(record, dict) or not record.keys() >= MUSIQUE_KEYS:
+            raise ValueError(f"record {n} is no MuSiQue-Ans record (it needs "
+                             f"{', '.join(sorted(MUSIQUE_KEYS))})")
+    return records
 
 
 def _matches(answer: str, record: dict[str, Any]) -> bool:
@@ -341,6 +347,8 @@ def parsed_records(parser: argparse.ArgumentParser, args: argparse.Namespace
     """The records `--data` names, or a one-line usage error (exit 2) naming the file."""
     try:
         return read_records(args.data, args.dataset)[: args.n]
+    except OSError as exc:
+        parser.error(f"{args.data}: cannot be read ({exc.strerror or exc})")
     except (ValueError, KeyError, TypeError) as exc:
         parser.error(f"{args.data}: not a {args.dataset} file ({type(exc).__name__}: {exc})")
 

@@ -1,11 +1,13 @@
 """A foreign LangGraph agent whose reader is a chat model (`examples/foreign_model_traces.py`):
 its traces are labelled from MuSiQue's gold chain by `diagnose` with a gold file, not by
 the agent — so its failures are its own. The fast test stands a LangChain fake chat model
-in for the reader; the real-model test runs SmolLM2-135M."""
+in for the reader; the real-model test runs SmolLM2-135M; a data file of another shape is
+a one-line usage error (exit 2) before any model loads."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,7 @@ from cuer_agent.studies.entry import TraceSource
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
-pytestmark = [pytest.mark.shared_data, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
 def _musique() -> tuple[Path, list[dict[str, Any]]]:
@@ -38,6 +40,7 @@ def _labels(path: Path, traces: Path, out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (out / "labels.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.shared_data
 def test_a_foreign_reader_s_wrong_first_note_is_labelled_hop_1_from_the_gold_chain(
         tmp_path: Path) -> None:
     import foreign_model_traces as foreign
@@ -55,6 +58,7 @@ def test_a_foreign_reader_s_wrong_first_note_is_labelled_hop_1_from_the_gold_cha
         (tmp_path / "d" / "traces.jsonl").read_text().splitlines()[0])["hops"][1]["subquery"]
 
 
+@pytest.mark.shared_data
 @pytest.mark.real_model
 def test_smollm2_reader_s_runs_are_each_labelled_from_the_gold_chain(tmp_path: Path) -> None:
     import foreign_model_traces as foreign
@@ -69,3 +73,16 @@ def test_smollm2_reader_s_runs_are_each_labelled_from_the_gold_chain(tmp_path: P
     assert len(labels) == 3
     assert all(lab["outcome"] == "correct" or lab["rule"] == "gold-chain-walk@1"
                for lab in labels)
+
+
+@pytest.mark.parametrize("content", ['[{"_id": "a", "type": "comparison"}]\n', "not json\n"])
+def test_a_data_file_of_another_shape_is_one_line_and_exit_2(tmp_path: Path,
+                                                              content: str) -> None:
+    data = tmp_path / "other.jsonl"
+    data.write_text(content)
+    script = Path(__file__).resolve().parents[1] / "examples" / "foreign_labelled_traces.py"
+    done = subprocess.run([sys.executable, str(script), "--data", str(data), "--out",
+                           str(tmp_path / "out")], capture_output=True, text=True, check=False)
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1].startswith(f"foreign_labelled_traces.py: error: {data}")
+    assert not (tmp_path / "out").exists()
