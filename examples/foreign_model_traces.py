@@ -22,6 +22,8 @@ model; an `answer` node returning the last note), with two differences:
   without this every run would fail at hop 1 and the set would measure nothing.
 
 The agent stops when the reader says nothing, else after the decomposition's last step.
+Like the scripted agent it reads none of cuer-agent's code: its llama.cpp settings repeat
+those of `cuer_agent.llm.llamacpp_backend.server_params` on purpose, as a user would.
 The same data and model file give the same spans (but for their clock times and the OTel
 SDK's random `service.instance.id`): greedy decoding, one slot, a fixed thread count.
 """

@@ -124,12 +124,12 @@ def _relation_stems(text: str) -> set[str]:
     return cw.content_stems(text) - _name_stems(text) - _KIND_WORDS
 
 
-def _one_entity(finding: str) -> bool:
-    """Whether a finding names at most one entity. A check that reads a finding as the one
-    entity a hop found cannot read a sentence that names several ("X is a 1994 film
-    directed by Y."): which of them is the value, position does not tell."""
-    entities = {frozenset(cw.content_stems(n)) for n in cw.names(finding) if not cw.numerals(n)}
-    return len(entities) <= 1
+def _entities(finding: str) -> set[frozenset[str]]:
+    """The entities a finding names, as stem sets (a date or a number is none). A check
+    that reads a finding as the one entity a hop found cannot read a sentence that names
+    several ("X is a 1994 film directed by Y."): which is the value, position does not
+    tell."""
+    return {frozenset(cw.content_stems(n)) for n in cw.names(finding) if not cw.numerals(n)}
 
 
 def _abstain(why: str) -> Verdict:
@@ -177,7 +177,7 @@ def bridge(req: CheckRequest) -> Verdict:
     for hop, following in itertools.pairwise(req.hops):
         stems = cw.content_stems(hop.finding)
         if (following.hop != hop.hop + 1 or not _claims(hop.finding)
-                or not _one_entity(hop.finding)
+                or len(_entities(hop.finding)) > 1
                 or not stems <= cw.content_stems(following.subquery) or not following.retrieved):
             continue
         judged += 1
@@ -343,12 +343,12 @@ def echo(req: CheckRequest) -> Verdict:
     judged = 0
     for hop in _kept(req):
         subjects = [s for s in map(cw.content_stems, cw.names(hop.subquery)) if len(s) >= 2]
-        if not subjects or not _claims(hop.finding) or not _one_entity(hop.finding):
+        entities = _entities(hop.finding)
+        if not subjects or not _claims(hop.finding) or len(entities) > 1:
             continue
         judged += 1
         openings = [o for o in map(_opening_name, _read(hop)) if o]
-        value = cw.content_stems(next((n for n in cw.names(hop.finding)
-                                       if not cw.numerals(n)), ""))
+        value = set(next(iter(entities), frozenset()))
         if value and (any(s <= value or value <= s for s in subjects)
                       and any(value <= o or o <= value for o in openings)):
             return [hop.hop], (f"hop {hop.hop} found {hop.finding!r}: the name the passage "
