@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from cuer_agent.diagnosers import DiagnosisView, get_diagnoser
-from cuer_agent.metrics.attribution import Attribution, abstention
+from cuer_agent.metrics.attribution import Attribution
+from cuer_agent.studies.diagnose.summary import abstention
 from cuer_agent.trace import Evidence, HopAttempt, HopRecord, Trace
 
 EV = (Evidence(id="a-p0-c0", title="A", text="A was directed by B."),)
@@ -51,11 +52,11 @@ def item(true_hop: int, pred_hop: int | None, n_hops: int = 3) -> Attribution:
 def test_abstention_scores_coverage_precision_and_a_random_hops_precision() -> None:
     items = [item(1, 1), item(2, 1), item(3, 0), item(2, None)]
     scores = abstention(items)
-    assert scores["coverage"] == 0.5 and scores["named"] == 2
-    assert scores["precision"] == 0.5
-    assert scores["random_precision"] == round(1 / 3, 6)  # 1/n for every true hop in 1..n
-    assert abstention([])["coverage"] is None
+    assert scores.coverage == 0.5 and scores.named == 2
+    assert scores.precision == 0.5
+    assert scores.random_precision == round(1 / 3, 6)  # 1/n for every true hop in 1..n
+    assert abstention([]).coverage is None
 
 
 def test_a_random_hop_cannot_be_right_about_a_premature_stop() -> None:
-    assert abstention([item(3, 1, n_hops=2)])["random_precision"] == 0.0
+    assert abstention([item(3, 1, n_hops=2)]).random_precision == 0.0

@@ -58,8 +58,8 @@ DEFAULT_SEED = 42
 DEFAULT_MIN_CELL = MIN_CELL
 _DIGITS = 6
 
-__all__ = ["AbstentionScore", "Attribution", "ChanceAccuracy", "IndependenceBaseline",
-           "Resampling", "abstention", "blame_histogram", "chance_expected_accuracy",
+__all__ = ["Attribution", "ChanceAccuracy", "IndependenceBaseline", "Resampling",
+           "blame_histogram", "chance_expected_accuracy",
            "clustered_interval", "group", "hop_errors", "independence_baseline", "indicator",
            "mean", "mean_interval", "per", "rounded", "wilson"]
 
@@ -72,16 +72,6 @@ class IndependenceBaseline(TypedDict):
 
     overall: float | None
     by_depth: dict[str, float]
-
-
-class AbstentionScore(TypedDict):
-    """A diagnoser scored as one that may abstain (see `abstention`)."""
-
-    coverage: float | None
-    named: int
-    precision: float | None
-    precision_ci: Interval | None
-    random_precision: float | None
 
 
 class ChanceDepth(TypedDict):
@@ -252,26 +242,6 @@ def independence_baseline(items: Sequence[Attribution]) -> IndependenceBaseline:
     overall = sum((hist.get(str(d)) or 0.0) * len(cell) / n for d, cell in depths.items())
     return {"overall": rounded(overall) if n else None,
             "by_depth": {str(d): hist.get(str(d)) or 0.0 for d in depths}}
-
-
-def abstention(items: Sequence[Attribution]) -> AbstentionScore:
-    """A diagnoser that may abstain (hop 0, the answer level, names no hop), scored as
-    one: `coverage` = share of the items where it names a hop (>= 1); `precision` =
-    exact-hop accuracy on those (Wilson `precision_ci`); `random_precision` = what a
-    uniform hop in 1..n_hops scores on the same items — the precision of a random
-    diagnoser at any coverage, its accuracy `coverage · random_precision`. Errors count
-    as abstentions."""
-    items = list(items)
-    named = [it for it in items if it.pred_hop is not None and it.pred_hop >= 1]
-    right = sum(1 for it in named if it.pred_hop == it.true_hop)
-    chance = indicator(items, "chance_hit_probability")
-    return {
-        "coverage": rounded(len(named) / len(items)) if items else None,
-        "named": len(named),
-        "precision": rounded(right / len(named)) if named else None,
-        "precision_ci": list(wilson_interval(right, len(named))) if named else None,
-        "random_precision": rounded(chance.mean()) if items else None,
-    }
 
 
 def chance_expected_accuracy(items: Sequence[Attribution]) -> ChanceAccuracy:

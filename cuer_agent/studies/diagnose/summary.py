@@ -31,7 +31,6 @@ from cuer_agent.diagnosers import Diagnoser
 from cuer_agent.metrics.attribution import (
     Attribution,
     Resampling,
-    abstention,
     blame_histogram,
     chance_expected_accuracy,
     clustered_interval,
@@ -120,6 +119,20 @@ def attribution_scores(items: Sequence[Attribution], *, n_resamples: int, seed: 
                         for fault, cell in group(items, "fault").items()})
 
 
+def abstention(items: Sequence[Attribution]) -> Abstention:
+    """A diagnoser that may abstain (hop 0, the answer level, names no hop), scored as
+    one: `coverage` = share of the items where it names a hop (>= 1); `precision` =
+    exact-hop accuracy on those (Wilson `precision_ci`); `random_precision` = what a
+    uniform hop in 1..n_hops scores on the same items — the precision of a random
+    diagnoser at any coverage, its accuracy `coverage · random_precision`. Errors count
+    as abstentions."""
+    named = [it for it in items if it.pred_hop is not None and it.pred_hop >= 1]
+    hits = indicator(named, "hop_correct")
+    return Abstention(coverage=per(len(named), len(items)), named=len(named),
+                      precision=mean(hits), precision_ci=wilson(hits),
+                      random_precision=mean(indicator(items, "chance_hit_probability")))
+
+
 def _proportion(items: Sequence[Attribution], outcome: str) -> MeanCI:
     """The share of `items` with `outcome`, with its Wilson interval."""
     hits = indicator(items, outcome)
@@ -138,7 +151,7 @@ def _depth_cell(cell: Sequence[Attribution], independence: float, resampling: Re
                      faults={f: len(c) for f, c in group(cell, "fault").items()},
                      independence=independence,
                      beats_independence=ci is not None and ci[0] > independence,
-                     abstention=Abstention(**abstention(cell)))
+                     abstention=abstention(cell))
 
 
 def _fault_depth_cell(cell: Sequence[Attribution], min_cell: int) -> FaultDepthCell:
@@ -160,7 +173,7 @@ def _summary(d: Diagnoser, mine: Rows, config: StudyConfig) -> DiagnoserSummary:
         uses_environment_oracle=getattr(d, "uses_environment_oracle", False),
         probing=d.probing, stand_in=d.stand_in, control=getattr(d, "control", False),
         blame_hist=blame_histogram(items), independence=independence_baseline(items)["overall"],
-        abstention=Abstention(**abstention(items)),
+        abstention=abstention(items),
         clean_n=clean_n, clean_blame_rate=clean_blame_rate)
     if d.name != "chance":
         return summary
