@@ -20,7 +20,8 @@ import platform
 import subprocess
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import TypedDict
+
+from cuer_agent._part import Part
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -67,18 +68,25 @@ def _sha256(path: str, size: int, mtime_ns: int) -> str:
     return digest.hexdigest()
 
 
-class ProvenanceRecord(TypedDict):
-    """Where a summary came from (`cuer_agent.studies.evaluate.summary_model.Provenance`)."""
+class Provenance(Part):
+    """Where the summary came from (`cuer_agent.provenance`)."""
 
     command: str
+    """The command, with only the options that can change the results."""
     version: str
+    """The installed cuer-agent version."""
     commit: str | None
+    """The git commit of the cuer-agent source (`+dirty` with tracked changes); null
+    outside a git checkout."""
     data_sha256: str | None
+    """sha256 of the data file, when the data came from one."""
     python: str
+    """The Python version."""
     platform: str
+    """The machine (`platform.platform()`)."""
 
 
-def provenance(command: str, data_path: str | Path | None = None) -> ProvenanceRecord:
-    return {"command": command, "version": package_version(), "commit": git_commit(),
-            "data_sha256": file_sha256(data_path), "python": platform.python_version(),
-            "platform": platform.platform()}
+def provenance(command: str, data_path: str | Path | None = None) -> Provenance:
+    return Provenance(command=command, version=package_version(), commit=git_commit(),
+                      data_sha256=file_sha256(data_path), python=platform.python_version(),
+                      platform=platform.platform())

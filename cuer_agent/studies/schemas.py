@@ -28,13 +28,11 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from cuer_agent._part import Part
 from cuer_agent._validation import problem
 from cuer_agent.errors import DataError
 from cuer_agent.studies._common.recorded_config import RecordedConfig
-from cuer_agent.studies._common.summary_model import (
-    Part,
-    RunSummary,
-)
+from cuer_agent.studies._common.summary_model import RunSummary
 from cuer_agent.studies.cuer.summary_model import CuerSummary
 from cuer_agent.studies.diagnose.labels import TraceLabel
 from cuer_agent.studies.evaluate.summary_model import EvaluateSummary

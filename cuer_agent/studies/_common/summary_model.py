@@ -1,19 +1,20 @@
 """The parts of `summary.json` shared by the studies, and the summary of `run`.
 
-Every part forbids unknown keys, so a renamed key is an error. A key a study writes only
-sometimes (`delta` of a counterfactual condition, `ablations`, `roles.dataset`…) is
-declared with `absent()`: optional, never null. A free-form mapping (per condition, per
-fault, per hop) is a `dict` of a typed cell. Each study's own cells and summary model
-are in its room (`cuer_agent.studies.<study>.cells`); `cuer_agent.studies.schemas`
-generates the JSON Schemas from them.
+Every part (`cuer_agent._part.Part`) forbids unknown keys, so a renamed key is an error.
+A key a study writes only sometimes (`delta` of a counterfactual condition, `ablations`,
+`roles.dataset`…) is declared with `absent()`: optional, never null. A free-form mapping
+(per condition, per fault, per hop) is a `dict` of a typed cell. Each study's own cells
+and summary model are in its room (`cuer_agent.studies.<study>.summary_model`);
+`cuer_agent.studies.schemas` generates the JSON Schemas from them.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.config import JsonDict
+from pydantic import Field
+
+from cuer_agent._part import Part
 
 Interval = tuple[float, float]
 """A confidence interval [low, high]."""
@@ -27,12 +28,6 @@ def hop_key(key: str) -> tuple[int, str]:
 
 
 
-class Part(BaseModel):
-    """A part of a summary: unknown keys are errors; field docstrings document it."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-
 P = TypeVar("P", bound=Part)
 
 
@@ -41,15 +36,6 @@ def extended(part: Part, model: type[P], **more: object) -> P:
     with `more` besides: the fields `part` was given, as they are (nested models are
     not validated again), so `RunDir.write_model` writes the keys it would have."""
     return model(**{name: getattr(part, name) for name in part.model_fields_set}, **more)
-
-
-def _no_default(schema: JsonDict) -> None:
-    schema.pop("default", None)
-
-
-def absent() -> Any:
-    """A key written only in some runs: optional, but never null when present."""
-    return Field(None, json_schema_extra=_no_default)
 
 
 # ------------------------------------------------------------------------- shared cells

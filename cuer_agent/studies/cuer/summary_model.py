@@ -7,8 +7,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag
 
+from cuer_agent._part import Part, absent
 from cuer_agent.config import CuerConfig
-from cuer_agent.studies._common.summary_model import Interval, Ledger, MeanCI, Part, Skipped, absent
+from cuer_agent.studies._common.summary_model import Interval, Ledger, MeanCI, Skipped
 
 RoleLabel = Literal["corrective", "constructive", "distractive", "confidence-distorting",
                     "redundant", "neutral"]

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import NotRequired, TypedDict
 
-from cuer_agent.studies._common.summary_model import HopKey, Interval, MeanCI, Part, absent
+from cuer_agent._part import Part, absent
+from cuer_agent.studies._common.summary_model import HopKey, Interval, MeanCI
 
 
 class Abstention(Part):

@@ -15,13 +15,14 @@ unfaulted run (`cuer_agent.studies.diagnose.runner`); their summaries
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from cuer_agent._json import JsonRow
 from cuer_agent.config import StudyConfig
 from cuer_agent.data import Dataset
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.parallel import Parallelism
+from cuer_agent.provenance import Provenance
 from cuer_agent.run_dir import RunDir
 from cuer_agent.studies._common.dataset_run import ledger_from_rows, retriever_factory, skill_spend
 from cuer_agent.studies._common.pools import single_shot_data
@@ -42,6 +43,7 @@ from cuer_agent.studies.evaluate.summary_model import (
     EvaluateLedger,
     EvaluateResults,
     EvaluateSummary,
+    NoProvenance,
     SingleShot,
 )
 from cuer_agent.studies.natural.runner import NATURAL, run_natural
@@ -54,7 +56,7 @@ from cuer_agent.trace import Trace
 
 def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config: StudyConfig,
                  *, show_progress: bool = True, parallel: Parallelism | int = 1,
-                 provenance: Mapping[str, object] | None = None) -> EvaluateSummary:
+                 provenance: Provenance | None = None) -> EvaluateSummary:
     """Run the three studies and the diagnosers into `run_dir`, write `summary.json`,
     and return it as its model."""
     diagnosers = build_diagnosers(config, skills)
@@ -110,7 +112,7 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
         comparison=compare_analyses(single_dir.rows(CUER_RECORDS), records),
         diagnosers=diagnoser_summaries(diagnoses, diagnosers, config), natural=natural,
         ledger=ledger,
-        config=config.model_dump(mode="json"), provenance=dict(provenance or {}))
+        config=config.model_dump(mode="json"), provenance=provenance or NoProvenance())
     disagreement = world_disagreement(dataset, {
         r["record"]["example_id"]: bool(metrics["correct"]) for r in typed_records
         if r["record"]["condition"] == "clean" and (metrics := r["metrics"]) is not None})

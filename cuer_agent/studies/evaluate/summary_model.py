@@ -8,15 +8,10 @@ from typing import Annotated, Literal
 
 from pydantic import Discriminator, Tag
 
+from cuer_agent._part import Part, absent
 from cuer_agent.config import StudyConfig
-from cuer_agent.studies._common.summary_model import (
-    HopKey,
-    Interval,
-    Ledger,
-    Part,
-    SkillSpend,
-    absent,
-)
+from cuer_agent.provenance import Provenance
+from cuer_agent.studies._common.summary_model import HopKey, Interval, Ledger, SkillSpend
 from cuer_agent.studies.cuer.summary_model import CuerSummary
 from cuer_agent.studies.diagnose.summary_model import DiagnoserSummary
 from cuer_agent.studies.natural.summary import NaturalSummary
@@ -129,24 +124,6 @@ class EvaluateLedger(Ledger):
     """The diagnosers' requests per skill, over the injected-fault and the
     natural-failure diagnoses (`consistency`'s `check`, the judge's `judge`, a probe's
     re-executions)."""
-
-
-class Provenance(Part):
-    """Where the summary came from (`cuer_agent.provenance`)."""
-
-    command: str
-    """The command, with only the options that can change the results."""
-    version: str
-    """The installed cuer-agent version."""
-    commit: str | None
-    """The git commit of the cuer-agent source (`+dirty` with tracked changes); null
-    outside a git checkout."""
-    data_sha256: str | None
-    """sha256 of the data file, when the data came from one."""
-    python: str
-    """The Python version."""
-    platform: str
-    """The machine (`platform.platform()`)."""
 
 
 class NoProvenance(Part):

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections import Counter
 
+from cuer_agent._part import Part
 from cuer_agent.config import StudyConfig
 from cuer_agent.diagnosers import Diagnoser
 from cuer_agent.metrics.attribution import chance_expected_accuracy
-from cuer_agent.studies._common.summary_model import HopKey, Part, hop_key
+from cuer_agent.studies._common.summary_model import HopKey, hop_key
 from cuer_agent.studies.diagnose.runner import CLEAN, DiagnosisRow
 from cuer_agent.studies.diagnose.summary import attribution, diagnoser_summaries
 from cuer_agent.studies.diagnose.summary_model import DiagnoserSummary

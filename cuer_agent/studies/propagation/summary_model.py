@@ -8,17 +8,10 @@ from typing import Literal
 
 from pydantic import Field
 
+from cuer_agent._part import Part, absent
 from cuer_agent.config import PropagationConfig
 from cuer_agent.interventions.persistence import Persistence
-from cuer_agent.studies._common.summary_model import (
-    HopKey,
-    Interval,
-    Ledger,
-    MeanCI,
-    Part,
-    Skipped,
-    absent,
-)
+from cuer_agent.studies._common.summary_model import HopKey, Interval, Ledger, MeanCI, Skipped
 
 # -------------------------------------------------------------------------- propagation
 
