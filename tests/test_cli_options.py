@@ -110,6 +110,27 @@ def test_hops_is_no_option_of_the_commands_that_run_no_agent() -> None:
         assert "No such option: --hops" in result.output + result.stderr
 
 
+@pytest.mark.parametrize(("args", "needle"), [
+    (["evaluate", "--n", "abc"], "cuer-agent evaluate: Invalid value for '--n'"),
+    (["evaluate", "--bogus"], "cuer-agent evaluate: No such option: --bogus"),
+    (["evalu"], "No such command 'evalu'. Did you mean 'evaluate'?"),
+    (["data", "bogus"], "cuer-agent data: No such command 'bogus'"),
+])
+def test_a_usage_error_typer_finds_is_one_line_naming_the_command_and_exit_2(
+        args: list[str], needle: str) -> None:
+    result = invoke(args)
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: ") and needle in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_a_group_called_without_a_command_still_prints_its_help() -> None:
+    result = invoke(["data"])
+    assert result.exit_code == 2
+    assert "Inspect data sets." in result.output + result.stderr
+    assert "error:" not in result.stderr
+
+
 @pytest.mark.parametrize("command", STUDIES)
 def test_a_flag_left_out_takes_the_config_files_value_and_a_flag_given_overrides_it(
         tmp_path: Path, command: str) -> None:

@@ -1,4 +1,6 @@
 """The typer application: `app` and its `data` and `trace` groups, `user_errors`, `main`.
+A usage error typer finds (an unknown option, a value of the wrong type) is one line and
+exit 2, as a `CuerError` is (`OneLineUsageErrors`).
 
 The commands register themselves on these objects when `cuer_agent.cli` imports
 `studies`, `evaluation` and `inspection`; the order of those imports is the order of
@@ -14,16 +16,55 @@ import multiprocessing
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
+from typer.core import TyperGroup
 
 from cuer_agent.errors import CuerError
 from cuer_agent.interrupts import install_interrupt_handlers
 
+
+class OneLineUsageErrors(TyperGroup):
+    """The top-level group, whose usage errors are one line and exit 2, as every other
+    bad input is (`error: cuer-agent evaluate: No such option: --bogus …`), where typer
+    draws a panel under the usage lines. Everything else is as typer does it."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             windows_expand_args: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, windows_expand_args,
+                                **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, windows_expand_args,
+                                **extra)
+        except typer.TyperException as exc:  # a usage error (exit 2): an unknown option
+            # or command, a value of the wrong type, a missing argument. A group called
+            # without a command has printed its help already.
+            if type(exc).__name__ != "NoArgsIsHelpError":
+                print(usage_error_line(exc), file=sys.stderr)
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            print("Aborted!", file=sys.stderr)
+            sys.exit(1)
+        # An exit code (`typer.Exit`, an interrupt), or what a command returned: nothing.
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def usage_error_line(exc: typer.TyperException) -> str:
+    """`error: <command path>: <message> (see <command path> --help)`, on one line."""
+    ctx = getattr(exc, "ctx", None)
+    message = " ".join(exc.format_message().split())
+    if ctx is None:
+        return f"error: {message}"
+    return f"error: {ctx.command_path}: {message} (see {ctx.command_path} --help)"
+
+
 app = typer.Typer(
+    cls=OneLineUsageErrors,
     name="cuer-agent",
     help="Which evidence mattered, and where a failure started.",
     no_args_is_help=True,
