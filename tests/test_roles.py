@@ -268,16 +268,16 @@ def binary_deltas(share_hurt: float, share_helped: float) -> np.ndarray:
 def test_dataset_clear_positive_shift_is_constructive() -> None:
     out = dataset_roles(base(remove={"correctness": binary_deltas(0.35, 0.05)}),
                         n_resamples=FAST)
-    assert out["primary"] == "constructive"
-    assert out["verdicts"]["constructive"]["holds"] is True
-    assert out["verdicts"]["constructive"]["evidence"]["remove.correctness"]["ci_low"] > 0
+    assert out.primary == "constructive"
+    assert out.verdicts.constructive.holds is True
+    assert out.verdicts.constructive.evidence["remove.correctness"].ci_low > 0
 
 
 def test_dataset_clear_negative_shift_is_distractive() -> None:
     out = dataset_roles(base(remove={"correctness": binary_deltas(0.05, 0.35)}),
                         n_resamples=FAST)
-    assert out["primary"] == "distractive"
-    assert out["verdicts"]["constructive"]["holds"] is False
+    assert out.primary == "distractive"
+    assert out.verdicts.constructive.holds is False
 
 
 def test_dataset_zero_mean_correctness_with_confidence_shift_is_confidence_distorting() -> None:
@@ -285,46 +285,46 @@ def test_dataset_zero_mean_correctness_with_confidence_shift_is_confidence_disto
                                         "conf_utility": shifted(0.12, 0.1),
                                         "divergence": np.full(N, 0.05)}),
                         n_resamples=FAST)
-    assert out["primary"] == "confidence-distorting"
-    evidence = out["verdicts"]["confidence-distorting"]["evidence"]
-    assert evidence["duplicate.conf_utility"]["ci_low"] > 0
-    assert evidence["duplicate.correctness"]["ci_low"] <= 0 <= \
-        evidence["duplicate.correctness"]["ci_high"]
+    assert out.primary == "confidence-distorting"
+    evidence = out.verdicts.confidence_distorting.evidence
+    assert evidence["duplicate.conf_utility"].ci_low > 0
+    assert evidence["duplicate.correctness"].ci_low <= 0 <= \
+        evidence["duplicate.correctness"].ci_high
 
 
 def test_dataset_all_zero_deltas_are_redundant() -> None:
     out = dataset_roles(base(), n_resamples=FAST)
-    assert out["labels"] == ["redundant"]
-    assert out["primary"] == "redundant"
+    assert out.labels == ["redundant"]
+    assert out.primary == "redundant"
 
 
 def test_dataset_duplicate_divergence_above_the_bound_is_not_redundant() -> None:
     out = dataset_roles(base(duplicate={"divergence": np.full(N, 0.2)}), n_resamples=FAST)
-    assert out["verdicts"]["redundant"]["holds"] is False
-    assert out["primary"] == "neutral"
+    assert out.verdicts.redundant.holds is False
+    assert out.primary == "neutral"
 
 
 def test_dataset_corrective_is_not_decided() -> None:
     out = dataset_roles(base(), n_resamples=FAST)
-    assert out["verdicts"]["corrective"]["holds"] is None
+    assert out.verdicts.corrective.holds is None
 
 
 def test_dataset_without_duplicate_leaves_redundant_undecided() -> None:
     out = dataset_roles({"remove": {"correctness": zeros()}}, n_resamples=FAST)
-    assert out["verdicts"]["redundant"]["holds"] is None
-    assert out["verdicts"]["confidence-distorting"]["holds"] is None
-    assert out["primary"] == "neutral"
+    assert out.verdicts.redundant.holds is None
+    assert out.verdicts.confidence_distorting.holds is None
+    assert out.primary == "neutral"
 
 
 def test_dataset_reports_every_condition_and_metric_and_is_json_serialisable() -> None:
     data = base()
     data["replace"] = {"correctness": binary_deltas(0.3, 0.0), "grounding": shifted(0.4)}
     out = dataset_roles(data, n_resamples=FAST)
-    assert set(out["conditions"]) == {"remove", "duplicate", "replace"}
-    assert set(out["conditions"]["replace"]) == {"correctness", "grounding"}
-    assert out["conditions"]["replace"]["correctness"]["mean"] == pytest.approx(0.3)
-    assert "CI" in out["verdicts"]["constructive"]["reason"]
-    json.dumps(out)
+    assert set(out.conditions) == {"remove", "duplicate", "replace"}
+    assert set(out.conditions["replace"]) == {"correctness", "grounding"}
+    assert out.conditions["replace"]["correctness"].mean == pytest.approx(0.3)
+    assert "CI" in out.verdicts.constructive.reason
+    assert "confidence-distorting" in json.loads(out.model_dump_json(by_alias=True))["verdicts"]
 
 
 def test_dataset_uses_bootstrap_ci_with_default_resamples_and_seed() -> None:
@@ -333,10 +333,10 @@ def test_dataset_uses_bootstrap_ci_with_default_resamples_and_seed() -> None:
     corr = binary_deltas(0.2, 0.1)
     out = dataset_roles({"remove": {"correctness": corr}})
     lo, hi = bootstrap_ci(corr, n_resamples=5000, seed=42)
-    stats = out["conditions"]["remove"]["correctness"]
-    assert (stats["ci_low"], stats["ci_high"]) == (lo, hi)
-    assert out["settings"]["n_resamples"] == 5000
-    assert out["settings"]["seed"] == 42
+    stats = out.conditions["remove"]["correctness"]
+    assert (stats.ci_low, stats.ci_high) == (lo, hi)
+    assert out.settings.n_resamples == 5000
+    assert out.settings.seed == 42
 
 
 def test_dataset_needs_remove_correctness() -> None:
@@ -357,3 +357,11 @@ def test_dataset_rejects_nan_deltas() -> None:
 def test_dataset_rejects_empty_arrays() -> None:
     with pytest.raises(ValueError, match="no examples"):
         dataset_roles({"remove": {"correctness": np.array([])}})
+
+
+def test_the_role_label_type_lists_every_label_in_order() -> None:
+    from typing import get_args
+
+    from cuer_agent.roles import LABELS, RoleLabel
+
+    assert get_args(RoleLabel) == LABELS

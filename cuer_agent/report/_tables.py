@@ -12,12 +12,11 @@ from collections.abc import Mapping
 from cuer_agent.report import _reference as ref
 from cuer_agent.report._format import DASH, ci, num, pval, share, signed
 from cuer_agent.report._render import Table
+from cuer_agent.roles import DatasetRoles, Verdict
 from cuer_agent.studies.cuer.summary_model import (
     CuerCondition,
-    DatasetRoles,
     DeltaStat,
     RoleCounts,
-    Verdict,
 )
 from cuer_agent.studies.evaluate.headline import NATURAL, Cell, Headline
 

@@ -71,10 +71,12 @@ Where it lives: the vocabulary and `RoleThresholds` in `_thresholds`, the item l
 """  # noqa: E501 — markdown table rows (copied into docs/concepts.md) cannot wrap
 
 from cuer_agent.roles._dataset import (
-    DatasetRoleVerdicts,
+    DatasetRoles,
     Evidence,
     RoleSettings,
-    VerdictRecord,
+    RoleStat,
+    Verdict,
+    Verdicts,
     dataset_roles,
 )
 from cuer_agent.roles._item import (
@@ -91,12 +93,13 @@ from cuer_agent.roles._thresholds import (
     CONSTRUCTIVE,
     LABELS,
     ROLE_PRIORITY,
+    RoleLabel,
     RoleOverrides,
     RoleThresholds,
 )
 
 __all__ = [
-    "CONSTRUCTIVE", "LABELS", "ROLE_PRIORITY", "ConditionEffects", "DatasetRoleVerdicts",
-    "Evidence", "ItemEffects", "RoleOverrides", "RoleSettings", "RoleThresholds",
-    "VerdictRecord", "dataset_roles", "item_role", "item_roles", "role_counts",
+    "CONSTRUCTIVE", "LABELS", "ROLE_PRIORITY", "ConditionEffects", "DatasetRoles", "Evidence",
+    "ItemEffects", "RoleLabel", "RoleOverrides", "RoleSettings", "RoleStat", "RoleThresholds",
+    "Verdict", "Verdicts", "dataset_roles", "item_role", "item_roles", "role_counts",
 ]

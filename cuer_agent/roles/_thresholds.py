@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from pydantic import StrictFloat, StrictInt
 from typing_extensions import TypedDict  # typing's TypedDict is no pydantic field on 3.11
@@ -30,6 +31,9 @@ ROLE_PRIORITY: tuple[str, ...] = (
 )
 #: Every label `item_role` can return, in the fixed order `role_counts` uses.
 LABELS: tuple[str, ...] = (*ROLE_PRIORITY, NEUTRAL)
+RoleLabel = Literal["corrective", "constructive", "distractive", "confidence-distorting",
+                    "redundant", "neutral"]
+"""`LABELS` as a type (a summary's labels are validated against it)."""
 
 REMOVE = "remove"
 DUPLICATE = "duplicate"

@@ -11,6 +11,7 @@ from cuer_agent.config import CuerConfig
 from cuer_agent.roles import (
     CONSTRUCTIVE,
     ConditionEffects,
+    DatasetRoles,
     ItemEffects,
     RoleThresholds,
     dataset_roles,
@@ -27,7 +28,6 @@ from cuer_agent.studies.cuer.summary import (
     parent_example,
 )
 from cuer_agent.studies.cuer.summary_model import (
-    DatasetRoles,
     RoleCounts,
     Roles,
     SupportCheck,
@@ -84,9 +84,9 @@ def roles_summary(records: list[RecordRow], config: CuerConfig, *,
     dataset: DatasetRoles | SuppressedRoles | None = None
     if "remove" in deltas and len(deltas["remove"]["correctness"]):
         dataset = (SuppressedRoles(suppressed=suppressed) if suppressed is not None
-                   else DatasetRoles.model_validate(dataset_roles(
-                       deltas, thresholds, n_resamples=config.bootstrap_resamples,
-                       seed=config.bootstrap_seed, clusters=clusters)))
+                   else dataset_roles(deltas, thresholds,
+                                      n_resamples=config.bootstrap_resamples,
+                                      seed=config.bootstrap_seed, clusters=clusters))
     return Roles(n_items=len(ids), items=RoleCounts.model_validate(role_counts(labels)),
                  items_holding=RoleCounts.model_validate(role_counts(holding)),
                  support_check=SupportCheck(changed=changed, supported=supported),

@@ -9,11 +9,8 @@ from pydantic import Discriminator, Field, Tag
 
 from cuer_agent._part import Part, absent
 from cuer_agent.config import CuerConfig
+from cuer_agent.roles import DatasetRoles
 from cuer_agent.studies._common.summary_model import Interval, Ledger, MeanCI, Skipped
-
-RoleLabel = Literal["corrective", "constructive", "distractive", "confidence-distorting",
-                    "redundant", "neutral"]
-"""The evidence roles (`cuer_agent.roles`)."""
 
 
 class DeltaStat(Part):
@@ -143,78 +140,6 @@ class RoleCounts(Part):
     confidence_distorting: int = Field(alias="confidence-distorting")
     redundant: int
     neutral: int
-
-
-class RoleStat(Part):
-    """Dataset-level statistics of one delta."""
-
-    n: int
-    """Paired examples."""
-    mean: float
-    """Mean delta."""
-    ci_low: float
-    """Lower end of its bootstrap interval (at `settings.ci_level`)."""
-    ci_high: float
-    """Upper end."""
-
-
-class RoleMetrics(Part):
-    """Deltas of one condition against the original."""
-
-    correctness: RoleStat
-    f1: RoleStat
-    conf_utility: RoleStat
-    """Δ of the confidence utility −CE (CE_cf − CE)."""
-    divergence: RoleStat
-
-
-class Verdict(Part):
-    """Whether a dataset-level role holds, and why."""
-
-    holds: bool | None
-    """Null: not decidable at dataset level, or its inputs are missing."""
-    reason: str
-    """The criterion and the figures it was decided on."""
-    evidence: dict[str, RoleStat]
-    """The statistics used, keyed `<condition>.<metric>`."""
-
-
-class Verdicts(Part):
-    """One verdict per role, highest priority first."""
-
-    corrective: Verdict
-    constructive: Verdict
-    distractive: Verdict
-    confidence_distorting: Verdict = Field(alias="confidence-distorting")
-    redundant: Verdict
-
-
-class RoleSettings(Part):
-    """What the dataset-level verdicts were computed with."""
-
-    ci_level: float
-    """Confidence level of the bootstrap intervals."""
-    n_resamples: int
-    """Bootstrap resamples."""
-    seed: int
-    """Bootstrap seed."""
-    redundant_divergence: float
-    """Redundant needs the mean D under DUPLICATE below this."""
-    confidence_conditions: list[str]
-    """Conditions checked for confidence distortion."""
-
-
-class DatasetRoles(Part):
-    """Dataset-level role verdicts (`cuer_agent.roles.dataset_roles`)."""
-
-    primary: RoleLabel
-    """The highest-priority label that holds (neutral when none does)."""
-    labels: list[RoleLabel]
-    """Every label that holds, in priority order."""
-    verdicts: Verdicts
-    conditions: dict[str, RoleMetrics]
-    """Deltas per condition (remove, duplicate, replace: those that ran)."""
-    settings: RoleSettings
 
 
 class SuppressedRoles(Part):

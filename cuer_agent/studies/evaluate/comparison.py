@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import NotRequired
 
 from pydantic import TypeAdapter
@@ -36,7 +35,7 @@ from typing_extensions import TypedDict  # typing's has no pydantic schema on 3.
 
 from cuer_agent._json import JsonRow
 from cuer_agent.metrics.stats import wilson_interval
-from cuer_agent.studies.evaluate.summary_model import Comparison, ComparisonExample, SingleShotFlag
+from cuer_agent.studies.evaluate.summary_model import Comparison, ComparisonExample, Removal
 
 
 class _Record(TypedDict):
@@ -58,15 +57,6 @@ class _RecordRow(TypedDict):
 _RECORD_ROWS = TypeAdapter(list[_RecordRow])
 
 
-@dataclass(frozen=True)
-class _Removal:
-    """One REMOVE: its hop (per the analysis' unit), target title and Δ of the metric."""
-
-    hop: int | None
-    target: str
-    delta: float
-
-
 def _parent(example_id: str) -> tuple[str, int | None]:
     """`syn-0-3#h2` → ("syn-0-3", 2); a whole-question id → (id, None)."""
     head, sep, hop = example_id.rpartition("#h")
@@ -74,20 +64,20 @@ def _parent(example_id: str) -> tuple[str, int | None]:
 
 
 def _removals(records: list[_RecordRow], base: str, removal: str, metric: str,
-              unit: Callable[[_Record], tuple[str, int | None]]) -> dict[str, list[_Removal]]:
+              unit: Callable[[_Record], tuple[str, int | None]]) -> dict[str, list[Removal]]:
     """Per example: each REMOVE's hop (per `unit`), target title and Δ of `metric` against
     the same run's `base` condition."""
     before = {r["record"]["example_id"]: metrics[metric] for r in records
               if r["record"]["condition"] == base and (metrics := r["metrics"]) is not None}
-    out: dict[str, list[_Removal]] = defaultdict(list)
+    out: dict[str, list[Removal]] = defaultdict(list)
     for r in records:
         rec, metrics = r["record"], r["metrics"]
         if rec["condition"] != removal or metrics is None:
             continue
         example, hop = unit(rec)
         delta = before.get(rec["example_id"], 0.0) - metrics[metric]
-        out[example].append(_Removal(hop, (rec.get("target_titles") or [""])[0],
-                                     round(delta, 6)))
+        out[example].append(Removal(hop=hop, target=(rec.get("target_titles") or [""])[0],
+                                    delta=round(delta, 6)))
     return out
 
 
@@ -128,9 +118,7 @@ def compare_analyses(single_records: Sequence[JsonRow],
             pointed += points
         rows.append(ComparisonExample(
             example_id=example_id,
-            single_shot=[SingleShotFlag(hop=s.hop, target=s.target, delta=s.delta)
-                         for s in sorted(single[example_id],
-                                         key=lambda s: (s.hop is None, s.hop or 0))],
+            single_shot=sorted(single[example_id], key=lambda s: (s.hop is None, s.hop or 0)),
             critical_hop=critical.hop if critical else None,
             tied_hops=[c.hop for c in tied if c.hop is not None] if len(tied) > 1 else [],
             critical_item=critical.target if critical else None,

@@ -50,22 +50,25 @@ class ReaderCheck(Accuracy):
 
 # ---------------------------------------------------------------------------- comparison
 
-class SingleShotFlag(Part):
-    """CUE-R's REMOVE of one target item in the single-shot run."""
+class Removal(Part):
+    """One REMOVE of one target item: CUE-R's in the single-shot run, or the agent's at a
+    hop."""
 
     hop: int | None
-    """The hop whose sub-question was asked (null: the whole question)."""
+    """The hop whose sub-question was asked, or at which the agent lost the item (null:
+    the whole question)."""
     target: str
     """Title of the removed item."""
     delta: float
-    """Δcorrectness (> 0: the item is flagged)."""
+    """Δcorrectness against the run without the removal (> 0: the removal hurt; in the
+    single-shot run, the item is flagged)."""
 
 
 class ComparisonExample(Part):
     """One example: the single-shot flags next to the agent's critical hop."""
 
     example_id: str
-    single_shot: list[SingleShotFlag]
+    single_shot: list[Removal]
     """Each single-shot REMOVE of the example (per hop's sub-question, or the whole
     question)."""
     critical_hop: int | None
