@@ -30,6 +30,7 @@ import multiprocessing
 import os
 import pickle
 import signal
+import tempfile
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -232,14 +233,23 @@ WORKER_PRELOAD = ["cuer_agent.studies.cuer.runner", "cuer_agent.studies.propagat
 """Modules the fork server imports once, so a worker starts with the study code loaded."""
 
 
+SOCKET_PATH_ROOM = 103 - len("/pymp-12345678/listener-12345678")
+"""How long the temp dir's path may be for the fork server: it listens on a socket at
+`<temp dir>/pymp-…/listener-…`, and an AF_UNIX path holds 103 bytes and its NUL on
+macOS (107 on Linux). Python 3.11's multiprocessing does not shorten a longer one: the
+bind fails."""
+
+
 def _worker_context() -> multiprocessing.context.BaseContext:
     """Not a fork of this process: it holds threads (progress bar) and an open SQLite
     connection, neither of which survives a fork safely. A fork server where there is
     one (Linux, macOS): a clean process, started once per command, that forks each
     worker with `WORKER_PRELOAD` imported — a spawned worker imports the package again
     (a second or two of CPU), and `evaluate` starts a pool per sub-study. Spawn
-    elsewhere."""
-    if "forkserver" not in multiprocessing.get_all_start_methods():
+    elsewhere, and where the temp dir's path is too long for the fork server's socket
+    (`SOCKET_PATH_ROOM`; spawned workers talk through pipes)."""
+    if ("forkserver" not in multiprocessing.get_all_start_methods()
+            or len(tempfile.gettempdir().encode()) > SOCKET_PATH_ROOM):
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(WORKER_PRELOAD)

@@ -118,3 +118,16 @@ def test_concurrent_identical_requests_reach_the_server_once(tmp_path: Path) -> 
     assert results == ["ok"] * 16
     assert backend.calls == 2  # single flight: the others waited and read the cache
     assert skills.ledger.to_dict()["cache_hits"] == 14
+
+
+def test_worker_processes_start_when_the_temp_dir_is_too_long_for_a_socket(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    from cuer_agent.parallel import SOCKET_PATH_ROOM, Parallelism
+
+    long_dir = tmp_path / ("d" * max(1, SOCKET_PATH_ROOM + 1 - len(str(tmp_path))))
+    long_dir.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(long_dir))
+    policy = Parallelism(executor="process", concurrency=2, workers=2)
+    assert list(ordered_map(abs, [-3, 2, -1], policy)) == [3, 2, 1]
