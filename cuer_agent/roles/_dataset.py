@@ -103,10 +103,6 @@ class RoleSettings(Part):
     """Conditions checked for confidence distortion."""
 
 
-def _verdict(holds: bool | None, reason: str, evidence: Evidence | None = None) -> Verdict:
-    return Verdict(holds=holds, reason=reason, evidence=evidence or {})
-
-
 class DatasetRoles(Part):
     """Dataset-level role verdicts (`cuer_agent.roles.dataset_roles`)."""
 
@@ -120,6 +116,10 @@ class DatasetRoles(Part):
     correctness, f1, conf_utility (Δ of the confidence utility −CE: CE_cf − CE) and
     divergence, for remove, duplicate and replace: those that ran."""
     settings: RoleSettings
+
+
+def _verdict(holds: bool | None, reason: str, evidence: Evidence | None = None) -> Verdict:
+    return Verdict(holds=holds, reason=reason, evidence=evidence or {})
 
 
 def _condition_stats(condition: str, metrics: Mapping[str, ArrayLike], *, n_resamples: int,

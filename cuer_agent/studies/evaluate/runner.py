@@ -111,8 +111,8 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
         invisibility=invisibility(typed_traces, config.propagation.faults), reader=reader,
         comparison=compare_analyses(single_dir.rows(CUER_RECORDS), records),
         diagnosers=diagnoser_summaries(diagnoses, diagnosers, config), natural=natural,
-        ledger=ledger,
-        config=config.model_dump(mode="json"), provenance=provenance or NoProvenance())
+        ledger=ledger, config=config.model_dump(mode="json"),
+        provenance=provenance if provenance is not None else NoProvenance())
     disagreement = world_disagreement(dataset, {
         r["record"]["example_id"]: bool(metrics["correct"]) for r in typed_records
         if r["record"]["condition"] == "clean" and (metrics := r["metrics"]) is not None})
