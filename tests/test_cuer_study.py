@@ -1,4 +1,5 @@
-"""The single-shot CUE-R study end to end through `cuer-agent cuer` (extractive backend)."""
+"""The single-shot CUE-R study end to end: through the Python API (`cuer_agent.cuer`), and
+through `cuer-agent cuer` where the command line itself is under test (extractive backend)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ CONDITIONS = ("original", "remove", "replace", "duplicate", "zero_retrieval", "r
 AXES = ("correctness", "em", "f1", "grounding", "confidence_error", "divergence")
 
 
+OFFLINE = cuer_agent.Execution(use_cache=False, progress=False)
+"""No response cache, no progress bar: what the tests' study calls run with."""
+
 CUER = ("cuer", "--dataset", "synthetic", "--gold-hops", "2", "--n", "8", "--seed", "3")
 
 
@@ -35,8 +39,7 @@ def _cuer_config(**ablations: bool) -> StudyConfig:
 
 
 def test_summary_has_every_condition_axis_and_delta(tmp_path: Path) -> None:
-    summary = cuer_agent.cuer(_cuer_config(), out=tmp_path / "run",
-                              execution=cuer_agent.Execution(use_cache=False))
+    summary = cuer_agent.cuer(_cuer_config(), out=tmp_path / "run", execution=OFFLINE)
     assert summary.n == 8  # the whole question, over its own pool
     for name in CONDITIONS:
         cond = summary.conditions[name]
@@ -92,7 +95,7 @@ def test_ablations_are_reported_behind_flags(tmp_path: Path) -> None:
     summary = cuer_agent.cuer(
         _cuer_config(two_support=True, duplicate_positions=True, replace_hardness_sweep=True,
                      weight_sensitivity=True),
-        out=tmp_path / "run", execution=cuer_agent.Execution(use_cache=False))
+        out=tmp_path / "run", execution=OFFLINE)
     ablations = json.loads((tmp_path / "run" / "summary.json").read_text())["ablations"]
     assert summary.ablations is not None
     assert set(ablations["duplicate_position"]) == {"end", "front", "after"}
@@ -110,12 +113,10 @@ def test_empty_retrieval_is_skipped_and_counted(tmp_path: Path) -> None:
                                                           ["Q", ["Delta epsilon."]]]}]
     path = tmp_path / "tiny.json"
     path.write_text(json.dumps(data))
-    result = invoke(["cuer", "--dataset", "hotpotqa", "--path", str(path),
-                     "--out", str(tmp_path / "run"), "--no-cache", "--no-progress"])
-    assert result.exit_code == 0, result.output
-    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    assert summary["skipped"]["remove"] == {"empty retrieval": 1}
-    assert summary["conditions"]["remove"]["n"] == 1
+    summary = cuer_agent.cuer(StudyConfig(data=DataSection(dataset="hotpotqa", path=str(path))),
+                              out=tmp_path / "run", execution=OFFLINE)
+    assert summary.skipped["remove"] == {"empty retrieval": 1}
+    assert summary.conditions["remove"].n == 1
 
 
 def test_config_file_sets_the_study_and_flags_override_it(tmp_path: Path) -> None:
@@ -160,13 +161,8 @@ def test_each_pool_holds_a_passage_per_hop_fact_and_lexical_confusers() -> None:
 
 
 def test_gold_sub_questions_are_asked_when_the_config_says_so(tmp_path: Path) -> None:
-    config = tmp_path / "study.toml"
-    config.write_text('[data]\ndataset = "synthetic"\nn = 3\nhops = 2\n\n'
-                      '[cuer]\nquestions = "per_hop"\n')
-    result = invoke(["cuer", "--config", str(config), "--out",
-                     str(tmp_path / "run"), "--no-cache", "--no-progress"])
-    assert result.exit_code == 0, result.output
-    assert json.loads((tmp_path / "run" / "summary.json").read_text())["n"] == 3 * 2
+    config = StudyConfig(data=DataSection(n=3, hops=2), cuer=CuerConfig(questions="per_hop"))
+    assert cuer_agent.cuer(config, out=tmp_path / "run", execution=OFFLINE).n == 3 * 2
 
 
 def test_shipped_study_configs_are_valid() -> None:
