@@ -207,3 +207,47 @@ def test_editing_a_reader_file_changes_its_version(tmp_path: Path) -> None:
         fh.write("\n# an edited rule\n")
     assert extractive.rules_version(root=tmp_path) != extractive.rules_version()
     assert extractive.rules_version(relation_table=False) != extractive.rules_version()
+
+
+def test_editing_a_consistency_check_leaves_the_reader_and_its_keys_unchanged(
+        tmp_path: Path) -> None:
+    import shutil
+
+    from cuer_agent.diagnosers import _rule_checks
+    from cuer_agent.llm import extractive
+
+    checks = Path(_rule_checks.__file__).parent
+    for name in _rule_checks.RULE_MODULES:
+        shutil.copy(checks / name, tmp_path / name)
+    assert _rule_checks.rules_version(root=tmp_path) == _rule_checks.rules_version()
+    with open(tmp_path / "_checks.py", "a", encoding="utf-8") as fh:
+        fh.write("\n# an edited check\n")
+    assert _rule_checks.rules_version(root=tmp_path) != _rule_checks.rules_version()
+    # the reader's version (its plan/read/answer keys, the reader a run records) reads
+    # none of the checks' files
+    assert not set(extractive.READER_MODULES) & set(_rule_checks.RULE_MODULES)
+    reader = Path(extractive.__file__).parent
+    assert not any((reader / name).exists() for name in _rule_checks.RULE_MODULES)
+
+
+def test_an_edited_consistency_check_is_never_served_a_cached_reply(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cuer_agent.diagnosers import _rule_checks
+    from cuer_agent.llm.extractive import ExtractiveBackend
+    from cuer_agent.llm.skills import CheckRequest, CheckResponse
+
+    request = CheckRequest(check="grounded", question="Who directed Quorin Rising?",
+                           hops=(), answer="Pell Varnick")
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    reader = SkillClient(ExtractiveBackend(), cache=cache)
+    old = _rule_checks.rule_check_client(reader)("check", request).response
+    again = _rule_checks.rule_check_client(reader)
+    again("check", request)
+    assert again.ledger.to_dict()["cache_hits"] == 1  # the same rules: served
+    edited = CheckResponse(consistent=False, hops=[1], reason="an edited rule")
+    monkeypatch.setattr(_rule_checks, "check", lambda req: edited)
+    monkeypatch.setattr(_rule_checks, "rules_version", lambda root=None: "edited")
+    fresh = SkillClient(ExtractiveBackend(), cache=cache)
+    new = _rule_checks.rule_check_client(fresh)("check", request).response
+    assert (fresh.ledger.to_dict()["calls"], fresh.ledger.to_dict()["cache_hits"]) == (1, 0)
+    assert new == edited != old

@@ -17,19 +17,16 @@ from pathlib import Path
 
 import pytest
 
-import cuer_agent
-
-JUDGE = ("cuer_agent.llm._checks", "cuer_agent.llm._check_words",
-         "cuer_agent.diagnosers.consistency")
+JUDGE = ("cuer_agent.diagnosers._checks", "cuer_agent.diagnosers._check_words",
+         "cuer_agent.diagnosers._rule_checks", "cuer_agent.diagnosers.consistency")
 AGENT = ("cuer_agent.llm.extractive", "cuer_agent.llm._reading", "cuer_agent.llm._questions",
          "cuer_agent.llm._text", "cuer_agent.llm._compare", "cuer_agent.graphs.nodes",
          "cuer_agent.graphs.state", "cuer_agent.graphs.agent", "cuer_agent.graphs.single_shot")
-ROOT = Path(cuer_agent.__file__).resolve().parent
 
 
 def _functions(module_name: str) -> dict[int, str]:
     """Every cuer_agent function a module defines or imports, by identity — but the
-    judge's own (the extractive backend answers the check skill by calling the judge)."""
+    judge's own (each judge module imports the others')."""
     module = importlib.import_module(module_name)
     return {id(v): f"{module_name}.{k}" for k, v in vars(module).items()
             if isinstance(v, types.FunctionType)

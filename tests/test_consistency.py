@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cuer_agent.diagnosers import DiagnosisView, get_diagnoser
+from cuer_agent.diagnosers._checks import check
 from cuer_agent.diagnosers.consistency import CHECKS, decide, traced_hops
-from cuer_agent.llm._checks import check
 from cuer_agent.llm.backends import SkillClient, SkillResult, make_backend
 from cuer_agent.llm.skills import CheckName, CheckRequest, CheckResponse
 from cuer_agent.trace import Evidence, HopAttempt, HopRecord, Trace

@@ -828,3 +828,37 @@ def test_shared_2wiki_every_hop_has_a_supporting_title() -> None:
     for example in load_dataset("2wiki", shared("2wiki")).examples:
         assert example.hops, example.id
         assert all(hop.support_title in example.supporting_titles for hop in example.hops)
+
+
+# ---------------------------------------------------------------- a file of another format
+
+WHOWHEN_LOG: Record = {"history": [{"content": "hi", "role": "user"}], "question": "q",
+                       "ground_truth": "a", "mistake_agent": "WebSurfer", "mistake_step": "1",
+                       "mistake_reason": "r"}
+
+
+def _written(tmp_path: Path, kind: str) -> Path:
+    """A file of format `kind`, laid out as that format's files are."""
+    if kind == "musique":
+        return write_jsonl(tmp_path / "data.jsonl", [musique_record()])
+    if kind == "whowhen":
+        path = tmp_path / "1.json"
+        path.write_text(json.dumps(WHOWHEN_LOG, indent=2), encoding="utf-8")
+        return path
+    return write_json(tmp_path / "data.json",
+                      [hotpot_record() if kind == "hotpotqa" else twowiki_record()])
+
+
+@pytest.mark.parametrize("kind", ["hotpotqa", "2wiki", "musique", "whowhen"])
+@pytest.mark.parametrize(("loader", "suffix"), LOADERS, ids=LOADER_IDS)
+def test_a_file_of_another_known_format_is_refused_in_one_line_naming_it(
+        tmp_path: Path, loader: Loader, suffix: str, kind: str) -> None:
+    name = LOADER_IDS[[entry[0] for entry in LOADERS].index(loader)]
+    path = _written(tmp_path, kind)
+    if kind == name:
+        assert len(loader(path).examples) == 1
+        return
+    named = {"hotpotqa": "HotpotQA", "2wiki": "2WikiMultihopQA", "musique": "MuSiQue",
+             "whowhen": "Who&When"}[kind]
+    told = "a failure log" if kind == "whowhen" else f"--dataset {kind}"
+    assert_names(data_error(lambda: loader(path)), path, named, told)

@@ -1,5 +1,6 @@
-"""The package as shipped: every subpackage found without a hand-written list, every file at
-one path (no symlinks), and the sdist holding what a source user needs to run the tests,
+"""The package as shipped: every folder with Python in it a package of the wheel, the agents
+and diagnosers at the top level installed under `cuer_agent`, every file at one path (no
+symlinks), and the sdist holding what a source user needs to run the tests,
 the studies and `langgraph dev`."""
 
 from __future__ import annotations
@@ -8,9 +9,8 @@ import os
 import tomllib
 from pathlib import Path
 
-from setuptools import find_namespace_packages
+from package_layout import MAPPED, ROOT, SETUPTOOLS, package_folders
 
-ROOT = Path(__file__).resolve().parents[1]
 CONFIG = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 
 
@@ -40,16 +40,37 @@ def test_the_sdist_manifest_ships_what_the_tests_and_studio_read() -> None:
 
 
 def test_every_folder_with_python_in_it_is_a_package_of_the_wheel() -> None:
-    setuptools = CONFIG["tool"]["setuptools"]
-    assert "package-dir" not in setuptools and set(setuptools["packages"]) == {"find"}
-    find = setuptools["packages"]["find"]  # no hand-written list
-    found = set(find_namespace_packages(str(ROOT), include=find["include"]))
-    folders = {".".join(Path(d).relative_to(ROOT).parts)
-               for d, _, files in os.walk(ROOT / "cuer_agent")
-               if any(f.endswith(".py") for f in files)}
-    assert found == folders
-    assert {"cuer_agent.graphs", "cuer_agent.diagnosers", "cuer_agent.interchange"} <= found
+    # setuptools' finder cannot name graphs/ cuer_agent.graphs, so pyproject lists the
+    # packages: a new folder missing from the list would be left out of the wheel
+    assert set(SETUPTOOLS["packages"]) == set(package_folders())
 
 
-def test_mypy_checks_each_file_once_under_its_import_name() -> None:
-    assert CONFIG["tool"]["mypy"]["files"] == ["cuer_agent"]
+def test_the_agents_and_the_diagnosers_live_at_the_top_level_only() -> None:
+    # one address per file: the design card's graphs/ and diagnosers/, nothing under
+    # cuer_agent/ of the same name
+    assert {p: f.relative_to(ROOT).as_posix() for p, f in MAPPED.items()} == {
+        "cuer_agent.graphs": "graphs", "cuer_agent.diagnosers": "diagnosers"}
+    assert not (ROOT / "cuer_agent" / "graphs").exists()
+    assert not (ROOT / "cuer_agent" / "diagnosers").exists()
+    assert {"agent.py", "server.py", "spec.py"} <= {p.name for p in (ROOT / "graphs").iterdir()}
+    assert {"consistency.py", "frozen_hop.py", "suffix_regen.py", "_checks.py"} <= {
+        p.name for p in (ROOT / "diagnosers").iterdir()}
+
+
+def test_the_installed_modules_are_the_top_level_files() -> None:
+    from cuer_agent.diagnosers import consistency
+    from cuer_agent.graphs import agent
+
+    assert Path(agent.__file__).resolve() == ROOT / "graphs" / "agent.py"
+    assert Path(consistency.__file__).resolve() == ROOT / "diagnosers" / "consistency.py"
+
+
+def test_no_rule_of_a_diagnoser_lives_in_the_readers_room() -> None:
+    assert sorted(p.name for p in (ROOT / "cuer_agent" / "llm").glob("_check*.py")) == []
+
+
+def test_mypy_checks_every_folder_under_its_import_name() -> None:
+    # .ci/mypy gives graphs/ and diagnosers/ files the names they install as
+    assert CONFIG["tool"]["mypy"]["files"] == ["cuer_agent", "graphs", "diagnosers"]
+    assert "check mypy .venv/bin/python .ci/mypy" in (ROOT / ".ci" / "run").read_text(
+        encoding="utf-8")

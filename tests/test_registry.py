@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import ast
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,23 +11,15 @@ from typing import Any
 
 import networkx as nx
 import pytest
+from package_layout import ROOT, package_modules
 
 from cuer_agent import _registry
 from cuer_agent.errors import ConfigError
 
-ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = ROOT / "cuer_agent"
-"""Every module of the package, walked as the package finder walks it."""
-
 
 def _modules() -> dict[str, Path]:
-    out = {}
-    for folder, _, files in os.walk(PACKAGE):
-        for path in (Path(folder) / f for f in files if f.endswith(".py")):
-            parts = [p for p in path.relative_to(ROOT).with_suffix("").parts
-                     if p != "__init__"]
-            out[".".join(parts)] = path
-    return out
+    """Every module of the package, by the name it is imported as."""
+    return package_modules()
 
 
 def _import_graph() -> nx.DiGraph:

@@ -42,6 +42,60 @@ _JSON_TYPE_NAMES: tuple[tuple[type, str], ...] = (
 )
 
 
+FORMATS = {"hotpotqa": "HotpotQA", "2wiki": "2WikiMultihopQA", "musique": "MuSiQue",
+           "whowhen": "Who&When"}
+"""The record formats a file is sniffed for (`record_format`), with their names."""
+
+
+def record_format(value: object) -> str | None:
+    """Which of `FORMATS` a parsed record is, by the keys only that format has together
+    (2Wiki's records are HotpotQA's plus ``evidences``); None: none of them."""
+    if not isinstance(value, dict):
+        return None
+    keys = value.keys()
+    if "history" in keys and ({"mistake_step", "mistake_agent"} & keys):
+        return "whowhen"
+    if {"paragraphs", "question_decomposition"} <= keys:
+        return "musique"
+    if {"context", "supporting_facts"} <= keys:
+        return "2wiki" if "evidences" in keys else "hotpotqa"
+    return None
+
+
+def other_format(name: str, value: object) -> str:
+    """Why a record of another known format is not a `name` record ("" when it is not
+    one): a 2Wiki file read as HotpotQA would load — its records carry every HotpotQA
+    key — and be reported under the wrong name."""
+    found = record_format(value)
+    if found is None or found == name:
+        return ""
+    return f"a {FORMATS[found]} record, not {FORMATS.get(name, name)}: {_reading(found)}"
+
+
+def _reading(found: str) -> str:
+    if found == "whowhen":
+        return "a failure log, not a question data set"
+    return f"read it with --dataset {found}"
+
+
+def _file_format(text: str) -> str | None:
+    """The known format of a text that is one JSON value (an array: its first record), or
+    else of its first line; None: neither is. A hint for an error about a file's shape."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        try:  # JSON Lines read as one value: its first line
+            data = json.loads(text.lstrip().split("\n", 1)[0])
+        except (ValueError, RecursionError):
+            return None
+    return record_format(data[0] if isinstance(data, list) and data else data)
+
+
+def _file_of(found: str | None) -> str:
+    """": a MuSiQue file, read it with --dataset musique" for a format found; else ""."""
+    return f": a {FORMATS[found]} file, {_reading(found)}" if found else ""
+
+
 def json_type(value: object) -> str:
     """The JSON name of a parsed value's type (object, array, string, number, …)."""
     if value is None:
@@ -152,6 +206,8 @@ def parse_json(path: Path, text: str, *, line: int | None = None) -> Any:
         hint = ""
         if line is None and err.msg == "Extra data":
             hint = " — more than one JSON value; is this a JSON Lines file?"
+            if found := _file_format(text):
+                hint += f" (its records are {FORMATS[found]}'s: {_reading(found)})"
         raise DataError(path, f"invalid JSON: {err.msg} (column {err.colno}){hint}",
                         line=where) from None
     except RecursionError:
@@ -170,10 +226,11 @@ def as_record(path: Path, index: int, line: int | None, value: Any) -> RawRecord
 
 def read_json_array(path: Path) -> list[RawRecord]:
     """All records of a file holding one JSON array of objects."""
-    data = parse_json(path, read_text(path))
+    text = read_text(path)
+    data = parse_json(path, text)
     if not isinstance(data, list):
         raise DataError(path, "top level must be a JSON array of records, got "
-                        f"{json_type(data)}")
+                        f"{json_type(data)}{_file_of(_file_format(text))}")
     return [as_record(path, index, None, value) for index, value in enumerate(data)]
 
 
@@ -182,16 +239,28 @@ def read_jsonl(path: Path) -> list[RawRecord]:
     text = read_text(path)
     lines = text.split("\n")
     first = next((number for number, line in enumerate(lines, start=1) if line.strip()), 0)
-    if first and lines[first - 1].strip() == "[":
-        raise DataError(path, "expected JSON Lines (one object per line), found a "
-                        "multi-line JSON array", line=first)
+    head = lines[first - 1].strip() if first else ""
+    if head == "[" or (head.startswith("[") and _is_json(head)):
+        raise DataError(path, "expected JSON Lines (one object per line), found a JSON "
+                        f"array{_file_of(_file_format(text))}", line=first)
     records: list[RawRecord] = []
+    if head and not _is_json(head) and (found := _file_format(text)):
+        raise DataError(path, "expected JSON Lines (one object per line), found one JSON "
+                        f"value over several lines{_file_of(found)}", line=first)
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         value = parse_json(path, line, line=number)
         records.append(as_record(path, len(records), number, value))
     return records
+
+
+def _is_json(line: str) -> bool:
+    try:
+        json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def check_n(n: int | None) -> int | None:
@@ -217,10 +286,13 @@ def build_dataset(name: str, path: Path, records: list[RawRecord],
     """Convert the first `n` records (all when None), after the whole file parsed.
 
     A file without any record (``[]``) is a DataError: an empty evaluation is never
-    what was meant.
+    what was meant; so is a file whose first record is of another known format
+    (`other_format`), named. (A later record missing a key is reported as such.)
     """
     if not records:
         raise DataError(path, "no records in file")
+    if problem := other_format(name, records[0].data):  # a file's format: its first record's
+        records[0].fail(problem)
     chosen = records if n is None else records[:n]
     examples = [convert(record) for record in chosen]
     check_unique_ids(examples, chosen)

@@ -45,8 +45,9 @@ How it reads:
 * **single-shot answers** (one answer call over one retrieved context) read that context
   hop by hop — the planner and reader above, over the same passages, no retrieval
   between steps — as a language model reasons within its context;
-* **consistency checks** (the `check` skill of the `consistency` diagnoser) are rules
-  over the trace built from these same primitives (`_checks`).
+* **consistency checks** are not this reader's: the `consistency` diagnoser runs its own
+  rules (`cuer_agent.diagnosers._checks`) when the backend is this reader, so the judge
+  neither lives with nor shares a version with the judged.
 
 Stems use a 5-letter prefix plus one table of English relation words
 (`_reading.RELATION_GROUPS`: born/birth/birthplace, wrote/written/author …), each group with its
@@ -67,7 +68,6 @@ from typing import Any
 from pydantic import BaseModel
 
 from cuer_agent.llm import _text as tx
-from cuer_agent.llm._checks import check
 from cuer_agent.llm._compare import attribute_words, compare, options
 from cuer_agent.llm._questions import residual, words_with_stems
 from cuer_agent.llm._reading import (
@@ -395,9 +395,8 @@ def judge(req: JudgeRequest) -> JudgeResponse:
     return JudgeResponse(stage="answer", hop=0, rationale="every hop looks supported")
 
 
-_SKILLS = {"plan": plan, "read": read, "answer": answer, "judge": judge, "check": check}
-READER_MODULES = ("extractive.py", "_reading.py", "_text.py", "_compare.py", "_questions.py",
-                  "_checks.py", "_check_words.py")
+_SKILLS = {"plan": plan, "read": read, "answer": answer, "judge": judge}
+READER_MODULES = ("extractive.py", "_reading.py", "_text.py", "_compare.py", "_questions.py")
 """The reader's rules: the files whose bytes its version hashes."""
 
 

@@ -69,7 +69,7 @@ def _agent_facts(config: StudyConfig) -> str:
     if factory:
         return (f"`{factory}` (yours; the single-shot CUE-R baseline is cuer-agent's own "
                 "system)")
-    return "cuer-agent's retrieve-select-verify agent (cuer_agent/graphs/agent.py)"
+    return "cuer-agent's retrieve-select-verify agent (graphs/agent.py)"
 
 
 def headline(summary: EvaluateSummary) -> list[Block]:

@@ -1,9 +1,10 @@
 """`consistency`: where a trace first contradicts itself — gold-free, no probe, no replay.
 
 It reads only the observable trace, so it diagnoses imported foreign traces as well as
-ours. The backend's `check` skill puts the trace to ten checks (an LLM backend runs
-each as a typed request; the extractive backend answers with rules, `llm/_checks.py`,
-which share no function with the extractive agent). What a hop read is its selected
+ours. It puts the trace to ten checks, each a typed `check` request: a language model
+answers them; on the offline reader, which is no judge, the diagnoser's own rules do
+(`_checks.py` through `_rule_checks.py`, cached under the rules' own version; they share
+no function with the extractive agent). What a hop read is its selected
 items, or every retrieved one when the trace records no selection; a check that lacks
 what it needs abstains:
 
@@ -64,6 +65,7 @@ from ._base import (
     Stage,
     diagnoser,
 )
+from ._rule_checks import rule_check_client
 
 STRONG: dict[str, Stage] = {"carry": "tool", "support": "retrieval", "bridge": "retrieval",
                             "conflict": "retrieval", "kind": "retrieval", "echo": "retrieval"}
@@ -107,7 +109,7 @@ class Consistency(BaseDiagnoser):
         if self.rule_based_backend() is None:
             return None
         return ("rule-based checker with its own word primitives (Snowball stems, "
-                "llm/_check_words.py): it shares no function with the extractive agent, "
+                "diagnosers/_check_words.py): it shares no function with the extractive agent, "
                 "and knows no synonym (population / inhabitants)")
 
     def diagnose(self, view: DiagnosisView, probe: Probe | None = None) -> Diagnosis:
@@ -121,6 +123,8 @@ class Consistency(BaseDiagnoser):
 
     def _run_checks(self, trace: Trace) -> _Findings:
         skills = self.options["skills"]
+        if self.rule_based_backend() is not None:
+            skills = rule_check_client(skills)
         hops = traced_hops(trace)
         failed: dict[str, CheckResponse] = {}
         unparsed, calls, tokens = [], 0, 0

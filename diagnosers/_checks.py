@@ -1,4 +1,4 @@
-"""The extractive backend's answers to the `check` skill: the consistency checks as rules.
+"""The consistency checks as rules, which `consistency` runs on the offline reader.
 
 Each check reads one finished trace (`CheckRequest`: every attempt of every hop, what it
 retrieved, selected and found, and the final answer) and names the hops where the trace
@@ -55,8 +55,9 @@ import itertools
 import math
 from collections.abc import Callable, Iterable
 
-from cuer_agent.llm import _check_words as cw
 from cuer_agent.llm.skills import CheckRequest, CheckResponse, EvidenceView, TracedHop
+
+from . import _check_words as cw
 
 Verdict = tuple[list[int], str]
 """(hops where the check fails, why); no hops = consistent, or abstained."""

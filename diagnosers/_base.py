@@ -160,10 +160,10 @@ class BaseDiagnoser:
         """The name of the backend its skills run on when that backend is a rule-based
         stand-in, not a model (`BackendAbout.rule_based`): such a diagnoser is a stand-in
         for the method it is named after. None: no skills, or a model."""
-        skills = self.options.get("skills")
-        if skills is None:
+        backend = getattr(self.options.get("skills"), "backend", None)
+        if backend is None:  # no skills, or a skill callable that wraps no backend
             return None
-        name: str = skills.backend.name
+        name: str = backend.name
         return name if backend_about(name).rule_based else None
 
 

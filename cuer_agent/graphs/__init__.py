@@ -1,2 +1,0 @@
-"""The agents under test (LangGraph); langgraph.json serves them from
-cuer_agent/graphs/server.py."""
