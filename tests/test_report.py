@@ -257,6 +257,18 @@ def test_the_report_opens_with_the_headline_table_and_the_exact_hop_plot(
     assert "report_figures/exact_hop.png" in first
 
 
+def test_the_first_screen_says_the_result_in_one_sentence_before_the_table(
+        full: tuple[str, str]) -> None:
+    first = full[0].split("\n## ", 1)[0]
+    sentence = next(line for line in first.splitlines() if line.startswith("**In short: "))
+    assert first.index(sentence) < first.index("*Headline: recovery after a fault")
+    # each figure beside its control: recovery with retries off, the diagnoser beside the
+    # best control
+    assert "with its retries off" in sentence
+    assert "the best gold-free diagnoser, coverage," in sentence
+    assert sentence.endswith("the best control, chance, on 0.33.**")
+
+
 def test_the_five_weightiest_caveats_come_ranked_and_the_rest_fold(
         full: tuple[str, str]) -> None:
     md, page = full

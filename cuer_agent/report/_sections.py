@@ -31,7 +31,7 @@ from cuer_agent.report._render import (
 )
 from cuer_agent.studies.cuer.summary_model import SupportCheck, SuppressedRoles
 from cuer_agent.studies.evaluate.caveats import SHOWN
-from cuer_agent.studies.evaluate.headline import FAMILIES, family
+from cuer_agent.studies.evaluate.headline import FAMILIES, best_of, family, pooled
 from cuer_agent.studies.evaluate.headline import headline as headline_of
 from cuer_agent.studies.evaluate.summary_model import Caveat, EvaluateSummary, NoProvenance
 
@@ -94,6 +94,7 @@ def headline(summary: EvaluateSummary) -> list[Block]:
     else:
         blocks.append(Para(f"The backend is {name}; the paper columns still come from the "
                            "papers' own models, data and retrievers."))
+    blocks.append(Para(result_sentence(summary), strong=True))
     table = _tables.headline(headline_of(summary.diagnosers, summary.agentic,
                                          summary.natural.diagnosers))
     diagnosers = summary.diagnosers
@@ -111,6 +112,40 @@ def headline(summary: EvaluateSummary) -> list[Block]:
     if shown:
         blocks.append(Row(tuple(shown)))
     return [*blocks, *notes(summary)]
+
+
+def result_sentence(summary: EvaluateSummary) -> str:
+    """The result in one sentence, before the headline table: recovery after a fault
+    beside the same injections with retries off, and the best gold-free diagnoser's
+    exact-hop accuracy beside the best control's (each pooled over every fault, depth and
+    natural failure): a figure a control matches is no finding."""
+    cells = [c for per_depth in summary.agentic.faults.values() for c in per_depth.values()
+             if c.effective and not c.forced]
+    recovered = sum(c.recovered_effective for c in cells)
+    effective = sum(c.effective for c in cells)
+    controls = [c.control for c in cells if c.control is not None and c.control.n]
+    parts = []
+    if effective:
+        parts.append(f"after a fault the agent recovered on {recovered} of {effective} "
+                     "effective injections (forced stops left out)"
+                     + (f", {sum(c.recovered for c in controls)} of "
+                        f"{sum(c.n for c in controls)} with its retries off" if controls
+                        else ""))
+    natural = summary.natural.diagnosers
+    def best(wanted: str) -> tuple[str, float | None] | None:
+        name = best_of(summary.diagnosers, wanted, natural)  # as the headline picks it
+        return None if name is None else (name, pooled(summary.diagnosers[name],
+                                                       natural.get(name)))
+
+    if found := best("gold-free"):
+        against = best("controls")
+        parts.append(f"the best gold-free diagnoser, {found[0]}, named the hop where the "
+                     f"failure started on {num(found[1], 2)} of the failed runs"
+                     + (f"; the best control, {against[0]}, on {num(against[1], 2)}"
+                        if against else ""))
+    if not parts:
+        return "In short: nothing was injected and no diagnoser was scored."
+    return "In short: " + "; ".join(parts) + "."
 
 
 def notes(summary: EvaluateSummary) -> list[Block]:
