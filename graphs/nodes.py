@@ -7,7 +7,11 @@ parse failure from its skill records it as an outcome (a step note and the
 `plan` is where VERIFY has consequences: when the current hop's last attempt failed
 (`state.wants_retry`), it asks the planner for a reformulated sub-query for the *same*
 hop, showing the failed attempts; otherwise it plans the next hop, or — with the hop
-budget spent — answers without a skill call ("answer: the hop budget is spent").
+budget spent — answers without a skill call ("answer: the hop budget is spent"). A
+planner that asks again a sub-query an earlier attempt asked and found something for is
+answered for: the agent answers from what it has (`repeated`; the PLAN step's note says
+which hop asked it first), the same rule for every backend — searching again would only
+read the same evidence again, and a model that loops spends the rest of the hop budget so.
 `read` keeps every attempt: a retry's record replaces the hop's record and carries the
 earlier attempts in `attempts`.
 """
@@ -46,6 +50,27 @@ from .state import AgentState, wants_retry
 
 BUDGET_SPENT = "answer: the hop budget is spent"
 """The note of the PLAN step that ends a run whose hop budget is spent (no skill call)."""
+REPEATED = "answer: sub-query already asked"
+"""How the note of the PLAN step begins that ends a run whose planner asked again a
+sub-query an earlier attempt asked and found something for (`repeated`)."""
+
+
+def _asked(subquery: str) -> str:
+    """A sub-query as compared for repetition: case, spacing and closing punctuation
+    do not make it another question."""
+    return " ".join(subquery.casefold().split()).rstrip(" ?.!")
+
+
+def repeated(hops: Sequence[HopData], subquery: str) -> HopData | None:
+    """The earliest attempt (of any hop, retried ones included) that asked `subquery`
+    and found something: asking it again would retrieve and read the same again. None:
+    not asked, or asked and nothing found (then asking again may be a retry's point)."""
+    wanted = _asked(subquery)
+    for rec in hops:
+        for attempt in (*rec.get("attempts", ()), rec):
+            if attempt.get("finding") and _asked(attempt["subquery"]) == wanted:
+                return attempt
+    return None
 
 
 _STEP_STATE = StepState().model_dump(mode="json")
@@ -149,6 +174,10 @@ def plan(state: AgentState, runtime: Runtime[AgentContext]) -> AgentState:
         return {**update, "done": True,
                 "trace": [step(Action.PLAN, hop, f"answer: {reply.reason}", attempt)]}
     subquery = runtime.context.issue(hop, attempt, reply.subquery)
+    if (earlier := repeated(state["hops"], subquery)) is not None:
+        note = (f"{REPEATED} ({subquery!r}) at hop {earlier['hop']}, which found "
+                f"{earlier['finding']!r}: {reply.reason}")
+        return {**update, "done": True, "trace": [step(Action.PLAN, hop, note, attempt)]}
     return {**update, "hop": hop, "attempt": attempt, "subquery": subquery, "retrieved": [],
             "done": False,
             "trace": [step(Action.PLAN, hop, reply.reason, attempt, query=subquery)]}

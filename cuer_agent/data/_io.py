@@ -240,17 +240,20 @@ def read_jsonl(path: Path) -> list[RawRecord]:
     lines = text.split("\n")
     first = next((number for number, line in enumerate(lines, start=1) if line.strip()), 0)
     head = lines[first - 1].strip() if first else ""
-    if head == "[" or (head.startswith("[") and _is_json(head)):
-        raise DataError(path, "expected JSON Lines (one object per line), found a JSON "
-                        f"array{_file_of(_file_format(text))}", line=first)
-    records: list[RawRecord] = []
+    if head == "[":
+        raise DataError(path, "expected JSON Lines (one object per line), found a "
+                        f"multi-line JSON array{_file_of(_file_format(text))}", line=first)
     if head and not _is_json(head) and (found := _file_format(text)):
         raise DataError(path, "expected JSON Lines (one object per line), found one JSON "
                         f"value over several lines{_file_of(found)}", line=first)
+    records: list[RawRecord] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         value = parse_json(path, line, line=number)
+        if not records and isinstance(value, list) and (found := _file_format(line)):
+            raise DataError(path, f"expected a JSON object, got array{_file_of(found)}",
+                            record=0, line=number)
         records.append(as_record(path, len(records), number, value))
     return records
 
@@ -261,6 +264,21 @@ def _is_json(line: str) -> bool:
     except (ValueError, RecursionError):
         return False
     return True
+
+
+def _first(name: str, record: RawRecord, convert: Callable[[RawRecord], Example]) -> Example:
+    """The file's first record converted, unless it is of another known format."""
+    problem = other_format(name, record.data)
+    try:
+        example = convert(record)
+    except DataError as err:
+        if not problem:
+            raise
+        raise DataError(err.path, f"{err.problem} ({problem})", record=err.record,
+                        line=err.line) from None
+    if problem:
+        record.fail(problem)
+    return example
 
 
 def check_n(n: int | None) -> int | None:
@@ -287,14 +305,15 @@ def build_dataset(name: str, path: Path, records: list[RawRecord],
 
     A file without any record (``[]``) is a DataError: an empty evaluation is never
     what was meant; so is a file whose first record is of another known format
-    (`other_format`), named. (A later record missing a key is reported as such.)
+    (`other_format`: a file's format is its first record's), named — also when the
+    record does not convert (a HotpotQA record read as 2Wiki lacks ``evidences``: the
+    error names the key and the format).
     """
     if not records:
         raise DataError(path, "no records in file")
-    if problem := other_format(name, records[0].data):  # a file's format: its first record's
-        records[0].fail(problem)
     chosen = records if n is None else records[:n]
-    examples = [convert(record) for record in chosen]
+    examples = [_first(name, chosen[0], convert)]
+    examples += [convert(record) for record in chosen[1:]]
     check_unique_ids(examples, chosen)
     return Dataset(name=name, examples=examples, source=str(path),
                    info={"records_in_file": len(records), "loaded": len(examples)})
