@@ -30,6 +30,7 @@ from cuer_agent.studies._common.recorded_config import AnyRunConfig, read_run_co
 from cuer_agent.studies._common.session import DEFAULT_EXECUTION, Execution
 from cuer_agent.studies._common.summary_model import RunSummary
 from cuer_agent.studies.cuer.summary_model import CuerSummary
+from cuer_agent.studies.diagnose.steps_model import StepTracesSummary
 from cuer_agent.studies.diagnose.summary_model import TracesSummary
 from cuer_agent.studies.entry import TraceSource
 from cuer_agent.studies.evaluate.summary_model import EvaluateSummary
@@ -80,9 +81,11 @@ def propagate(config: StudyConfig = DEFAULT_CONFIG, *, out: str | Path | None = 
 
 def diagnose(source: TraceSource, *, out: str | Path, config: StudyConfig = DEFAULT_CONFIG,
              diagnosers: Sequence[str] | None = None,
-             execution: Execution = DEFAULT_EXECUTION) -> TracesSummary:
+             execution: Execution = DEFAULT_EXECUTION) -> TracesSummary | StepTracesSummary:
     """`cuer-agent diagnose`: the traces of any agent diagnosed (trace-only diagnosers by
-    default), and scored when labels are given or made from a gold file."""
+    default), and scored when labels are given or made from a gold file; failure logs of
+    multi-agent teams (`format` whowhen or agentrx) as step traces, scored by step and
+    agent (`StepTracesSummary`)."""
     return entry.diagnose(source, out=Path(out), config=config, diagnosers=diagnosers,
                           execution=execution).summary
 

@@ -67,7 +67,8 @@ def repeated(hops: Sequence[HopData], subquery: str) -> HopData | None:
     not asked, or asked and nothing found (then asking again may be a retry's point)."""
     wanted = _asked(subquery)
     for rec in hops:
-        for attempt in (*rec.get("attempts", ()), rec):
+        attempts: list[HopData] = [*rec.get("attempts", ()), rec]
+        for attempt in attempts:
             if attempt.get("finding") and _asked(attempt["subquery"]) == wanted:
                 return attempt
     return None

@@ -81,7 +81,7 @@ whose labels and scoring it shares); `schemas` and `replay` stand above all the 
 
 LAYERS = (
     ("_json", "_lru", "_part", "_registry", "_validation", "errors", "interrupts", "provenance",
-     "run_dir", "trace", "data", "metrics"),
+     "run_dir", "trace", "step_trace", "data", "metrics"),
     ("llm", "retrieval", "interventions", "roles", "parallel"),
     ("agent_context", "agents", "graphs"),
     ("execution",),

@@ -109,10 +109,14 @@ def export_cmd(
 @command("diagnose")
 def diagnose_cmd(
     traces: Annotated[Path, typer.Option(help="Traces file: OpenInference spans (OTLP/JSON "
-                                         "lines, hex or base64 ids) or cuer traces JSONL.")],
+                                         "lines, hex or base64 ids) or cuer traces JSONL; "
+                                         "or failure logs: a Who&When file or folder, "
+                                         "AgentRx trajectories.")],
     out: Annotated[Path, typer.Option(help="Output directory.")],
-    fmt: Annotated[str, typer.Option("--format", help="openinference (default) or cuer.")] = (
-        "openinference"),
+    fmt: Annotated[str, typer.Option("--format", help="openinference (default), cuer, "
+                                     "whowhen or agentrx (failure logs of multi-agent "
+                                     "teams: step diagnosers, scored by step and "
+                                     "agent).")] = "openinference",
     diagnosers: Annotated[str | None, typer.Option(
         help="Comma-separated diagnosers (default: every trace-only one). Gold-reading ones "
              "need --gold; probing ones need an agent and are refused.")] = None,
@@ -131,7 +135,8 @@ def diagnose_cmd(
     labels: Annotated[Path | None, typer.Option(
         help="Labels JSONL (docs/schemas/labels.schema.json): per trace its outcome and, "
              "when it failed, the first-error hop and stage. Scores the diagnosers "
-             "(exact-hop and stage accuracy, coverage, clean blame, controls).")] = None,
+             "(exact-hop and stage accuracy, coverage, clean blame, controls). With "
+             "--format agentrx: AgentRx's labels (JSON).")] = None,
     cache: CachePath = None,
     no_cache: NoCache = False,
 ) -> None:
@@ -139,6 +144,8 @@ def diagnose_cmd(
     scored against your labels with --labels. The model flags (--backend ...) are
     llm-judge's."""
     from cuer_agent.studies import entry
+    from cuer_agent.studies.diagnose.steps_model import StepTracesSummary
+    from cuer_agent.studies.diagnose.steps_report import step_scores_text
     from cuer_agent.studies.diagnose.traces_report import scores_line
 
     if (gold is None) != (dataset is None):
@@ -154,6 +161,9 @@ def diagnose_cmd(
     for note in done.notes:
         typer.echo(note)
     summary = done.summary
+    if isinstance(summary, StepTracesSummary):
+        typer.echo(step_scores_text(summary, out))
+        return
     typer.echo(f"{summary['mapped']}/{summary['traces']} traces mapped, "
                f"{summary['unmapped_spans']['n']} spans left out; "
                f"{len(summary['diagnosers'])} diagnosers → {out}")

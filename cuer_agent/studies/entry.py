@@ -39,6 +39,8 @@ from cuer_agent.studies._common.session import (
 from cuer_agent.studies._common.summary_model import RunSummary
 from cuer_agent.studies.cuer.summary_model import CuerSummary
 from cuer_agent.studies.diagnose.labels import TraceLabel
+from cuer_agent.studies.diagnose.steps import STEP_FORMATS, diagnose_step_logs
+from cuer_agent.studies.diagnose.steps_model import StepTracesSummary
 from cuer_agent.studies.diagnose.summary_model import TracesSummary
 from cuer_agent.studies.evaluate.summary_model import EvaluateSummary
 from cuer_agent.studies.propagation.summary_model import PropagateSummary
@@ -204,9 +206,10 @@ class TraceSource(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     path: Path
-    """OpenInference spans (OTLP/JSON lines) or cuer traces JSONL."""
+    """OpenInference spans (OTLP/JSON lines) or cuer traces JSONL; or failure logs of
+    multi-agent teams: a Who&When file or folder, AgentRx trajectories."""
     format: str = "openinference"
-    """openinference or cuer (checked where the file is read)."""
+    """openinference, cuer, whowhen or agentrx (checked where the file is read)."""
     retrieval_tools: tuple[str, ...] = ()
     """Names of TOOL spans that are searches (a ReAct agent's search tool)."""
     hop_budget: int | None = None
@@ -217,7 +220,8 @@ class TraceSource(BaseModel):
     dataset: str | None = None
     """The gold file's data set; given with `gold`."""
     labels: Path | None = None
-    """Labels JSONL (docs/schemas/labels.schema.json): scores the diagnosers."""
+    """Labels JSONL (docs/schemas/labels.schema.json): scores the diagnosers; for
+    `agentrx`, AgentRx's labels file (JSON)."""
 
     @model_validator(mode="after")
     def _gold_with_its_dataset(self) -> TraceSource:
@@ -230,10 +234,13 @@ class TraceSource(BaseModel):
 
 def diagnose(source: TraceSource, *, out: Path, config: StudyConfig = DEFAULT_CONFIG,
              diagnosers: Sequence[str] | None = None,
-             execution: Execution = DEFAULT_EXECUTION) -> Finished[TracesSummary]:
+             execution: Execution = DEFAULT_EXECUTION
+             ) -> Finished[TracesSummary] | Finished[StepTracesSummary]:
     """Diagnose traces of any agent into `out`: trace-only diagnosers (None: every one),
     gold-reading ones with a gold file; scored against labels (given, or from the gold
-    chain). Model-backed diagnosers ask [backend]."""
+    chain). Model-backed diagnosers ask [backend]. Failure logs of multi-agent teams
+    (`format` whowhen or agentrx) are step traces: step diagnosers, scored against the
+    labels inside the logs (Who&When) or in `labels` (AgentRx)."""
     from cuer_agent.data import load_dataset
     from cuer_agent.diagnosers import get_diagnoser
     from cuer_agent.studies.diagnose.labels import read_labels
@@ -243,6 +250,9 @@ def diagnose(source: TraceSource, *, out: Path, config: StudyConfig = DEFAULT_CO
         trace_only_diagnosers,
     )
 
+    if source.format in STEP_FORMATS:  # failure logs of multi-agent teams: step traces
+        return Finished(diagnose_step_logs(source.format, source.path, source.labels, out,
+                                           diagnosers), out, source.format, {})
     chosen = tuple(diagnosers) if diagnosers else tuple(trace_only_diagnosers())
     # before the model or the data loads: unknown, probing, or gold without a gold file
     check_diagnosers([get_diagnoser(name) for name in chosen], has_gold=source.gold is not None)

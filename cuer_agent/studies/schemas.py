@@ -5,7 +5,9 @@
 * `PropagateSummary` — `cuer-agent propagate`;
 * `EvaluateSummary` — `cuer-agent evaluate`: `single_shot` (a CUE-R summary and the kind
   of questions asked), `agentic` (`PropagationResults`), `comparison`, `diagnosers`,
-  `ledger`, `config`, `provenance`, `caveats`.
+  `ledger`, `config`, `provenance`, `caveats`;
+* `StepTracesSummary` — `cuer-agent diagnose --format whowhen|agentrx` (step diagnosers
+  on failure logs, per source and pooled).
 
 Each model and its parts live in its study's room (`studies/<study>/summary_model.py`; the shared
 parts and `RunSummary` in `studies/_common/summary_model.py`); every part forbids unknown
@@ -35,6 +37,7 @@ from cuer_agent.studies._common.recorded_config import RecordedConfig
 from cuer_agent.studies._common.summary_model import RunSummary
 from cuer_agent.studies.cuer.summary_model import CuerSummary
 from cuer_agent.studies.diagnose.labels import TraceLabel
+from cuer_agent.studies.diagnose.steps_model import StepTracesSummary
 from cuer_agent.studies.evaluate.summary_model import EvaluateSummary
 from cuer_agent.studies.propagation.summary_model import (
     PropagateSummary,
@@ -55,6 +58,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "propagate-summary.schema.json": PropagateSummary,
     "evaluate-summary.schema.json": EvaluateSummary,
     "labels.schema.json": TraceLabel,
+    "step-traces-summary.schema.json": StepTracesSummary,
 }
 """Schema file name (in `docs/schemas/`) → the model it is generated from: a run's
 `config.json` (`recorded_config`), each study's `summary.json`, and the labels file of

@@ -1,0 +1,194 @@
+"""Step diagnosers scored on labelled failure logs (Who&When, AgentRx), done right.
+
+Per source and pooled, each diagnoser's agent accuracy (names compared by `agent_name`),
+its exact step accuracy — integer equality in the source's own indexing, never the
+Who&When reference scorer's substring test (label 1, prediction 12: "right") — and its
+accuracy within ±1, ±2, ±3 steps, each a share of the labelled logs with its interval
+and n; beside them, what the substring test would give. A guess is scored by its weight:
+a point prediction scores 0 or 1, `chance` the expectation of a uniform step over the
+log. An abstention is wrong. The controls `chance`, `first-step`, `last-step` are in
+every table.
+
+Written to the output directory: `summary.json` (`StepTracesSummary`), `diagnoses.jsonl`
+(per log and diagnoser: what it named and why), `unlabelled.jsonl` (the logs no label
+could be read or matched for, with the reason).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from cuer_agent.diagnosers._step_base import StepDiagnoser, StepPrediction
+from cuer_agent.metrics.stats import wilson_interval
+from cuer_agent.run_dir import RunDir, canonical_json, write_atomic
+from cuer_agent.step_trace import StepTrace
+from cuer_agent.studies._common.summary_model import MeanCI
+from cuer_agent.studies.diagnose.steps_model import (
+    WITHIN,
+    StepDiagnoserSummary,
+    StepScore,
+    StepSource,
+    StepTracesSummary,
+)
+
+INDEXING = {"whowhen": "0-based: mistake_step indexes history",
+            "agentrx": "1-based: the first message is step 1 (AgentRx's step_number)"}
+FIGURES = ("agent", "step_exact", *(f"within_{k}" for k in WITHIN), "step_substring")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One diagnoser on one labelled log: each figure's expected hit (0 or 1 for a point
+    guess)."""
+
+    source: str
+    hits: dict[str, float]
+    abstained: bool
+
+
+def outcome(trace: StepTrace, prediction: StepPrediction) -> Outcome:
+    """How `prediction` scores against `trace`'s labels (which must be present)."""
+    labels = trace.labels
+    assert labels is not None
+    hits = dict.fromkeys(FIGURES, 0.0)
+    for guess in prediction.guesses:
+        distance = abs(guess.step - labels.step)
+        hits["agent"] += guess.weight * (guess.agent == labels.agent)
+        hits["step_exact"] += guess.weight * (distance == 0)
+        for k in WITHIN:
+            hits[f"within_{k}"] += guess.weight * (distance <= k)
+        hits["step_substring"] += guess.weight * (str(labels.step) in str(guess.step))
+    return Outcome(trace.source, {k: round(v, 12) for k, v in hits.items()},
+                   not prediction.guesses)
+
+
+def share(values: Sequence[float]) -> MeanCI:
+    """The mean of per-log hits with its 95 % interval: Wilson for 0/1 hits, else the
+    normal interval of the mean (clipped to [0, 1])."""
+    n = len(values)
+    if not n:
+        return MeanCI(mean=None, ci=None)
+    mean = sum(values) / n
+    if all(v in (0.0, 1.0) for v in values):
+        return MeanCI(mean=round(mean, 6), ci=wilson_interval(round(sum(values)), n))
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
+    half = 1.959964 * sd / math.sqrt(n)
+    return MeanCI(mean=round(mean, 6),
+                  ci=(round(max(0.0, mean - half), 6), round(min(1.0, mean + half), 6)))
+
+
+def score(outcomes: Sequence[Outcome], outside: int = 0) -> StepScore:
+    def figure(name: str) -> MeanCI:
+        return share([o.hits[name] for o in outcomes])
+
+    return StepScore(n=len(outcomes), agent=figure("agent"), step_exact=figure("step_exact"),
+                     step_within={str(k): figure(f"within_{k}") for k in WITHIN},
+                     step_substring=figure("step_substring"),
+                     abstained=sum(o.abstained for o in outcomes), outside=outside)
+
+
+def diagnosis_row(trace: StepTrace, name: str, prediction: StepPrediction) -> dict[str, object]:
+    """What a diagnoser named on one log: its guess (a spread guess: how many steps it
+    spreads over), and why."""
+    row: dict[str, object] = {"key": trace.key, "source": trace.source, "diagnoser": name,
+                              "why": prediction.why, "applies": prediction.applies}
+    if len(prediction.guesses) == 1:
+        guess = prediction.guesses[0]
+        row |= {"step": guess.step, "agent": guess.agent}
+    elif prediction.guesses:
+        row["spread_over"] = len(prediction.guesses)
+    return row
+
+
+def run_step_diagnose(traces: Sequence[StepTrace], unlabelled: dict[str, str],
+                      diagnosers: Iterable[StepDiagnoser], out: Path, *, fmt: str, path: str,
+                      labels: str | None, not_run: dict[str, str]) -> StepTracesSummary:
+    """Every diagnoser on every log; scored on the labelled ones, per source and pooled."""
+    chosen = list(diagnosers)
+    labelled = [t for t in traces if t.labels is not None]
+    rows: list[dict[str, object]] = []
+    scored: dict[str, list[Outcome]] = {}
+    outside: dict[str, list[str]] = {}  # diagnoser → sources of the labelled logs it skipped
+    for d in chosen:
+        results, skipped = scored.setdefault(d.name, []), outside.setdefault(d.name, [])
+        for trace in traces:
+            prediction = d.predict(trace)
+            rows.append(diagnosis_row(trace, d.name, prediction))
+            if trace.labels is None:
+                continue
+            if prediction.applies:
+                results.append(outcome(trace, prediction))
+            else:
+                skipped.append(trace.source)
+    sources = sorted({t.source for t in traces})
+    summary = StepTracesSummary(
+        format=fmt, traces=path, labels=labels, logs=len(traces), labelled=len(labelled),
+        unlabelled=dict(sorted(Counter(_reason_kind(r) for r in unlabelled.values()).items())),
+        diagnosers={d.name: StepDiagnoserSummary(
+            control=d.control, reads=d.reads,
+            **score(scored[d.name], len(outside[d.name])).model_dump()) for d in chosen},
+        by_source={source: StepSource(
+            logs=sum(t.source == source for t in traces),
+            labelled=sum(t.source == source for t in labelled), indexing=INDEXING[fmt],
+            diagnosers={d.name: score([o for o in scored[d.name] if o.source == source],
+                                      outside[d.name].count(source))
+                        for d in chosen}) for source in sources},
+        not_run=not_run)
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(out / "diagnoses.jsonl", "".join(canonical_json(r) + "\n" for r in rows))
+    write_atomic(out / "unlabelled.jsonl", "".join(
+        canonical_json({"key": key, "reason": why}) + "\n" for key, why in unlabelled.items()))
+    return RunDir(out).write_model(summary)
+
+
+def _reason_kind(reason: str) -> str:
+    """A reason without the log's own values (quoted or numbers) and asides: what
+    `unlabelled` counts by."""
+    return re.sub(r"'[^']*'|\d+", "…", reason.split(" (")[0])
+
+
+STEP_FORMATS = ("whowhen", "agentrx")
+"""The `--format`s whose logs are step traces."""
+
+
+def read_step_logs(fmt: str, path: Path, labels: Path | None
+                   ) -> tuple[list[StepTrace], dict[str, str]]:
+    """The logs at `path` in format `fmt` (and `labels`, for AgentRx): every log, and key
+    → why for those left unlabelled."""
+    from cuer_agent.errors import ConfigError
+
+    if fmt == "whowhen":
+        from cuer_agent.interchange.whowhen import read_whowhen
+
+        if labels is not None:
+            raise ConfigError("--labels: Who&When's labels are inside its logs; give none")
+        return read_whowhen(path)
+    if fmt == "agentrx":
+        from cuer_agent.interchange.agentrx import read_agentrx
+
+        if labels is None:
+            raise ConfigError("--format agentrx needs --labels: AgentRx keeps its labels "
+                              "apart from the trajectories")
+        return read_agentrx(path, labels)
+    raise ConfigError(f"--format must be one of {', '.join(STEP_FORMATS)}, got {fmt!r}")
+
+
+def diagnose_step_logs(fmt: str, path: Path, labels: Path | None, out: Path,
+                       diagnosers: Sequence[str] | None) -> StepTracesSummary:
+    """`diagnose --traces PATH --format whowhen|agentrx`: read the logs (a broken one is
+    one DataError naming it, before anything is written), run the step diagnosers (by
+    default the controls and every replay found) and score them."""
+    from cuer_agent.diagnosers._step_base import default_step_diagnosers, get_step_diagnoser
+    from cuer_agent.diagnosers.catchbench_replay import replays_not_run
+
+    chosen = list(diagnosers) if diagnosers else default_step_diagnosers()
+    made = [get_step_diagnoser(name) for name in chosen]  # an unknown name fails here
+    traces, unlabelled = read_step_logs(fmt, path, labels)
+    return run_step_diagnose(traces, unlabelled, made, out, fmt=fmt, path=str(path),
+                             labels=str(labels) if labels else None,
+                             not_run=replays_not_run() if not diagnosers else {})

@@ -1,0 +1,229 @@
+"""Failure logs of multi-agent teams as step traces (Who&When, AgentRx), scored right:
+exact steps by integer equality, the reference substring scorer beside it, the controls
+in every table, broken input as one line."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import cli, cli_text
+
+from cuer_agent.data import default_data_dir
+from cuer_agent.diagnosers._step_base import Guess, StepPrediction
+from cuer_agent.interchange.agentrx import read_agentrx
+from cuer_agent.interchange.whowhen import read_whowhen
+from cuer_agent.step_trace import agent_name
+from cuer_agent.studies.diagnose.steps import outcome
+
+WHOWHEN = default_data_dir() / "whowhen"
+
+
+def whowhen_log(steps: int = 4, mistake_step: object = "1", agent: str = "Coder",
+                named: bool = True, **extra: Any) -> dict[str, Any]:
+    speakers = ["Planner", "Coder", "Checker"]
+    history = []
+    for i in range(steps):
+        who = speakers[i % 3]
+        history.append({"content": f"step {i}", "role": "assistant", "name": who} if named
+                       else {"content": f"step {i}", "role": f"{who} (thought)"})
+    return {"history": history, "question": "q?", "ground_truth": "a",
+            "mistake_agent": agent, "mistake_step": mistake_step, "mistake_reason": "r",
+            "is_correct": False, **extra}
+
+
+def write_logs(folder: Path, logs: dict[str, dict[str, Any]]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, log in logs.items():
+        (folder / name).write_text(json.dumps(log), encoding="utf-8")
+    return folder
+
+
+def test_an_agent_is_the_leading_name_of_its_role_compared_without_case() -> None:
+    assert {agent_name(r) for r in ("Orchestrator (thought)", "Orchestrator (-> WebSurfer)",
+                                    "orchestrator")} == {"orchestrator"}
+
+
+def test_a_whowhen_folder_is_read_recursively_keyed_by_source_and_file(tmp_path: Path) -> None:
+    write_logs(tmp_path / "Hand-Crafted", {"1.json": whowhen_log(named=False)})
+    write_logs(tmp_path / "Algorithm-Generated", {"1.json": whowhen_log()})
+    traces, unlabelled = read_whowhen(tmp_path)
+    assert [t.key for t in traces] == ["Algorithm-Generated/1.json", "Hand-Crafted/1.json"]
+    assert unlabelled == {}
+    hand = traces[1]
+    assert hand.steps[1].agent == "coder" and hand.steps[1].role == "Coder (thought)"
+    assert hand.labels is not None and (hand.labels.step, hand.labels.agent) == (1, "coder")
+
+
+def test_a_label_that_points_to_no_step_leaves_its_log_unlabelled(tmp_path: Path) -> None:
+    write_logs(tmp_path / "A", {"1.json": whowhen_log(mistake_step="9"),
+                                "2.json": whowhen_log(mistake_step="one")})
+    traces, unlabelled = read_whowhen(tmp_path)
+    assert all(t.labels is None for t in traces)
+    assert "points to no step" in unlabelled["A/1.json"]
+    assert "is not a step number" in unlabelled["A/2.json"]
+
+
+def test_a_broken_log_is_one_line_naming_the_file_and_exit_2(tmp_path: Path) -> None:
+    folder = write_logs(tmp_path / "A", {"1.json": whowhen_log()})
+    (folder / "2.json").write_text('{"history": [{"role": "user"}]}', encoding="utf-8")
+    code, text = cli_text("diagnose", "--traces", folder, "--format", "whowhen",
+                          "--out", tmp_path / "out")
+    assert code == 2 and text.count("\n") == 1
+    assert "2.json" in text and "history[0] is not a step" in text
+
+
+def test_exact_steps_are_integer_equal_where_the_reference_scorer_matches_substrings(
+        tmp_path: Path) -> None:
+    write_logs(tmp_path / "A", {"1.json": whowhen_log(steps=14, mistake_step="1")})
+    (trace,), _ = read_whowhen(tmp_path)
+    hits = outcome(trace, StepPrediction((Guess(step=12, agent="coder"),))).hits
+    assert hits["step_exact"] == 0.0 and hits["step_substring"] == 1.0  # "1" in "12"
+    assert hits["agent"] == 1.0 and hits["within_3"] == 0.0
+
+
+def test_chance_scores_the_expectation_of_a_uniform_step_not_a_draw(tmp_path: Path) -> None:
+    write_logs(tmp_path / "A", {"1.json": whowhen_log(steps=4), "2.json": whowhen_log(steps=5)})
+    code, out, _ = cli("diagnose", "--traces", tmp_path / "A", "--format", "whowhen",
+                       "--out", tmp_path / "out", "--diagnosers", "chance,first-step,last-step")
+    assert code == 0, out
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    chance = summary["diagnosers"]["chance"]
+    assert chance["step_exact"]["mean"] == pytest.approx((1 / 4 + 1 / 5) / 2)
+    # each control's agent is the agent of the step it names: step 1 is the Coder's
+    assert summary["diagnosers"]["first-step"]["agent"]["mean"] == 0.0
+    assert summary["by_source"]["A"]["diagnosers"]["chance"]["n"] == 2
+    assert set(summary["diagnosers"]["chance"]["step_within"]) == {"1", "2", "3"}
+
+
+def magentic_and_tau(tmp_path: Path) -> tuple[Path, Path, Path]:
+    magentic = tmp_path / "magentic"
+    magentic.mkdir()
+    (magentic / "m1.json").write_text(json.dumps([
+        {"role": "human", "content": "find the paper"},
+        {"role": "Orchestrator (thought)", "content": "plan"},
+        {"role": "WebSurfer", "content": "clicked the wrong link"}]), encoding="utf-8")
+    tau = tmp_path / "tau.json"
+    tau.write_text(json.dumps([{"task_id": 7, "reward": 0.0, "info": {}, "traj": [
+        {"role": "system", "content": "policy"},
+        {"role": "user", "content": "cancel my order"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function",
+             "function": {"name": "cancel_order", "arguments": "{\"order_id\": \"#1\"}"}}]},
+        {"role": "tool", "content": "cancelled", "tool_call_id": "c1", "name": "cancel_order"},
+    ]}]), encoding="utf-8")
+    labels = tmp_path / "labels.json"
+    labels.write_text(json.dumps([
+        {"trajectory_id": "m1", "failures": [
+            {"failure_id": 1, "step_number": 2, "failed_agent": "Orchestrator",
+             "failure_category": "plan", "step_reason": "s", "category_reason": "c"},
+            {"failure_id": 2, "step_number": 3, "failed_agent": "WebSurfer",
+             "failure_category": "navigation", "step_reason": "s", "category_reason": "c"}],
+         "root_cause": {"failure_id": "2", "reason_for_root_cause": "wrong link"},
+         "failure_summary": "x"},
+        {"trajectory_id": "7", "failures": [
+            {"failure_id": 1, "step_number": 3, "failed_agent": "assistant",
+             "failure_category": "policy", "step_reason": "s", "category_reason": "c"}],
+         "root_cause": {"failure_id": 1, "reason_for_root_cause": "no confirmation"},
+         "failure_summary": "y"},
+        {"trajectory_id": "nowhere", "failures": [], "root_cause": {"failure_id": 1}}]),
+        encoding="utf-8")
+    return magentic, tau, labels
+
+
+def test_agentrx_labels_name_the_root_cause_step_in_its_1_based_numbering(
+        tmp_path: Path) -> None:
+    magentic, tau, labels = magentic_and_tau(tmp_path)
+    (m1,), _ = read_agentrx(magentic, labels)
+    assert m1.first_step == 1 and m1.labels is not None
+    assert (m1.labels.step, m1.labels.agent, m1.agent_at(3)) == (3, "websurfer", "websurfer")
+    assert [f.root_cause for f in m1.labels.failures] == [False, True]
+    (t7,), unlabelled = read_agentrx(tau, labels)
+    assert t7.key == "tau-retail/7" and t7.steps[2].tool_calls[0].name == "cancel_order"
+    assert t7.labels is not None and (t7.labels.step, t7.labels.agent) == (3, "assistant")
+    assert unlabelled["labels:nowhere"] == "a label whose trajectory_id names no log"
+
+
+def test_agentrx_is_scored_with_the_same_controls_and_a_label_naming_no_log_is_counted(
+        tmp_path: Path) -> None:
+    magentic, _, labels = magentic_and_tau(tmp_path)
+    code, out, _ = cli("diagnose", "--traces", magentic, "--format", "agentrx",
+                       "--labels", labels, "--out", tmp_path / "out")
+    assert code == 0, out
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["by_source"]["magentic-one"]["diagnosers"]["last-step"]["step_exact"][
+        "mean"] == 1.0
+    assert {"chance", "first-step", "last-step"} <= set(summary["diagnosers"])
+    assert sum(summary["unlabelled"].values()) == 2  # the τ-bench label and the stray one
+    assert "1-based" in summary["by_source"]["magentic-one"]["indexing"]
+
+
+def test_agentrx_without_its_labels_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    magentic, _, _ = magentic_and_tau(tmp_path)
+    code, text = cli_text("diagnose", "--traces", magentic, "--format", "agentrx",
+                          "--out", tmp_path / "out")
+    assert code == 2 and "needs --labels" in text and text.count("\n") == 1
+
+
+# ---------------------------------------------------------------- the shared Who&When logs
+
+needs_whowhen = pytest.mark.skipif(not WHOWHEN.is_dir(),
+                                   reason=f"the Who&When logs are not at {WHOWHEN}")
+
+
+@pytest.fixture(scope="module")
+def algorithm_generated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("whowhen") / "out"
+    code, text, _ = cli("diagnose", "--traces", WHOWHEN / "Algorithm-Generated",
+                        "--format", "whowhen", "--out", out)
+    assert code == 0, text
+    summary: dict[str, Any] = json.loads((out / "summary.json").read_text())
+    return summary
+
+
+@pytest.mark.shared_data
+@needs_whowhen
+def test_the_controls_on_the_algorithm_generated_logs(algorithm_generated: dict[str, Any]
+                                                      ) -> None:
+    scores = algorithm_generated["diagnosers"]
+    assert round(scores["chance"]["step_exact"]["mean"], 4) == 0.1200
+    assert scores["first-step"]["n"] == 126
+    assert round(scores["first-step"]["step_exact"]["mean"] * 126) == 20
+
+
+@pytest.mark.shared_data
+@needs_whowhen
+def test_every_replayed_judge_reproduces_catchbenchs_own_top_1(
+        algorithm_generated: dict[str, Any]) -> None:
+    pytest.importorskip("catchbench", reason="catchbench (the test extra) is not installed")
+    from cuer_agent.diagnosers.catchbench_replay import _data_dir
+
+    folder = _data_dir()
+    assert folder is not None
+    board = (folder.parent / "golden" / "board.txt").read_text(encoding="utf-8")
+    published = {f"catchbench:{model}:{protocol.replace('-', '_')}": float(top1)
+                 for protocol, model, top1 in re.findall(
+                     r"llm-judge (all-at-once|binary-search|step-by-step) \(([^)]+)\)\s+"
+                     r"([\d.]+)", board)}
+    replayed = {name: d["step_exact"]["mean"] for name, d in
+                algorithm_generated["diagnosers"].items() if name.startswith("catchbench:")}
+    assert len(published) == len(replayed) == 31
+    assert {name: round(v, 3) for name, v in replayed.items()} == published
+    assert published["catchbench:gpt-5.5:all_at_once"] == 0.452
+
+
+@pytest.mark.shared_data
+@needs_whowhen
+def test_both_whowhen_sources_are_scored_apart_and_pooled(tmp_path: Path) -> None:
+    code, text, _ = cli("diagnose", "--traces", WHOWHEN, "--format", "whowhen",
+                        "--out", tmp_path / "out", "--diagnosers", "chance,last-step")
+    assert code == 0, text
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["logs"] == summary["labelled"] == 184
+    assert summary["by_source"]["Hand-Crafted"]["diagnosers"]["chance"]["n"] == 58
+    hand = summary["by_source"]["Hand-Crafted"]["diagnosers"]["last-step"]
+    # on logs of up to 130 steps the reference substring scorer counts more than exact
+    assert hand["step_substring"]["mean"] > hand["step_exact"]["mean"]
