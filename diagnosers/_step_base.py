@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from cuer_agent._registry import About, Registry
 from cuer_agent.step_trace import StepTrace
@@ -47,16 +47,23 @@ class StepDiagnoser(Protocol):
     control: bool
     """What any log would score (chance, a fixed position): set beside the diagnosers."""
     reads: str
-    """What it reads, declared: "log" (the steps only), "saved predictions" (a replay)."""
+    """What it reads, declared: "log" (the steps only), "log and ground truth" (a judge
+    shown the task's answer), "saved predictions" (a replay)."""
 
     def predict(self, trace: StepTrace) -> StepPrediction: ...
 
+    def not_run(self) -> str:
+        """Why it cannot run here ("" when it can): a judge on a backend with no model."""
+        ...
 
-StepFactory = Callable[[], StepDiagnoser]
+
+StepFactory = Callable[..., StepDiagnoser]
+"""Makes a step diagnoser from the options a study passes (`skills`: the skill client)."""
 STEP_ENTRY_POINT_GROUP = "cuer_agent.step_diagnosers"
 STEP_DIAGNOSERS: Registry[StepFactory] = Registry(
     "step diagnoser", STEP_ENTRY_POINT_GROUP,
-    builtins=("cuer_agent.diagnosers.step_controls", "cuer_agent.diagnosers.catchbench_replay"))
+    builtins=("cuer_agent.diagnosers.step_controls", "cuer_agent.diagnosers.step_judge",
+              "cuer_agent.diagnosers.catchbench_replay"))
 """Factories by name; a third party adds one through the entry-point group. The replays
 register one name per saved prediction file found (`catchbench_replay`)."""
 
@@ -66,13 +73,14 @@ def step_diagnoser(name: str, *, help: str = "") -> Callable[[StepFactory], Step
     return STEP_DIAGNOSERS.register(name, About(help=help))
 
 
-def get_step_diagnoser(name: str) -> StepDiagnoser:
-    """A fresh instance of step diagnoser `name` (an unknown name: one ConfigError line)."""
-    return STEP_DIAGNOSERS.get(name)()
+def get_step_diagnoser(name: str, **options: Any) -> StepDiagnoser:
+    """A fresh instance of step diagnoser `name` (an unknown name: one ConfigError line);
+    `options` are what a study offers (`skills`), each diagnoser takes what it needs."""
+    return STEP_DIAGNOSERS.get(name)(**options)
 
 
-def default_step_diagnosers() -> list[str]:
-    """The controls, then every replay found (catchbench installed)."""
+def step_diagnoser_names() -> list[str]:
+    """Every step diagnoser: the controls first, then the rest in name order."""
     names = STEP_DIAGNOSERS.names()
     controls = [n for n in ("chance", "first-step", "last-step") if n in names]
     return [*controls, *(n for n in names if n not in controls)]

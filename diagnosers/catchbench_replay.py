@@ -21,15 +21,17 @@ which catchbench's own code does not read either.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from cuer_agent._registry import About
 from cuer_agent.step_trace import StepTrace
 
-from ._step_base import STEP_DIAGNOSERS, Guess, StepDiagnoser, StepPrediction
+from ._step_base import STEP_DIAGNOSERS, Guess, StepPrediction
 
 PREFIX = "catchbench"
 INSTALL = "pip install 'catchbench>=0.1.3,<0.2' (in the test extra)"
@@ -74,9 +76,12 @@ class Replay:
     control = False
     reads = "saved predictions"
 
-    def __init__(self, name: str, path: Path) -> None:
+    def __init__(self, name: str, path: Path, **_options: Any) -> None:
         self.name = name
         self.path = path
+
+    def not_run(self) -> str:
+        return ""
 
     def predict(self, trace: StepTrace) -> StepPrediction:
         saved = _predictions(self.path)
@@ -97,9 +102,7 @@ def replays_not_run() -> dict[str, str]:
 def _register() -> None:
     for name, path in _files().items():
         model, protocol = name.split(":")[1:]
-        def factory(name: str = name, path: Path = path) -> StepDiagnoser:
-            return Replay(name, path)
-        STEP_DIAGNOSERS.add(name, factory, About(
+        STEP_DIAGNOSERS.add(name, functools.partial(Replay, name, path), About(
             help=f"{model}'s saved {protocol} predictions on Who&When (catchbench)"))
 
 

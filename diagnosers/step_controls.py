@@ -10,6 +10,8 @@ Each control's agent is the agent of the step it names. They read the steps only
 
 from __future__ import annotations
 
+from typing import Any
+
 from cuer_agent.step_trace import StepTrace
 
 from ._step_base import Guess, StepPrediction, step_diagnoser
@@ -19,6 +21,12 @@ class _Control:
     control = True
     reads = "log"
     name = ""
+
+    def __init__(self, **_options: Any) -> None:  # reads no option: the log is enough
+        pass
+
+    def not_run(self) -> str:
+        return ""
 
     def predict(self, trace: StepTrace) -> StepPrediction:
         raise NotImplementedError

@@ -117,7 +117,9 @@ def hashed_skill_reply(body: dict[str, Any]) -> str:
     Unknown schemas get ``{"echo": <hash>}``.
     """
     tag = request_digest(body)
-    title = (sent_schema(body) or {}).get("title", "")
+    schema = sent_schema(body) or {}
+    title = schema.get("title", "")
+    shown = schema.get("properties", {})
     replies: dict[str, dict[str, Any]] = {
         "PlanResponse": {"action": "search", "subquery": f"q-{tag}", "reason": tag},
         "ReadResponse": {"selected_ids": [], "finding": f"f-{tag}", "support": "partial",
@@ -126,6 +128,11 @@ def hashed_skill_reply(body: dict[str, Any]) -> str:
                            "rationale": tag},
         "JudgeResponse": {"stage": "retrieval", "hop": 1, "rationale": tag},
         "CheckResponse": {"consistent": True, "hops": [], "reason": tag},
+        # the step judge: the first step and agent its schema allows
+        "BlameResponse": {"step": (shown.get("step", {}).get("enum") or [0])[0],
+                          "agent": (shown.get("agent", {}).get("enum") or ["agent"])[0],
+                          "reason": tag},
+        "VerdictResponse": {"decisive": False, "reason": tag},
     }
     return json.dumps(replies.get(title, {"echo": tag}))
 

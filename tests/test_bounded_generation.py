@@ -25,10 +25,13 @@ from cuer_agent.llm.ollama_backend import OllamaBackend
 from cuer_agent.llm.openai_backend import OpenAIBackend
 from cuer_agent.llm.skills import (
     AnswerRequest,
+    BlameRequest,
     CheckRequest,
     JudgeRequest,
+    LogStepView,
     PlanRequest,
     ReadRequest,
+    VerdictRequest,
 )
 
 MODEL = "test-model"
@@ -40,6 +43,12 @@ REQUESTS: dict[str, BaseModel] = {
     "answer": AnswerRequest(question=QUESTION, hops=()),
     "judge": JudgeRequest(question=QUESTION, hops=(), answer="Ann Lee"),
     "check": CheckRequest(check="support", question=QUESTION, hops=(), answer="Ann Lee"),
+    "blame": BlameRequest(task=QUESTION, steps=(
+        LogStepView(step=0, agent="planner", content="look it up"),
+        LogStepView(step=1, agent="websurfer", content="Ann Lee directed it")),
+        ground_truth=None),
+    "verdict": VerdictRequest(protocol="step_by_step", task=QUESTION, steps=(
+        LogStepView(step=0, agent="planner", content="look it up"),), ask=(0, 0)),
 }
 UNSUPPORTED_TEMPERATURE = ("Unsupported value: 'temperature' does not support 0 with this "
                            "model. Only the default (1) value is supported.")
@@ -89,7 +98,8 @@ def is_openai(received: Received | dict[str, Any]) -> bool:
 def limit_of(skill: str) -> int:
     """The output-token bound a request of the skill's implies (`bounds.token_bound`)."""
     ids = bounds.ids_in_view(skill, REQUESTS[skill])
-    return bounds.token_bound(prompts.reply_schema(skill, ids))
+    enums = bounds.enums_in_view(skill, REQUESTS[skill])
+    return bounds.token_bound(prompts.reply_schema(skill, ids, enums))
 
 
 @pytest.mark.parametrize("skill", SKILLS)

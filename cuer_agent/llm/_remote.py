@@ -39,7 +39,7 @@ from cuer_agent.llm.backends import CUT, REPAIRED, BackendError, BackendReply
 from cuer_agent.llm.skills import RESPONSES
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
-SKILLS = ("plan", "read", "answer", "judge", "check")
+SKILLS = ("plan", "read", "answer", "judge", "check", "blame", "verdict")
 """The skills whose output tokens `[backend.max_tokens]` may bound."""
 DEFAULT_TIMEOUT = 120.0
 """Seconds one request may take: a CPU model or a busy server needs more than a GPU one."""
@@ -179,7 +179,8 @@ class RemoteBackend(ABC):
     def respond(self, skill: str, request: BaseModel, rendered: Any) -> BackendReply:
         messages: list[dict[str, str]] = list(rendered)
         ids = bounds.ids_in_view(skill, request)
-        schema = prompts.reply_schema(skill, ids)
+        enums = bounds.enums_in_view(skill, request)
+        schema = prompts.reply_schema(skill, ids, enums)
         started = time.perf_counter()
         usage = [0, 0]
         retries = 0
@@ -195,9 +196,9 @@ class RemoteBackend(ABC):
             usage[0] += sent.prompt_tokens
             usage[1] += sent.completion_tokens
             if sent.truncated:  # closed from the fields it completed; a turn would be cut too
-                text, error = _closed(skill, sent.text, ids, limit)
+                text, error = _closed(skill, sent.text, ids, limit, enums)
                 break
-            text, error = _validate(skill, sent.text, ids)
+            text, error = _validate(skill, sent.text, ids, enums)
             if text is not None:
                 break
             if turn == 0:
@@ -249,7 +250,8 @@ class RemoteBackend(ABC):
                 just_waited = True
 
 
-def _closed(skill: str, text: str, ids: Sequence[str], limit: int) -> tuple[str | None, str]:
+def _closed(skill: str, text: str, ids: Sequence[str], limit: int,
+            enums: Mapping[str, Sequence[Any]] | None = None) -> tuple[str | None, str]:
     """A reply cut at `limit` tokens, closed after the last field it completed: (canonical
     JSON, how it was repaired) when that holds every decisive field and validates, else
     (None, why it is a parse failure)."""
@@ -258,14 +260,15 @@ def _closed(skill: str, text: str, ids: Sequence[str], limit: int) -> tuple[str 
         return None, f"{CUT} ({limit} for {skill})"
     missing = bounds.missing(skill, fields)
     closed, why = ((None, f"it lacks {missing}") if missing
-                   else _validate(skill, json.dumps(fields), ids))
+                   else _validate(skill, json.dumps(fields), ids, enums))
     if closed is None:
         return None, f"{CUT} ({limit} for {skill}); closed, it is still invalid: {why}"
     return closed, (f"{REPAIRED} at max_tokens ({limit} for {skill}): closed after the last "
                     "field it completed")
 
 
-def _validate(skill: str, text: str, ids: Sequence[str] = ()) -> tuple[str | None, str]:
+def _validate(skill: str, text: str, ids: Sequence[str] = (),
+              enums: Mapping[str, Sequence[Any]] | None = None) -> tuple[str | None, str]:
     """(canonical JSON, "") for a valid reply within its bounds (`bounds.violation`),
     else (None, the first problem)."""
     candidate = _strip_fences(text)
@@ -276,7 +279,7 @@ def _validate(skill: str, text: str, ids: Sequence[str] = ()) -> tuple[str | Non
         loc = ".".join(str(p) for p in first["loc"]) or "reply"
         return None, f"{loc}: {first['msg']}"
     reply = model.model_dump(mode="json")
-    broken = bounds.violation(skill, reply, ids)
+    broken = bounds.violation(skill, reply, ids, enums)
     if broken:
         return None, broken
     return json.dumps(reply, sort_keys=True), ""

@@ -24,13 +24,13 @@ from __future__ import annotations
 import copy
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
 
 from cuer_agent._json import JsonObject
-from cuer_agent.llm.skills import RESPONSES, AnswerRequest, ReadRequest
+from cuer_agent.llm.skills import RESPONSES, AnswerRequest, BlameRequest, ReadRequest
 
 VERSION = 1
 """Changes whenever a bound changes (part of a remote backend's cache key)."""
@@ -40,6 +40,8 @@ LIMITS: dict[str, dict[str, int]] = {
     "answer": {"answer": 100, "rationale": 200},
     "judge": {"rationale": 200},
     "check": {"reason": 200},
+    "blame": {"agent": 80, "reason": 200},
+    "verdict": {"reason": 200},
 }
 """Skill → free-text field → its maxLength in characters."""
 LISTS: dict[str, dict[str, int]] = {
@@ -53,6 +55,8 @@ ORDER: dict[str, tuple[str, ...]] = {
     "answer": ("answer", "confidence", "used_ids", "rationale"),
     "judge": ("stage", "hop", "rationale"),
     "check": ("consistent", "hops", "reason"),
+    "blame": ("step", "agent", "reason"),
+    "verdict": ("decisive", "reason"),
 }
 """Skill → its fields, the decisive one first."""
 WHITESPACE = 24
@@ -74,6 +78,15 @@ def ids_in_view(skill: str, request: BaseModel) -> tuple[str, ...]:
     return ()
 
 
+def enums_in_view(skill: str, request: BaseModel) -> dict[str, tuple[Any, ...]]:
+    """The values a reply's fields may take beyond their type (empty: no such field): the
+    step judge names one of the steps shown and one of the log's agents."""
+    if isinstance(request, BlameRequest):
+        return {"step": tuple(dict.fromkeys(s.step for s in request.steps)),
+                "agent": tuple(sorted({s.agent for s in request.steps}))}
+    return {}
+
+
 @functools.cache
 def _base(skill: str) -> JsonObject:
     """The skill's reply schema, every field bounded and required, in `ORDER`."""
@@ -88,10 +101,17 @@ def _base(skill: str) -> JsonObject:
     return schema
 
 
-def bounded_schema(skill: str, ids: Sequence[str] = ()) -> JsonObject:
+def bounded_schema(skill: str, ids: Sequence[str] = (),
+                   enums: Mapping[str, Sequence[Any]] | None = None) -> JsonObject:
     """The bounded reply schema: the skill's id list (if it has one) may name only `ids`
-    (none when there are none)."""
+    (none when there are none); a field of `enums` only its values."""
     schema = _base(skill)
+    if enums:
+        schema = copy.deepcopy(schema)
+        for name, values in enums.items():
+            entry = schema["properties"][name]
+            entry.pop("maxLength", None)
+            entry["enum"] = list(values)
     field = ID_LISTS.get(skill)
     if field is None:
         return schema
@@ -130,8 +150,12 @@ def token_bound(schema: JsonObject) -> int:
     return _chars(schema)
 
 
-def violation(skill: str, reply: dict[str, Any], ids: Sequence[str]) -> str:
+def violation(skill: str, reply: dict[str, Any], ids: Sequence[str],
+              enums: Mapping[str, Sequence[Any]] | None = None) -> str:
     """The first bound a parsed reply breaks ("" when it keeps them all)."""
+    for name, values in (enums or {}).items():
+        if reply.get(name) not in values:
+            return f"{name}: {reply.get(name)!r} is not one of the values in view"
     for name, limit in LIMITS[skill].items():
         if len(str(reply.get(name, ""))) > limit:
             return f"{name}: longer than {limit} characters"

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -93,13 +94,31 @@ _TASKS: dict[str, str] = {
         "hops; otherwise consistent=false, the hops where it fails (ascending) and the "
         "reason, quoting the trace."
     ),
+    "blame": (
+        "You find where a multi-agent team's failed attempt at a task went wrong. The log "
+        "lists its steps in order, each an agent's message. Name the step where the "
+        "decisive mistake was made (the earliest step without which the task would have "
+        "succeeded) and the agent who made it. When \"ground_truth\" is given, it is the "
+        "task's correct answer."
+    ),
+    "verdict": (
+        "You find where a multi-agent team's failed attempt at a task went wrong: the "
+        "decisive mistake, the earliest step without which the task would have succeeded. "
+        "\"ask\" names the steps in question, first and last. Protocol step_by_step: the "
+        "log so far is shown, up to the step asked about; reply decisive=true if that step "
+        "is the decisive mistake. Protocol binary_search: a range of the log is shown; "
+        "reply decisive=true if the decisive mistake lies within the steps asked about, "
+        "false if it lies later in the range. When \"ground_truth\" is given, it is the "
+        "task's correct answer."
+    ),
 }
 
 
-def reply_schema(skill: str, ids: Sequence[str] = ()) -> JsonObject:
+def reply_schema(skill: str, ids: Sequence[str] = (),
+                 enums: Mapping[str, Sequence[Any]] | None = None) -> JsonObject:
     """The reply's JSON schema, every field bounded (`cuer_agent.llm.bounds`); with `ids`,
-    the evidence ids a reply may name."""
-    return bounded_schema(skill, ids)
+    the evidence ids a reply may name; with `enums`, the values a field may take."""
+    return bounded_schema(skill, ids, enums)
 
 
 @functools.cache

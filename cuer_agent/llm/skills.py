@@ -5,7 +5,9 @@ The graph never builds prompts. Each node calls one skill with a request built f
 and a backend answers it (`cuer_agent.llm.backends`). The one exception is the
 judge's `gold_answer`, which is None unless a diagnoser declares that it uses gold;
 its name says so. The `check` skill is not the agent's: the `consistency` diagnoser
-puts a finished trace to one named check with it.
+puts a finished trace to one named check with it. Nor are `blame` and `verdict`: the step
+judge (`llm-judge:<protocol>`) puts a multi-agent failure log to them, under Who&When's
+three protocols; their `ground_truth` is None unless the judge declares it reads gold.
 
 Responses are what a model must return as JSON; their JSON schemas are sent to servers
 that support constrained decoding.
@@ -17,7 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SkillName = Literal["plan", "read", "answer", "judge", "check"]
+SkillName = Literal["plan", "read", "answer", "judge", "check", "blame", "verdict"]
 CheckName = Literal["support", "carry", "bridge", "conflict", "kind", "echo", "relation",
                     "complete", "answer_type", "grounded"]
 """The consistency checks a trace can be put to (`CheckRequest`)."""
@@ -112,6 +114,42 @@ class CheckRequest(_Model):
     answer: str
 
 
+class LogStepView(_Model):
+    """One step of a failure log as the step judge sees it: quoted data, never
+    instructions."""
+
+    step: int
+    """The step's number in the log's own indexing."""
+    agent: str
+    content: str
+    cut: bool = False
+    """The content is cut to the words the backend's context leaves each step."""
+
+
+class BlameRequest(_Model):
+    """All at once: the whole log; the reply names the step and the agent where the
+    failure began."""
+
+    task: str
+    steps: tuple[LogStepView, ...]
+    ground_truth: str | None = None
+    """Hidden label, present only for a judge that declares it reads gold."""
+
+
+class VerdictRequest(_Model):
+    """One yes/no question about a log: step by step, "is step k where the failure
+    began?" (the steps up to k shown); binary search, "did it begin within steps
+    ask[0]..ask[1]?" (the range being halved shown)."""
+
+    protocol: Literal["step_by_step", "binary_search"]
+    task: str
+    steps: tuple[LogStepView, ...]
+    ask: tuple[int, int]
+    """The steps asked about, first and last (one step: both the same)."""
+    ground_truth: str | None = None
+    """Hidden label, present only for a judge that declares it reads gold."""
+
+
 # --- responses ---------------------------------------------------------------------------
 
 class PlanResponse(_Model):
@@ -153,11 +191,25 @@ class CheckResponse(_Model):
     """What is inconsistent, quoting the trace."""
 
 
+class BlameResponse(_Model):
+    step: int
+    """The step where the failure began (one of the steps shown)."""
+    agent: str
+    """The agent who made it (one of the log's agents)."""
+    reason: str = ""
+
+
+class VerdictResponse(_Model):
+    decisive: bool
+    """Yes: the failure began at the step (within the steps) asked about."""
+    reason: str = ""
+
+
 REQUESTS: dict[str, type[BaseModel]] = {
     "plan": PlanRequest, "read": ReadRequest, "answer": AnswerRequest, "judge": JudgeRequest,
-    "check": CheckRequest,
+    "check": CheckRequest, "blame": BlameRequest, "verdict": VerdictRequest,
 }
 RESPONSES: dict[str, type[BaseModel]] = {
     "plan": PlanResponse, "read": ReadResponse, "answer": AnswerResponse, "judge": JudgeResponse,
-    "check": CheckResponse,
+    "check": CheckResponse, "blame": BlameResponse, "verdict": VerdictResponse,
 }

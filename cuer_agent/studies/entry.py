@@ -251,8 +251,9 @@ def diagnose(source: TraceSource, *, out: Path, config: StudyConfig = DEFAULT_CO
     )
 
     if source.format in STEP_FORMATS:  # failure logs of multi-agent teams: step traces
-        return Finished(diagnose_step_logs(source.format, source.path, source.labels, out,
-                                           diagnosers), out, source.format, {})
+        steps, ledger = diagnose_step_logs(source.format, source.path, source.labels, out,
+                                           diagnosers, config, execution)
+        return Finished(steps, out, source.format, ledger)
     chosen = tuple(diagnosers) if diagnosers else tuple(trace_only_diagnosers())
     # before the model or the data loads: unknown, probing, or gold without a gold file
     check_diagnosers([get_diagnoser(name) for name in chosen], has_gold=source.gold is not None)

@@ -23,10 +23,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cuer_agent._json import JsonRow
+from cuer_agent.config import StudyConfig
 from cuer_agent.diagnosers._step_base import StepDiagnoser, StepPrediction
 from cuer_agent.metrics.stats import wilson_interval
 from cuer_agent.run_dir import RunDir, canonical_json, write_atomic
 from cuer_agent.step_trace import StepTrace
+from cuer_agent.studies._common.session import Execution
 from cuer_agent.studies._common.summary_model import MeanCI
 from cuer_agent.studies.diagnose.steps_model import (
     WITHIN,
@@ -109,7 +112,7 @@ def run_step_diagnose(traces: Sequence[StepTrace], unlabelled: dict[str, str],
                       diagnosers: Iterable[StepDiagnoser], out: Path, *, fmt: str, path: str,
                       labels: str | None, not_run: dict[str, str]) -> StepTracesSummary:
     """Every diagnoser on every log; scored on the labelled ones, per source and pooled."""
-    chosen = list(diagnosers)
+    chosen, not_run = list(diagnosers), dict(not_run)
     labelled = [t for t in traces if t.labels is not None]
     rows: list[dict[str, object]] = []
     scored: dict[str, list[Outcome]] = {}
@@ -125,6 +128,9 @@ def run_step_diagnose(traces: Sequence[StepTrace], unlabelled: dict[str, str],
                 results.append(outcome(trace, prediction))
             else:
                 skipped.append(trace.source)
+    for d in [d for d in chosen if labelled and not scored[d.name]]:  # in scope of no log
+        not_run[d.name] = f"applies to none of these logs ({d.predict(labelled[0]).why})"
+        chosen.remove(d)
     sources = sorted({t.source for t in traces})
     summary = StepTracesSummary(
         format=fmt, traces=path, labels=labels, logs=len(traces), labelled=len(labelled),
@@ -178,17 +184,41 @@ def read_step_logs(fmt: str, path: Path, labels: Path | None
     raise ConfigError(f"--format must be one of {', '.join(STEP_FORMATS)}, got {fmt!r}")
 
 
-def diagnose_step_logs(fmt: str, path: Path, labels: Path | None, out: Path,
-                       diagnosers: Sequence[str] | None) -> StepTracesSummary:
-    """`diagnose --traces PATH --format whowhen|agentrx`: read the logs (a broken one is
-    one DataError naming it, before anything is written), run the step diagnosers (by
-    default the controls and every replay found) and score them."""
-    from cuer_agent.diagnosers._step_base import default_step_diagnosers, get_step_diagnoser
-    from cuer_agent.diagnosers.catchbench_replay import replays_not_run
+DEFAULT_JUDGE = "llm-judge:all_at_once"
+"""The step judge a default selection runs on a model backend (the others by name)."""
 
-    chosen = list(diagnosers) if diagnosers else default_step_diagnosers()
-    made = [get_step_diagnoser(name) for name in chosen]  # an unknown name fails here
-    traces, unlabelled = read_step_logs(fmt, path, labels)
-    return run_step_diagnose(traces, unlabelled, made, out, fmt=fmt, path=str(path),
-                             labels=str(labels) if labels else None,
-                             not_run=replays_not_run() if not diagnosers else {})
+
+def diagnose_step_logs(fmt: str, path: Path, labels: Path | None, out: Path,
+                       diagnosers: Sequence[str] | None, config: StudyConfig,
+                       execution: Execution) -> tuple[StepTracesSummary, JsonRow]:
+    """`diagnose --traces PATH --format whowhen|agentrx`: read the logs (a broken one is
+    one DataError naming it, before anything is written), run the step diagnosers — by
+    default the controls, the replays found (catchbench installed) and, on a model
+    backend, `llm-judge:all_at_once` — and score them. (summary, the ledger of this
+    invocation's model calls)."""
+    from cuer_agent.diagnosers._step_base import get_step_diagnoser, step_diagnoser_names
+    from cuer_agent.diagnosers.catchbench_replay import replays_not_run
+    from cuer_agent.diagnosers.step_judge import no_step_judge
+    from cuer_agent.llm.backends import backend_about
+    from cuer_agent.studies._common.session import skill_client
+
+    model = not backend_about(config.backend.name).rule_based
+    names = list(diagnosers) if diagnosers else [
+        n for n in step_diagnoser_names()
+        if not n.startswith("llm-judge") or (model and n == DEFAULT_JUDGE)]
+    traces, unlabelled = read_step_logs(fmt, path, labels)  # before any model loads
+    wants_skills = model and any(n.startswith("llm-judge") for n in names)
+    skills = skill_client(config.backend, config.diagnose.seed, execution) \
+        if wants_skills else None
+    made = [get_step_diagnoser(name, skills=skills) for name in names]
+    not_run = {d.name: why for d in made if (why := d.not_run())}
+    if not diagnosers:
+        not_run |= replays_not_run()
+        if not model:
+            not_run["llm-judge:*"] = no_step_judge(config.backend.name)
+    summary = run_step_diagnose(traces, unlabelled, [d for d in made if d.name not in not_run],
+                                out, fmt=fmt, path=str(path),
+                                labels=str(labels) if labels else None, not_run=not_run)
+    ledger = skills.ledger.to_dict() if skills else {}
+    write_atomic(out / "ledger.json", canonical_json(ledger, indent=2) + "\n")
+    return summary, ledger
