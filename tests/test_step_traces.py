@@ -331,3 +331,22 @@ def test_the_three_protocols_run_on_a_135m_model_and_a_second_run_is_free(
     code, text = cli_text(*flags, "--out", tmp_path / "again")
     assert code == 0, text
     assert json.loads((tmp_path / "again" / "ledger.json").read_text())["calls"] == 0
+
+
+def test_agentrx_labels_against_the_whowhen_logs_they_re_annotate_give_the_ceiling(
+        tmp_path: Path) -> None:
+    magentic, _, labels = magentic_and_tau(tmp_path)  # m1: root cause at step 3 (1-based)
+    hand = tmp_path / "Hand-Crafted"
+    hand.mkdir()
+    agreeing = whowhen_log(steps=3, mistake_step="2", agent="WebSurfer", named=False,
+                           question="find the paper")  # step 2 (0-based) is AgentRx's 3
+    (hand / "1.json").write_text(json.dumps(agreeing), encoding="utf-8")
+    (hand / "2.json").write_text(json.dumps(whowhen_log(question="another task")),
+                                 encoding="utf-8")
+    code, text = cli_text("diagnose", "--traces", magentic, "--format", "agentrx",
+                          "--labels", labels, "--reference", hand, "--out", tmp_path / "out")
+    assert code == 0, text
+    agreement = json.loads((tmp_path / "out" / "summary.json").read_text())["agreement"]
+    assert (agreement["n"], agreement["unmatched"]) == (1, 0)
+    assert agreement["step_exact"]["mean"] == 1.0 and agreement["agent"]["mean"] == 1.0
+    assert "the ceiling" in text

@@ -137,6 +137,10 @@ def diagnose_cmd(
              "when it failed, the first-error hop and stage. Scores the diagnosers "
              "(exact-hop and stage accuracy, coverage, clean blame, controls). With "
              "--format agentrx: AgentRx's labels (JSON).")] = None,
+    reference: Annotated[Path | None, typer.Option(
+        help="With --format agentrx: the Who&When logs AgentRx's labels re-annotate; "
+             "the two label sets' agreement is reported (the ceiling of any "
+             "diagnoser).")] = None,
     cache: CachePath = None,
     no_cache: NoCache = False,
 ) -> None:
@@ -153,7 +157,7 @@ def diagnose_cmd(
     source = entry.TraceSource(path=traces, format=fmt,
                                retrieval_tools=names(retrieval_tools or ""),
                                hop_budget=hop_budget, gold=gold, dataset=dataset,
-                               labels=labels)
+                               labels=labels, reference=reference)
     study = study_config(None, llm, diagnose={"seed": seed})
     done = entry.diagnose(source, out=out, config=study,
                           diagnosers=names(diagnosers) if diagnosers else None,

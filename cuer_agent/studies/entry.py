@@ -222,6 +222,9 @@ class TraceSource(BaseModel):
     labels: Path | None = None
     """Labels JSONL (docs/schemas/labels.schema.json): scores the diagnosers; for
     `agentrx`, AgentRx's labels file (JSON)."""
+    reference: Path | None = None
+    """`agentrx` only: the Who&When logs its labels re-annotate (a file or folder); the two
+    label sets' agreement is reported as the ceiling of any diagnoser on them."""
 
     @model_validator(mode="after")
     def _gold_with_its_dataset(self) -> TraceSource:
@@ -252,7 +255,7 @@ def diagnose(source: TraceSource, *, out: Path, config: StudyConfig = DEFAULT_CO
 
     if source.format in STEP_FORMATS:  # failure logs of multi-agent teams: step traces
         steps, ledger = diagnose_step_logs(source.format, source.path, source.labels, out,
-                                           diagnosers, config, execution)
+                                           diagnosers, config, execution, source.reference)
         return Finished(steps, out, source.format, ledger)
     chosen = tuple(diagnosers) if diagnosers else tuple(trace_only_diagnosers())
     # before the model or the data loads: unknown, probing, or gold without a gold file

@@ -9,9 +9,10 @@ a point prediction scores 0 or 1, `chance` the expectation of a uniform step ove
 log. An abstention is wrong. The controls `chance`, `first-step`, `last-step` are in
 every table.
 
-Written to the output directory: `summary.json` (`StepTracesSummary`), `diagnoses.jsonl`
-(per log and diagnoser: what it named and why), `unlabelled.jsonl` (the logs no label
-could be read or matched for, with the reason).
+Written to the output directory: `summary.json` (`StepTracesSummary`), `report.md` (the
+benchmark tables), `diagnoses.jsonl` (per log and diagnoser: what it named and why),
+`unlabelled.jsonl` (the logs no label could be read or matched for, with the reason),
+`ledger.json` (the model calls of this invocation).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from cuer_agent.studies._common.session import Execution
 from cuer_agent.studies._common.summary_model import MeanCI
 from cuer_agent.studies.diagnose.steps_model import (
     WITHIN,
+    LabelAgreement,
     StepDiagnoserSummary,
     StepScore,
     StepSource,
@@ -108,9 +110,40 @@ def diagnosis_row(trace: StepTrace, name: str, prediction: StepPrediction) -> di
     return row
 
 
+def _task(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def label_agreement(traces: Sequence[StepTrace], reference: Sequence[StepTrace]
+                    ) -> LabelAgreement:
+    """`traces`' labels against `reference`'s on the logs both cover: a log is matched by
+    its task text (the same, or the reference's task inside it: AgentRx's first message
+    may wrap Who&When's question), steps compared as positions in the log."""
+    tasks = {_task(r.task): r for r in reference if r.labels is not None and r.task.strip()}
+    hits: dict[str, list[float]] = {"exact": [], "agent": [], **{str(k): [] for k in WITHIN}}
+    unmatched = 0
+    for trace in (t for t in traces if t.labels is not None):
+        task = _task(trace.task)
+        match = tasks.get(task) or max((r for key, r in tasks.items() if key and key in task),
+                                       key=lambda r: len(r.task), default=None)
+        if match is None or match.labels is None or trace.labels is None:
+            unmatched += 1
+            continue
+        distance = abs((trace.labels.step - trace.first_step)
+                       - (match.labels.step - match.first_step))
+        hits["exact"].append(float(distance == 0))
+        hits["agent"].append(float(trace.labels.agent == match.labels.agent))
+        for k in WITHIN:
+            hits[str(k)].append(float(distance <= k))
+    return LabelAgreement(n=len(hits["exact"]), step_exact=share(hits["exact"]),
+                          step_within={str(k): share(hits[str(k)]) for k in WITHIN},
+                          agent=share(hits["agent"]), unmatched=unmatched)
+
+
 def run_step_diagnose(traces: Sequence[StepTrace], unlabelled: dict[str, str],
                       diagnosers: Iterable[StepDiagnoser], out: Path, *, fmt: str, path: str,
-                      labels: str | None, not_run: dict[str, str]) -> StepTracesSummary:
+                      labels: str | None, not_run: dict[str, str],
+                      agreement: LabelAgreement | None = None) -> StepTracesSummary:
     """Every diagnoser on every log; scored on the labelled ones, per source and pooled."""
     chosen, not_run = list(diagnosers), dict(not_run)
     labelled = [t for t in traces if t.labels is not None]
@@ -144,11 +177,14 @@ def run_step_diagnose(traces: Sequence[StepTrace], unlabelled: dict[str, str],
             diagnosers={d.name: score([o for o in scored[d.name] if o.source == source],
                                       outside[d.name].count(source))
                         for d in chosen}) for source in sources},
-        not_run=not_run)
+        not_run=not_run, **({"agreement": agreement} if agreement else {}))
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "diagnoses.jsonl", "".join(canonical_json(r) + "\n" for r in rows))
     write_atomic(out / "unlabelled.jsonl", "".join(
         canonical_json({"key": key, "reason": why}) + "\n" for key, why in unlabelled.items()))
+    from cuer_agent.studies.diagnose.steps_report import step_report_markdown
+
+    write_atomic(out / "report.md", step_report_markdown(summary))
     return RunDir(out).write_model(summary)
 
 
@@ -190,12 +226,14 @@ DEFAULT_JUDGE = "llm-judge:all_at_once"
 
 def diagnose_step_logs(fmt: str, path: Path, labels: Path | None, out: Path,
                        diagnosers: Sequence[str] | None, config: StudyConfig,
-                       execution: Execution) -> tuple[StepTracesSummary, JsonRow]:
+                       execution: Execution, reference: Path | None = None
+                       ) -> tuple[StepTracesSummary, JsonRow]:
     """`diagnose --traces PATH --format whowhen|agentrx`: read the logs (a broken one is
     one DataError naming it, before anything is written), run the step diagnosers — by
     default the controls, the replays found (catchbench installed) and, on a model
-    backend, `llm-judge:all_at_once` — and score them. (summary, the ledger of this
-    invocation's model calls)."""
+    backend, `llm-judge:all_at_once` — and score them; with `reference` (Who&When logs an
+    AgentRx file re-annotates), the two label sets' agreement. (summary, the ledger of
+    this invocation's model calls)."""
     from cuer_agent.diagnosers._step_base import get_step_diagnoser, step_diagnoser_names
     from cuer_agent.diagnosers.catchbench_replay import replays_not_run
     from cuer_agent.diagnosers.step_judge import no_step_judge
@@ -207,6 +245,14 @@ def diagnose_step_logs(fmt: str, path: Path, labels: Path | None, out: Path,
         n for n in step_diagnoser_names()
         if not n.startswith("llm-judge") or (model and n == DEFAULT_JUDGE)]
     traces, unlabelled = read_step_logs(fmt, path, labels)  # before any model loads
+    agreement = None
+    if reference is not None:
+        from cuer_agent.errors import ConfigError
+
+        if fmt != "agentrx":
+            raise ConfigError("--reference compares AgentRx's labels with Who&When's: it "
+                              "goes with --format agentrx")
+        agreement = label_agreement(traces, read_step_logs("whowhen", reference, None)[0])
     wants_skills = model and any(n.startswith("llm-judge") for n in names)
     skills = skill_client(config.backend, config.diagnose.seed, execution) \
         if wants_skills else None
@@ -218,7 +264,8 @@ def diagnose_step_logs(fmt: str, path: Path, labels: Path | None, out: Path,
             not_run["llm-judge:*"] = no_step_judge(config.backend.name)
     summary = run_step_diagnose(traces, unlabelled, [d for d in made if d.name not in not_run],
                                 out, fmt=fmt, path=str(path),
-                                labels=str(labels) if labels else None, not_run=not_run)
+                                labels=str(labels) if labels else None, not_run=not_run,
+                                agreement=agreement)
     ledger = skills.ledger.to_dict() if skills else {}
     write_atomic(out / "ledger.json", canonical_json(ledger, indent=2) + "\n")
     return summary, ledger

@@ -3,7 +3,7 @@ on labelled failure logs, per source and pooled (`summary.json`)."""
 
 from __future__ import annotations
 
-from cuer_agent._part import Part
+from cuer_agent._part import Part, absent
 from cuer_agent.studies._common.summary_model import MeanCI
 
 WITHIN = (1, 2, 3)
@@ -54,6 +54,20 @@ class StepSource(Part):
     diagnosers: dict[str, StepScore]
 
 
+class LabelAgreement(Part):
+    """Two label sets on the logs both cover (AgentRx re-annotates Who&When's hand-crafted
+    logs; matched by task text, steps compared after turning AgentRx's 1-based numbers
+    into Who&When's 0-based ones): the ceiling any diagnoser can reach on them."""
+
+    n: int
+    """Logs both label sets cover."""
+    step_exact: MeanCI
+    step_within: dict[str, MeanCI]
+    agent: MeanCI
+    unmatched: int
+    """Labelled logs of the first set no log of the other matched."""
+
+
 class StepTracesSummary(Part):
     """Step diagnosers on failure logs (`diagnose --format whowhen|agentrx`)."""
 
@@ -72,3 +86,5 @@ class StepTracesSummary(Part):
     by_source: dict[str, StepSource]
     not_run: dict[str, str]
     """Step diagnosers that did not run here, with the reason."""
+    agreement: LabelAgreement | None = absent()
+    """AgentRx's labels against Who&When's on the logs both cover (`--reference`)."""

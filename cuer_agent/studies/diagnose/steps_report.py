@@ -35,6 +35,49 @@ def step_scores_text(summary: StepTracesSummary, out: Path) -> str:
         parts.append(("pooled", {n: d for n, d in summary.diagnosers.items()}))
     for title, scores in parts:
         lines += [title, head, *(_row(name, score) for name, score in scores.items())]
+    if (agreement := summary.agreement) is not None:
+        lines.append(f"the two label sets on the {agreement.n} logs both cover: step exact "
+                     f"{_share(agreement.step_exact)}, agent {_share(agreement.agent)} "
+                     "(the ceiling)")
     lines += [f"not run: {name}: {why}" for name, why in summary.not_run.items()]
     lines.append(f"→ {out}")
+    return "\n".join(lines)
+
+
+def step_report_markdown(summary: StepTracesSummary) -> str:
+    """`report.md` of a step diagnose: per source, then pooled, a table of every step
+    diagnoser (controls first) — agent, exact step, within ±1 and ±3, n — and what did
+    not run."""
+    lines = ["# Step diagnosers on labelled failure logs", "",
+             f"{summary.logs} logs ({summary.format}, {summary.traces}), "
+             f"{summary.labelled} labelled"
+             + (f"; unlabelled: {', '.join(f'{k} ({v})' for k, v in summary.unlabelled.items())}"
+                if summary.unlabelled else "") + ". Each figure is a share of the labelled "
+             "logs with its 95 % interval; a step is right by integer equality in the "
+             "source's own indexing. The substring column is what the Who&When reference "
+             "scorer would count (label 1, prediction 12: right): not a figure to quote.", ""]
+    parts = [(f"{name} ({source.indexing}; {source.labelled} labelled logs)",
+              source.diagnosers) for name, source in summary.by_source.items()]
+    if len(parts) > 1:
+        parts.append(("Pooled", dict(summary.diagnosers)))
+    for title, scores in parts:
+        lines += [f"## {title}", "",
+                  "| diagnoser | n | step exact | within ±1 | within ±3 | agent | substring |",
+                  "|---|---|---|---|---|---|---|"]
+        lines += [f"| {name} | {s.n} | {_share(s.step_exact)} | {_share(s.step_within['1'])} "
+                  f"| {_share(s.step_within['3'])} | {_share(s.agent)} | "
+                  f"{_share(s.step_substring)} |" for name, s in scores.items()]
+        lines.append("")
+    if (agreement := summary.agreement) is not None:
+        lines += ["## The ceiling: two label sets on the same logs", "",
+                  f"AgentRx's labels against Who&When's on the {agreement.n} logs both cover "
+                  f"({agreement.unmatched} unmatched): step exact "
+                  f"{_share(agreement.step_exact)}, within ±1 "
+                  f"{_share(agreement.step_within['1'])}, within ±3 "
+                  f"{_share(agreement.step_within['3'])}, agent {_share(agreement.agent)}. No "
+                  "diagnoser can be expected to agree with one label set more than the two "
+                  "agree with each other.", ""]
+    if summary.not_run:
+        lines += ["## Not run", "", *(f"- {name}: {why}" for name, why in summary.not_run.items()),
+                  ""]
     return "\n".join(lines)
