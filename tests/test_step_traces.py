@@ -350,3 +350,29 @@ def test_agentrx_labels_against_the_whowhen_logs_they_re_annotate_give_the_ceili
     assert (agreement["n"], agreement["unmatched"]) == (1, 0)
     assert agreement["step_exact"]["mean"] == 1.0 and agreement["agent"]["mean"] == 1.0
     assert "the ceiling" in text
+
+
+def test_a_log_written_as_openinference_spans_reads_back_as_the_same_step_trace(
+        tmp_path: Path) -> None:
+    from cuer_agent.interchange.step_spans import read_step_spans, write_step_spans
+
+    write_logs(tmp_path / "A", {"1.json": whowhen_log(named=False)})
+    magentic, tau, labels = magentic_and_tau(tmp_path)
+    logs = [*read_whowhen(tmp_path / "A")[0], *read_agentrx(tau, labels)[0]]
+    write_step_spans(logs, tmp_path / "spans.jsonl")
+    back, unlabelled = read_step_spans(tmp_path / "spans.jsonl")
+    assert back == logs and unlabelled == {}  # tool calls, labels, numbering and all
+    write_step_spans(back, tmp_path / "again.jsonl")
+    assert (tmp_path / "again.jsonl").read_bytes() == (tmp_path / "spans.jsonl").read_bytes()
+
+
+def test_diagnose_reads_its_own_spans_back_as_step_traces_and_scores_them_alike(
+        tmp_path: Path) -> None:
+    write_logs(tmp_path / "A", {"1.json": whowhen_log(), "2.json": whowhen_log(steps=6)})
+    first = tmp_path / "first"
+    assert cli("diagnose", "--traces", tmp_path / "A", "--format", "whowhen",
+               "--out", first)[0] == 0
+    again = tmp_path / "again"
+    assert cli("diagnose", "--traces", first / "spans.jsonl", "--out", again)[0] == 0
+    scores = [json.loads((d / "summary.json").read_text())["diagnosers"] for d in (first, again)]
+    assert scores[0] == scores[1]

@@ -39,7 +39,7 @@ from cuer_agent.studies._common.session import (
 from cuer_agent.studies._common.summary_model import RunSummary
 from cuer_agent.studies.cuer.summary_model import CuerSummary
 from cuer_agent.studies.diagnose.labels import TraceLabel
-from cuer_agent.studies.diagnose.steps import STEP_FORMATS, diagnose_step_logs
+from cuer_agent.studies.diagnose.steps import diagnose_step_logs, is_step_source
 from cuer_agent.studies.diagnose.steps_model import StepTracesSummary
 from cuer_agent.studies.diagnose.summary_model import TracesSummary
 from cuer_agent.studies.evaluate.summary_model import EvaluateSummary
@@ -253,7 +253,7 @@ def diagnose(source: TraceSource, *, out: Path, config: StudyConfig = DEFAULT_CO
         trace_only_diagnosers,
     )
 
-    if source.format in STEP_FORMATS:  # failure logs of multi-agent teams: step traces
+    if is_step_source(source.format, source.path):  # failure logs of multi-agent teams
         steps, ledger = diagnose_step_logs(source.format, source.path, source.labels, out,
                                            diagnosers, config, execution, source.reference)
         return Finished(steps, out, source.format, ledger)

@@ -41,8 +41,9 @@ from cuer_agent.studies.diagnose.steps_model import (
     StepTracesSummary,
 )
 
-INDEXING = {"whowhen": "0-based: mistake_step indexes history",
-            "agentrx": "1-based: the first message is step 1 (AgentRx's step_number)"}
+INDEXING = {0: "0-based: the first step is 0 (Who&When's mistake_step indexes history)",
+            1: "1-based: the first message is step 1 (AgentRx's step_number)"}
+"""How a source numbers its steps, by the number of its first step."""
 FIGURES = ("agent", "step_exact", *(f"within_{k}" for k in WITHIN), "step_substring")
 
 
@@ -173,7 +174,9 @@ def run_step_diagnose(traces: Sequence[StepTrace], unlabelled: dict[str, str],
             **score(scored[d.name], len(outside[d.name])).model_dump()) for d in chosen},
         by_source={source: StepSource(
             logs=sum(t.source == source for t in traces),
-            labelled=sum(t.source == source for t in labelled), indexing=INDEXING[fmt],
+            labelled=sum(t.source == source for t in labelled),
+            indexing=INDEXING.get(next(t.first_step for t in traces if t.source == source),
+                                  "the source's own numbering"),
             diagnosers={d.name: score([o for o in scored[d.name] if o.source == source],
                                       outside[d.name].count(source))
                         for d in chosen}) for source in sources},
@@ -195,7 +198,17 @@ def _reason_kind(reason: str) -> str:
 
 
 STEP_FORMATS = ("whowhen", "agentrx")
-"""The `--format`s whose logs are step traces."""
+"""The `--format`s whose logs are step traces (and `openinference` files that hold step
+logs: `is_step_log_file`)."""
+
+
+def is_step_source(fmt: str, path: Path) -> bool:
+    """Whether `diagnose` reads `path` as step traces."""
+    if fmt in STEP_FORMATS:
+        return True
+    from cuer_agent.interchange.step_spans import is_step_log_file
+
+    return fmt == "openinference" and path.is_file() and is_step_log_file(path)
 
 
 def read_step_logs(fmt: str, path: Path, labels: Path | None
@@ -210,6 +223,10 @@ def read_step_logs(fmt: str, path: Path, labels: Path | None
         if labels is not None:
             raise ConfigError("--labels: Who&When's labels are inside its logs; give none")
         return read_whowhen(path)
+    if fmt == "openinference":  # step logs written by `write_step_spans`
+        from cuer_agent.interchange.step_spans import read_step_spans
+
+        return read_step_spans(path)
     if fmt == "agentrx":
         from cuer_agent.interchange.agentrx import read_agentrx
 
@@ -266,6 +283,9 @@ def diagnose_step_logs(fmt: str, path: Path, labels: Path | None, out: Path,
                                 out, fmt=fmt, path=str(path),
                                 labels=str(labels) if labels else None, not_run=not_run,
                                 agreement=agreement)
+    from cuer_agent.interchange.step_spans import write_step_spans
+
+    write_step_spans(traces, out / "spans.jsonl")  # the logs as OpenInference, read back alike
     ledger = skills.ledger.to_dict() if skills else {}
     write_atomic(out / "ledger.json", canonical_json(ledger, indent=2) + "\n")
     return summary, ledger
