@@ -357,7 +357,7 @@ def test_a_log_written_as_openinference_spans_reads_back_as_the_same_step_trace(
     from cuer_agent.interchange.step_spans import read_step_spans, write_step_spans
 
     write_logs(tmp_path / "A", {"1.json": whowhen_log(named=False)})
-    magentic, tau, labels = magentic_and_tau(tmp_path)
+    _, tau, labels = magentic_and_tau(tmp_path)
     logs = [*read_whowhen(tmp_path / "A")[0], *read_agentrx(tau, labels)[0]]
     write_step_spans(logs, tmp_path / "spans.jsonl")
     back, unlabelled = read_step_spans(tmp_path / "spans.jsonl")
