@@ -22,11 +22,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cuer_agent.config import DEFAULT_CONFIG, StudyConfig
-from cuer_agent.errors import DataError
+from cuer_agent.errors import ConfigError, DataError
 from cuer_agent.execution import Mode
 from cuer_agent.run_dir import read_rows
 from cuer_agent.studies import entry
-from cuer_agent.studies._common.recorded_config import AnyRunConfig, read_run_config
+from cuer_agent.studies._common.recorded_config import (
+    AnyRunConfig,
+    EvaluateRunConfig,
+    PropagateRunConfig,
+    RunCommandConfig,
+    read_run_config,
+)
 from cuer_agent.studies._common.session import DEFAULT_EXECUTION, Execution
 from cuer_agent.studies._common.summary_model import RunSummary
 from cuer_agent.studies.cuer.summary_model import CuerSummary
@@ -79,18 +85,55 @@ def propagate(config: StudyConfig = DEFAULT_CONFIG, *, out: str | Path | None = 
     return entry.propagate(config, out=_path(out), execution=execution).summary
 
 
-def diagnose(source: TraceSource, *, out: str | Path, config: StudyConfig = DEFAULT_CONFIG,
-             diagnosers: Sequence[str] | None = None,
+def diagnose(source: TraceSource | LoadedRun | str | Path, *, out: str | Path,
+             config: StudyConfig = DEFAULT_CONFIG, diagnosers: Sequence[str] | None = None,
              execution: Execution = DEFAULT_EXECUTION) -> TracesSummary | StepTracesSummary:
     """`cuer-agent diagnose`: the traces of any agent diagnosed (trace-only diagnosers by
     default), and scored when labels are given or made from a gold file; failure logs of
     multi-agent teams (`format` whowhen or agentrx) as step traces, scored by step and
-    agent (`StepTracesSummary`)."""
-    return entry.diagnose(source, out=Path(out), config=config, diagnosers=diagnosers,
-                          execution=execution).summary
+    agent (`StepTracesSummary`). `source` is a `TraceSource`, or a run directory (a path,
+    or `load_run`'s `LoadedRun`): its traces, with the hop budget it ran with, or a trace
+    file (OpenInference spans)."""
+    return entry.diagnose(trace_source(source), out=Path(out), config=config,
+                          diagnosers=diagnosers, execution=execution).summary
 
 
-Summary = RunSummary | CuerSummary | PropagateSummary | EvaluateSummary
+def trace_source(source: object) -> TraceSource:
+    """What `diagnose` reads from `source` (see `diagnose`); anything else is one
+    `ConfigError` line saying what it takes."""
+    if isinstance(source, TraceSource):
+        return source
+    if isinstance(source, str | Path):
+        path = Path(source)
+        if not path.exists():
+            raise ConfigError(f"diagnose: {path}: no such file or directory")
+        if path.is_file():
+            return TraceSource(path=path)
+        if not (path / "config.json").exists():
+            raise ConfigError(f"diagnose: {path} is a folder but not a run directory (no "
+                              "config.json): for a folder of failure logs give "
+                              "TraceSource(path=..., format='whowhen' or 'agentrx')")
+        source = load_run(path)
+    if not isinstance(source, LoadedRun):
+        raise ConfigError("diagnose takes a TraceSource, a run directory (a path or "
+                          f"load_run's LoadedRun) or a trace file, not a "
+                          f"{type(source).__name__}")
+    config = source.config
+    if source.command == "diagnose":
+        raise ConfigError(f"diagnose: {source.path} is a diagnose output, not a run: give "
+                          "the traces it read, or its traces.jsonl as TraceSource(format='cuer')")
+    budget = (config.hop_budget if isinstance(config, RunCommandConfig | PropagateRunConfig)
+              else config.study.agent.hops if isinstance(config, EvaluateRunConfig) else None)
+    part = "agentic" if source.command == "evaluate" else ""
+    if source.command == "cuer":
+        raise ConfigError(f"diagnose: {source.path} is a cuer run (single-shot CUE-R): it has "
+                          "no agent traces to diagnose")
+    return TraceSource(path=source.path / part / "traces.jsonl", format="cuer",
+                       hop_budget=budget)
+
+
+Summary = (RunSummary | CuerSummary | PropagateSummary | EvaluateSummary | TracesSummary
+           | StepTracesSummary)
 
 SUMMARIES: dict[str, type[Summary]] = {
     "run": RunSummary, "cuer": CuerSummary, "propagate": PropagateSummary,
@@ -111,18 +154,22 @@ class LoadedRun:
         return self.config.command
 
     def traces(self) -> list[Trace]:
-        """Every trace the run wrote (`evaluate`: its agentic part's), in file order."""
+        """Every trace the run wrote (`evaluate`: its agentic part's; `diagnose`: the
+        traces it imported), in file order."""
         path = self.path / ("agentic" if self.command == "evaluate" else "") / "traces.jsonl"
         if not path.exists():
             raise DataError(path, "no such file")
-        return [Trace.model_validate(row["trace"]) for row in read_rows(path)]
+        # a study's rows wrap their trace with its spend; diagnose writes the traces bare
+        return [Trace.model_validate(row if self.command == "diagnose" else row["trace"])
+                for row in read_rows(path)]
 
 
 def load_run(path: str | Path) -> LoadedRun:
-    """A run directory (of `run`, `cuer`, `propagate` or `evaluate`) read back: its
+    """A run directory (of `run`, `cuer`, `propagate`, `evaluate` or `diagnose`) read back: its
     `config.json` and `summary.json` as their models. A missing, damaged or unknown file
     is a `CuerError` naming it."""
     path = Path(path)
     config = read_run_config(path)
-    return LoadedRun(path, config, read_summary(path / "summary.json",
-                                                SUMMARIES[config.command]))
+    model: type[Summary] = SUMMARIES[config.command] if config.command != "diagnose" else (
+        StepTracesSummary if config.summary == "steps" else TracesSummary)
+    return LoadedRun(path, config, read_summary(path / "summary.json", model))

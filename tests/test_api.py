@@ -98,3 +98,49 @@ def test_dir_of_the_package_lists_the_lazily_loaded_api() -> None:
     import cuer_agent
 
     assert set(cuer_agent.__all__) <= set(dir(cuer_agent))
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("api") / "run"
+    cuer_agent.run(StudyConfig(data=DataSection(n=3), agent=AgentSection(hops=2)), out=out,
+                   execution=OFFLINE)
+    return out
+
+
+def test_diagnose_takes_a_run_directory_or_a_loaded_run_with_its_hop_budget(
+        small_run: Path, tmp_path: Path) -> None:
+    by_path = cuer_agent.diagnose(small_run, out=tmp_path / "a", execution=OFFLINE)
+    by_run = cuer_agent.diagnose(cuer_agent.load_run(small_run), out=tmp_path / "b",
+                                 execution=OFFLINE)
+    assert by_path == by_run and by_path.hop_budget == 2 and by_path.mapped == 3
+
+
+def test_diagnose_returns_its_summary_as_a_model_that_serialises(
+        small_run: Path, tmp_path: Path) -> None:
+    import json
+
+    diagnosed = cuer_agent.diagnose(small_run, out=tmp_path / "d", execution=OFFLINE)
+    assert json.loads(diagnosed.model_dump_json(exclude_unset=True)) == json.loads(
+        (tmp_path / "d" / "summary.json").read_text())
+
+
+@pytest.mark.parametrize("wrong", [["a", "trace"], 3])
+def test_diagnose_given_what_it_cannot_read_is_one_config_error(
+        wrong: object, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="diagnose takes a TraceSource") as caught:
+        cuer_agent.diagnose(wrong, out=tmp_path)  # type: ignore[arg-type]
+    assert "\n" not in str(caught.value)
+
+
+def test_diagnose_given_a_folder_that_is_no_run_says_what_it_takes(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not a run directory"):
+        cuer_agent.diagnose(tmp_path, out=tmp_path / "out")
+
+
+def test_load_run_reads_a_diagnose_folder_back_as_its_summary(
+        small_run: Path, tmp_path: Path) -> None:
+    diagnosed = cuer_agent.diagnose(small_run, out=tmp_path / "d", execution=OFFLINE)
+    loaded = cuer_agent.load_run(tmp_path / "d")
+    assert loaded.command == "diagnose" and loaded.summary == diagnosed
+    assert loaded.config.hop_budget == 2 and len(loaded.traces()) == 3

@@ -168,9 +168,9 @@ def diagnose_cmd(
     if isinstance(summary, StepTracesSummary):
         typer.echo(step_scores_text(summary, out))
         return
-    typer.echo(f"{summary['mapped']}/{summary['traces']} traces mapped, "
-               f"{summary['unmapped_spans']['n']} spans left out; "
-               f"{len(summary['diagnosers'])} diagnosers → {out}")
+    typer.echo(f"{summary.mapped}/{summary.traces} traces mapped, "
+               f"{summary.unmapped_spans.n} spans left out; "
+               f"{len(summary.diagnosers)} diagnosers → {out}")
     if labels is not None or gold is not None:
         typer.echo(scores_line(summary))
 

@@ -253,10 +253,12 @@ def diagnose(source: TraceSource, *, out: Path, config: StudyConfig = DEFAULT_CO
         trace_only_diagnosers,
     )
 
-    if is_step_source(source.format, source.path):  # failure logs of multi-agent teams
-        steps, ledger = diagnose_step_logs(source.format, source.path, source.labels, out,
-                                           diagnosers, config, execution, source.reference)
-        return Finished(steps, out, source.format, ledger)
+    steps = is_step_source(source.format, source.path)
+    _record_diagnose(source, out, config, diagnosers, steps)
+    if steps:  # failure logs of multi-agent teams
+        logs, ledger = diagnose_step_logs(source.format, source.path, source.labels, out,
+                                          diagnosers, config, execution, source.reference)
+        return Finished(logs, out, source.format, ledger)
     chosen = tuple(diagnosers) if diagnosers else tuple(trace_only_diagnosers())
     # before the model or the data loads: unknown, probing, or gold without a gold file
     check_diagnosers([get_diagnoser(name) for name in chosen], has_gold=source.gold is not None)
@@ -277,6 +279,26 @@ def diagnose(source: TraceSource, *, out: Path, config: StudyConfig = DEFAULT_CO
                                   hop_budget=source.hop_budget, labels=given or None,
                                   labels_path=labels_path)
     return Finished(summary, out, data.name if data else "", skills.ledger.to_dict(), notes)
+
+
+def _record_diagnose(source: TraceSource, out: Path, config: StudyConfig,
+                     diagnosers: Sequence[str] | None, steps: bool) -> None:
+    """`out/config.json`: what this diagnose read and ran (`load_run` reads it back)."""
+    from cuer_agent.run_dir import canonical_json, write_atomic
+    from cuer_agent.studies._common.recorded_config import DiagnoseRunConfig
+
+    def text(path: Path | None) -> str | None:
+        return None if path is None else str(path)
+
+    record = DiagnoseRunConfig(
+        command="diagnose", source=str(source.path), format=source.format,
+        summary="steps" if steps else "traces",
+        diagnosers=list(diagnosers) if diagnosers else None, labels=text(source.labels),
+        gold=text(source.gold), dataset=source.dataset, hop_budget=source.hop_budget,
+        reference=text(source.reference), backend=config.backend)
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(out / "config.json", canonical_json(record.model_dump(mode="json"),
+                                                     indent=2) + "\n")
 
 
 def _gold_chain_labels(source: TraceSource, data: Dataset, config: StudyConfig,

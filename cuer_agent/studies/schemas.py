@@ -6,6 +6,7 @@
 * `EvaluateSummary` — `cuer-agent evaluate`: `single_shot` (a CUE-R summary and the kind
   of questions asked), `agentic` (`PropagationResults`), `comparison`, `diagnosers`,
   `ledger`, `config`, `provenance`, `caveats`;
+* `TracesSummary` — `cuer-agent diagnose --traces` (any agent's traces);
 * `StepTracesSummary` — `cuer-agent diagnose --format whowhen|agentrx` (step diagnosers
   on failure logs, per source and pooled).
 
@@ -38,6 +39,7 @@ from cuer_agent.studies._common.summary_model import RunSummary
 from cuer_agent.studies.cuer.summary_model import CuerSummary
 from cuer_agent.studies.diagnose.labels import TraceLabel
 from cuer_agent.studies.diagnose.steps_model import StepTracesSummary
+from cuer_agent.studies.diagnose.summary_model import TracesSummary
 from cuer_agent.studies.evaluate.summary_model import EvaluateSummary
 from cuer_agent.studies.propagation.summary_model import (
     PropagateSummary,
@@ -59,6 +61,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "evaluate-summary.schema.json": EvaluateSummary,
     "labels.schema.json": TraceLabel,
     "step-traces-summary.schema.json": StepTracesSummary,
+    "traces-summary.schema.json": TracesSummary,
 }
 """Schema file name (in `docs/schemas/`) → the model it is generated from: a run's
 `config.json` (`recorded_config`), each study's `summary.json`, and the labels file of

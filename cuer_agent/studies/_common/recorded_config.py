@@ -144,8 +144,29 @@ class EvaluateRunConfig(_Recorded):
     study: StudyConfig
 
 
+class DiagnoseRunConfig(_Recorded):
+    """`cuer-agent diagnose`: any agent's traces, or failure logs, diagnosed and scored
+    (written so that `load_run` reads the folder back)."""
+
+    command: Literal["diagnose"]
+    source: str
+    """The traces or logs read (a file or a folder)."""
+    format: str
+    summary: Literal["traces", "steps"]
+    """Which summary the folder holds: `TracesSummary` (hop traces) or `StepTracesSummary`
+    (failure logs of multi-agent teams)."""
+    diagnosers: list[str] | None
+    """As asked; null: the default selection."""
+    labels: str | None = None
+    gold: str | None = None
+    dataset: str | None = None
+    hop_budget: int | None = None
+    reference: str | None = None
+    backend: BackendSection
+
+
 AnyRunConfig = Annotated[RunCommandConfig | CuerRunConfig | PropagateRunConfig
-                         | EvaluateRunConfig, Field(discriminator="command")]
+                         | EvaluateRunConfig | DiagnoseRunConfig, Field(discriminator="command")]
 
 
 class RecordedConfig(RootModel[AnyRunConfig]):
@@ -154,7 +175,7 @@ class RecordedConfig(RootModel[AnyRunConfig]):
 
 COMMANDS: dict[str, type[_Recorded]] = {
     "run": RunCommandConfig, "cuer": CuerRunConfig, "propagate": PropagateRunConfig,
-    "evaluate": EvaluateRunConfig}
+    "evaluate": EvaluateRunConfig, "diagnose": DiagnoseRunConfig}
 """`command` → the model of its config."""
 
 

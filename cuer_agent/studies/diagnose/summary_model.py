@@ -5,8 +5,6 @@
 
 from __future__ import annotations
 
-from typing import NotRequired, TypedDict
-
 from cuer_agent._part import Part, absent
 from cuer_agent.studies._common.summary_model import HopKey, Interval, MeanCI
 
@@ -155,7 +153,7 @@ class DiagnoserSummary(AttributionScores):
 
 # ------------------------------------------------------- diagnose --traces summary
 
-class Histograms(TypedDict):
+class Histograms(Part):
     """Where a diagnoser's diagnoses fall."""
 
     n: int
@@ -174,11 +172,11 @@ class DiagnoserTraces(Histograms):
     uses_gold: bool
     probing: bool
     stand_in: str | None
-    scored: NotRequired[DiagnoserSummary]
+    scored: DiagnoserSummary = absent()
     """Scored as the study scores it, when some traces carry a label."""
 
 
-class SpansLeftOut(TypedDict):
+class SpansLeftOut(Part):
     """Spans not mapped onto a trace (listed in `unmapped.jsonl`)."""
 
     n: int
@@ -186,7 +184,7 @@ class SpansLeftOut(TypedDict):
     """Reason → spans."""
 
 
-class ChanceExpected(TypedDict):
+class ChanceExpected(Part):
     """A uniform hop in 1..n on the scored failed traces (analytic)."""
 
     overall: float | None
@@ -194,7 +192,7 @@ class ChanceExpected(TypedDict):
     """Labelled hop → its expected accuracy."""
 
 
-class LabelCounts(TypedDict):
+class LabelCounts(Part):
     """Where the labels came from and what was scored."""
 
     source: str
@@ -210,9 +208,8 @@ class LabelCounts(TypedDict):
     chance_expected: ChanceExpected | None
 
 
-class TracesSummary(TypedDict):
-    """`summary.json` of `diagnose --traces` (written by
-    `cuer_agent.studies.diagnose.traces.summary_json`)."""
+class TracesSummary(Part):
+    """`summary.json` of `diagnose --traces`."""
 
     source: str
     """The traces file."""
@@ -230,3 +227,7 @@ class TracesSummary(TypedDict):
     """Agent mode → traces."""
     labels: LabelCounts
     diagnosers: dict[str, DiagnoserTraces]
+    hop_budget: int | None = absent()
+    """The hop budget the agent ran with, where known (`--hops`, or the run directory
+    diagnosed): what `trace-rule` and `chain-rule` read to place a premature stop. Absent:
+    unknown — never guessed."""

@@ -42,7 +42,7 @@ from cuer_agent.interchange import ImportedTrace, Unmapped, import_spans, read_s
 from cuer_agent.interchange.export import record_metrics
 from cuer_agent.metrics import recall_correct
 from cuer_agent.metrics.attribution import chance_expected_accuracy
-from cuer_agent.run_dir import canonical_json, scan_rows, write_atomic
+from cuer_agent.run_dir import RunDir, canonical_json, scan_rows, write_atomic
 from cuer_agent.studies.diagnose.labels import LABELLED, TraceLabel
 from cuer_agent.studies.diagnose.runner import (
     CLEAN,
@@ -55,6 +55,8 @@ from cuer_agent.studies.diagnose.summary_model import (
     ChanceExpected,
     DiagnoserTraces,
     Histograms,
+    LabelCounts,
+    SpansLeftOut,
     TracesSummary,
 )
 from cuer_agent.trace import Trace, write_traces
@@ -240,16 +242,18 @@ def _histograms(rows: list[TraceDiagnosisRow]) -> Histograms:
     named = [r for r in rows if r["pred_hop"] is not None]
     # A diagnosis that names a hop names its stage (`DiagnosisFields`).
     stages = Counter(stage for r in named if (stage := r["pred_stage"]) is not None)
-    return {"n": len(rows), "errors": len(rows) - len(named),
-            "blame_hist": {str(h): round(c / len(named), 6) for h, c in
-                           sorted(Counter(r["pred_hop"] for r in named).items())},
-            "stage_hist": {s: round(c / len(named), 6) for s, c in sorted(stages.items())}}
+    return Histograms(n=len(rows), errors=len(rows) - len(named),
+                      blame_hist={str(h): round(c / len(named), 6) for h, c in
+                                  sorted(Counter(r["pred_hop"] for r in named).items())},
+                      stage_hist={s: round(c / len(named), 6)
+                                  for s, c in sorted(stages.items())})
 
 
 def summarise(items: list[ImportedTrace], unmapped: list[Unmapped],
               rows: list[TraceDiagnosisRow], diagnosers: list[Diagnoser],
               config: StudyConfig, *, source: str, gold: str | None,
-              labels: Labels | None = None, labels_path: str | None = None) -> TracesSummary:
+              labels: Labels | None = None, labels_path: str | None = None,
+              hop_budget: int | None = None) -> TracesSummary:
     scored = scorable(rows)
     scored_summaries = (diagnoser_summaries([scored_row(r) for r in scored], diagnosers,
                                             config) if scored else {})
@@ -258,33 +262,31 @@ def summarise(items: list[ImportedTrace], unmapped: list[Unmapped],
     per: dict[str, DiagnoserTraces] = {}
     for d in diagnosers:
         mine = [r for r in rows if r["diagnoser"] == d.name]
-        hist = _histograms(mine)
-        per[d.name] = {
-            "n": hist["n"], "errors": hist["errors"], "blame_hist": hist["blame_hist"],
-            "stage_hist": hist["stage_hist"],
-            "by_mode": {mode: _histograms([r for r in mine if r["mode"] == mode])
-                        for mode in sorted({r["mode"] for r in mine})},
-            "uses_gold": d.uses_gold, "probing": d.probing, "stand_in": d.stand_in}
-        if d.name in scored_summaries:
-            per[d.name]["scored"] = scored_summaries[d.name]
+        scored_too = ({"scored": scored_summaries[d.name]} if d.name in scored_summaries
+                      else {})
+        per[d.name] = DiagnoserTraces(
+            **dict(_histograms(mine)),
+            by_mode={mode: _histograms([r for r in mine if r["mode"] == mode])
+                     for mode in sorted({r["mode"] for r in mine})},
+            uses_gold=d.uses_gold, probing=d.probing, stand_in=d.stand_in, **scored_too)
     traces_left = [u for u in unmapped if not u.span_id]
-    return {
-        "source": source, "gold": gold,
-        "traces": len(items) + len(traces_left), "mapped": len(items),
-        "not_mapped": [u.row() for u in traces_left],
-        "mapping": dict(sorted(Counter(i.mapping for i in items).items())),
-        "unmapped_spans": {"n": len(unmapped) - len(traces_left),
-                           "by_reason": dict(sorted(Counter(
-                               u.reason for u in unmapped if u.span_id).items()))},
-        "modes": dict(sorted(Counter(i.trace.mode for i in items).items())),
-        "labels": {"source": labels_path or "records",
-                   "labelled": sum(label(i, labels)["fault"] is not None for i in items),
-                   "unmatched": _unmatched(items, labels),
-                   "scored_failed": len({r["trace_id"] for r in scored if r["fault"] != CLEAN}),
-                   "scored_clean": len({r["trace_id"] for r in scored if r["fault"] == CLEAN}),
-                   "chance_expected": chance_baseline(failed)},
-        "diagnosers": per,
-    }
+    return TracesSummary(
+        source=source, gold=gold,
+        traces=len(items) + len(traces_left), mapped=len(items),
+        not_mapped=[u.row() for u in traces_left],
+        mapping=dict(sorted(Counter(i.mapping for i in items).items())),
+        unmapped_spans=SpansLeftOut(n=len(unmapped) - len(traces_left),
+                                    by_reason=dict(sorted(Counter(
+                                        u.reason for u in unmapped if u.span_id).items()))),
+        modes=dict(sorted(Counter(i.trace.mode for i in items).items())),
+        labels=LabelCounts(
+            source=labels_path or "records",
+            labelled=sum(label(i, labels)["fault"] is not None for i in items),
+            unmatched=_unmatched(items, labels),
+            scored_failed=len({r["trace_id"] for r in scored if r["fault"] != CLEAN}),
+            scored_clean=len({r["trace_id"] for r in scored if r["fault"] == CLEAN}),
+            chance_expected=chance_baseline(failed)),
+        diagnosers=per, **({"hop_budget": hop_budget} if hop_budget is not None else {}))
 
 
 def chance_baseline(failed: list[DiagnosisRow]) -> ChanceExpected | None:
@@ -293,8 +295,8 @@ def chance_baseline(failed: list[DiagnosisRow]) -> ChanceExpected | None:
     if not failed:
         return None
     expected = chance_expected_accuracy([attribution(r) for r in failed])
-    return {"overall": expected["expected_acc"],
-            "by_depth": {h: v["expected_acc"] for h, v in expected["by_depth"].items()}}
+    return ChanceExpected(overall=expected["expected_acc"],
+                          by_depth={h: v["expected_acc"] for h, v in expected["by_depth"].items()})
 
 
 def _unmatched(items: list[ImportedTrace], labels: Labels | None) -> list[str]:
@@ -331,20 +333,9 @@ def run_diagnose_traces(path: Path, fmt: str, diagnosers: list[Diagnoser], out: 
             fh.flush()
             rows += mine
     summary = summarise(items, unmapped, rows, diagnosers, config, source=str(path), gold=gold,
-                        labels=labels, labels_path=labels_path)
-    write_atomic(out / "summary.json", summary_json(summary))
+                        labels=labels, labels_path=labels_path, hop_budget=hop_budget)
+    RunDir(out).write_model(summary)
     from cuer_agent.studies.diagnose.traces_report import report_markdown
 
     write_atomic(out / "report.md", report_markdown(summary))
     return summary
-
-
-
-def summary_json(summary: TracesSummary) -> str:
-    """The text of `summary.json`: each scored summary written as its model
-    (`RunDir.write_model`: the keys it was given, by their JSON names), the rest as is."""
-    diagnosers = {name: {**entry, "scored": entry["scored"].model_dump(
-                      mode="json", by_alias=True, exclude_unset=True)}
-                  if "scored" in entry else entry
-                  for name, entry in summary["diagnosers"].items()}
-    return canonical_json({**summary, "diagnosers": diagnosers}, indent=2) + "\n"
