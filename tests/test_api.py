@@ -144,3 +144,19 @@ def test_load_run_reads_a_diagnose_folder_back_as_its_summary(
     loaded = cuer_agent.load_run(tmp_path / "d")
     assert loaded.command == "diagnose" and loaded.summary == diagnosed
     assert loaded.config.hop_budget == 2 and len(loaded.traces()) == 3
+
+
+def test_gzipped_spans_are_diagnosed_as_the_plain_file_is(small_run: Path,
+                                                          tmp_path: Path) -> None:
+    import gzip
+
+    from cuer_agent.interchange import export_run
+
+    plain = tmp_path / "spans.jsonl"
+    export_run(small_run, plain)
+    packed = tmp_path / "spans.jsonl.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes(), mtime=0))
+    scores = [cuer_agent.diagnose(cuer_agent.TraceSource(path=p, hop_budget=2),
+                                  out=tmp_path / p.name.replace(".", "-"),
+                                  execution=OFFLINE).diagnosers for p in (plain, packed)]
+    assert scores[0] == scores[1]

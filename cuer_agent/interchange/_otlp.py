@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import gzip
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -153,11 +154,26 @@ def _status(span: JsonObject) -> tuple[int, str]:
     return int(code), str(status.get("message", ""))
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def span_file_text(path: Path) -> str:
+    """The text of a span file, gunzipped when it is gzip (a `.jsonl.gz` kept as
+    benchmark data): recognised by its bytes, whatever its name."""
+    raw = path.read_bytes()
+    if raw[:2] == GZIP_MAGIC:
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as exc:
+            raise DataError(path, f"a damaged gzip file ({exc})") from None
+    return raw.decode("utf-8")
+
+
 def _requests(path: Path) -> Iterator[tuple[int, JsonObject]]:
     """(line number, request) per line; a file holding one pretty-printed request is read
-    whole."""
+    whole; a gzip file is read through."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = span_file_text(path)
     except UnicodeDecodeError as exc:
         raise DataError(path, f"not UTF-8 text (byte {exc.start}): not an OTLP/JSON file"
                         ) from None

@@ -25,7 +25,13 @@ from typing import Any
 
 from cuer_agent._json import JsonObject
 from cuer_agent.errors import DataError
-from cuer_agent.interchange._otlp import SPAN_KIND_INTERNAL, STATUS_OK, attribute, read_spans
+from cuer_agent.interchange._otlp import (
+    SPAN_KIND_INTERNAL,
+    STATUS_OK,
+    attribute,
+    read_spans,
+    span_file_text,
+)
 from cuer_agent.run_dir import canonical_json
 from cuer_agent.step_trace import LogStep, StepLabels, StepTrace, ToolCall
 
@@ -89,9 +95,8 @@ def write_step_spans(traces: list[StepTrace], path: Path) -> None:
 def is_step_log_file(path: Path) -> bool:
     """Whether a span file's first request holds a step log (as `write_step_spans` writes)."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            first = fh.readline()
-    except (OSError, UnicodeDecodeError):
+        first = span_file_text(path).split("\n", 1)[0]
+    except (OSError, UnicodeDecodeError, DataError):
         return False
     return f'"{ROOT_NAME}"' in first and LOG_KEY in first
 
