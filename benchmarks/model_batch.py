@@ -24,7 +24,9 @@ its next finished question, and then *packs* what is finished into `benchmarks/d
   code as `run --natural` (`write_benchmark`), but without diagnosing: the model's time
   goes to the agent, and any diagnoser is scored later from the files
   (`diagnose --traces spans.jsonl.gz --labels labels.jsonl`);
-* `config.json` (the run's), `speed.json` (what each invocation cost) and `PROVENANCE.md`.
+* `config.json` (the run's), `speed.json` (what each invocation cost, with its commit and
+  date) and `PROVENANCE.md` (the model file's sha256 in full, the command, the commits and
+  dates, the data's licence, the cost so far).
 
 Commit the folder after each invocation: background jobs do not outlive a session. The
 work directory (`~/.cache/cuer-agent/batches/NAME/`) holds the run directory and its
@@ -177,6 +179,57 @@ def speed(work: Path, wall: float, before: int, after: int) -> dict[str, Any]:
             if prompt + completion else None}
 
 
+def commit() -> str:
+    """The checkout's commit (with "+dirty" when it has changes), or "unknown"."""
+    def git(*cmd: str) -> str:
+        done = subprocess.run(["git", *cmd], cwd=ROOT, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+    head = git("rev-parse", "HEAD") or "unknown"
+    return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def data_licence(path: str | None) -> str:
+    """The licence paragraph of the data file's PROVENANCE.md (the shared samples')."""
+    provenance = Path(path).parent / "PROVENANCE.md" if path else None
+    if provenance is None or not provenance.exists():
+        return "see the data's own provenance"
+    text = provenance.read_text(encoding="utf-8")
+    start = text.find("Licence:")
+    return " ".join(text[start:].split("\n\n")[0].split()) if start >= 0 else \
+        "see the data's own provenance"
+
+
+def write_provenance(pieces: Path, args: argparse.Namespace, history: list[dict[str, Any]],
+                     finished: int) -> None:
+    """PROVENANCE.md: the model file (its sha256 written out in full), the command, the
+    commits and dates of the invocations, the data and its licence, the cost so far."""
+    model = Path(str(args.model)).expanduser()
+    sha = sha256_of(model) if model.is_file() else "unknown"
+    size = model.stat().st_size if model.is_file() else 0
+    wall = sum(h["wall_s"] for h in history)
+    lines = [
+        f"# {args.name}: a language model's own failures, as benchmark data", "",
+        f"Made by `benchmarks/model_batch.py run` in {len(history)} invocation(s), "
+        f"{finished} of the first {args.n} questions finished.", "",
+        f"- model file: `{model.name}`, {size} bytes, sha256 `{sha}`"
+        + (" (Qwen2.5-Coder-1.5B-Instruct, Q4_K_M: `python benchmarks/model_batch.py fetch`; "
+           "a measurement model, never a dependency)" if sha == MODEL_SHA256 else ""),
+        f"- command: `python benchmarks/model_batch.py run --model {args.model} --dataset "
+        f"{args.dataset} --path {args.path} --name {args.name} --n {args.n} --hops "
+        f"{args.hops} --threads {args.threads} --minutes {args.minutes}`",
+        "- invocations (commit, date, questions, wall): " + "; ".join(
+            f"{h.get('commit', 'unrecorded')[:12]} {h.get('date', 'undated')} "
+            f"{h['questions']} q {h['wall_s']:.0f} s"
+            for h in history),
+        f"- cost so far: {wall / 3600:.2f} hours of wall time on 2 CPU cores "
+        f"({wall / max(finished, 1):.0f} s per question)",
+        f"- data: `{args.path}` ({args.dataset}); {data_licence(args.path)}",
+        "- files: `traces.jsonl.gz` (the run's traces: what the next invocation resumes "
+        "from), `spans.jsonl.gz` (OpenInference) and `labels.jsonl` (labels from the gold "
+        "chain; correct runs too), `unlabelled.jsonl`, `config.json`, `speed.json`", ""]
+    (pieces / "PROVENANCE.md").write_text("\n".join(lines), encoding="utf-8")
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     pieces = Path(args.pieces) if args.pieces else PIECES / args.name
     work = Path(args.work).expanduser() if args.work else \
@@ -192,11 +245,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     wall, code = run_bounded(command, args.minutes)
     after = pack(work / "run", pieces, args)
     cost = speed(work / "run", wall, before, after)
-    cost["exit_code"] = code
+    cost |= {"exit_code": code, "commit": commit(),
+             "date": time.strftime("%Y-%m-%d", time.gmtime())}
     log = pieces / "speed.json"
     if pieces.exists():
-        history = json.loads(log.read_text()) if log.exists() else []
-        log.write_text(json.dumps([*history, cost], indent=2) + "\n")
+        history = [*(json.loads(log.read_text()) if log.exists() else []), cost]
+        log.write_text(json.dumps(history, indent=2) + "\n")
+        write_provenance(pieces, args, history, after)
     return {"finished": after, "of": args.n, **cost}
 
 

@@ -253,11 +253,10 @@ def diagnose(source: TraceSource, *, out: Path, config: StudyConfig = DEFAULT_CO
         trace_only_diagnosers,
     )
 
-    steps = is_step_source(source.format, source.path)
-    _record_diagnose(source, out, config, diagnosers, steps)
-    if steps:  # failure logs of multi-agent teams
+    if is_step_source(source.format, source.path):  # failure logs of multi-agent teams
         logs, ledger = diagnose_step_logs(source.format, source.path, source.labels, out,
                                           diagnosers, config, execution, source.reference)
+        _record_diagnose(source, out, config, diagnosers, steps=True)
         return Finished(logs, out, source.format, ledger)
     chosen = tuple(diagnosers) if diagnosers else tuple(trace_only_diagnosers())
     # before the model or the data loads: unknown, probing, or gold without a gold file
@@ -278,12 +277,14 @@ def diagnose(source: TraceSource, *, out: Path, config: StudyConfig = DEFAULT_CO
                                   retrieval_tools=source.retrieval_tools,
                                   hop_budget=source.hop_budget, labels=given or None,
                                   labels_path=labels_path)
+    _record_diagnose(source, out, config, diagnosers, steps=False)
     return Finished(summary, out, data.name if data else "", skills.ledger.to_dict(), notes)
 
 
 def _record_diagnose(source: TraceSource, out: Path, config: StudyConfig,
-                     diagnosers: Sequence[str] | None, steps: bool) -> None:
-    """`out/config.json`: what this diagnose read and ran (`load_run` reads it back)."""
+                     diagnosers: Sequence[str] | None, *, steps: bool) -> None:
+    """`out/config.json`, once the diagnose finished: what it read and ran (`load_run`
+    reads it back). Written last: a refused diagnose leaves nothing behind."""
     from cuer_agent.run_dir import canonical_json, write_atomic
     from cuer_agent.studies._common.recorded_config import DiagnoseRunConfig
 
