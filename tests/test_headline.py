@@ -26,6 +26,7 @@ def diag(acc: float | None, **declared: Any) -> DiagnoserSummary:
     cell = {"acc": acc, "ci": [0.0, 1.0], "n": 10, "descriptive_only": False}
     return DiagnoserSummary.model_validate({
         **full, "exact_hop_acc": {**full["exact_hop_acc"], "mean": acc},
+        "balanced": {**full["balanced"], "mean": acc},
         "by_depth": {"1": {**full["by_depth"]["1"], **cell}},
         "by_fault_depth": {"query_drift": {"1": cell}}, **declared})
 

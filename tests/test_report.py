@@ -58,6 +58,8 @@ def diagnoser(acc: float, *, gold: bool = False, stand_in: str | None = None
             "probing": False, "abstention": ABSTENTION,
             "stand_in": stand_in, "n": 56, "errors": 0, "error_rate": 0.0,
             "by_depth": by_depth, "exact_hop_acc": {**stat(acc), "ci_clustered": [0.1, 0.9]},
+            "balanced": stat(acc), "kappa": stat(acc / 2), "balanced_depths": ["1", "2"],
+            "constant": False,
             "stage_acc": stat(0.6), "hop_tol_acc": stat(0.8), "ancestor_hit": stat(0.5),
             "mae": stat(0.9), "calls_per_diagnosis": 1.0, "tokens_per_diagnosis": 120.0,
             "cost_per_correct": {"calls": 2.5, "tokens": 300.0},
@@ -265,8 +267,8 @@ def test_the_first_screen_says_the_result_in_one_sentence_before_the_table(
     # each figure beside its control: recovery with retries off, the diagnoser beside the
     # best control
     assert "with its retries off" in sentence
-    assert "the best gold-free diagnoser, coverage," in sentence
-    assert sentence.endswith("the best control, chance, on 0.33.**")
+    assert "the best gold-free diagnoser, coverage, has a balanced accuracy" in sentence
+    assert sentence.endswith("the best control, chance, 0.33.**")
 
 
 def test_the_five_weightiest_caveats_come_ranked_and_the_rest_fold(

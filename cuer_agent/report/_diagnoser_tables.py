@@ -177,20 +177,26 @@ def diagnoser_metrics(diagnosers: Diagnosers) -> Table:
         spent = ((none,) * 4 if calls == 0 else
                  (num(calls, 2), uncounted if tokens == 0 else num(tokens, 1),
                   num(cost.calls, 2), uncounted if tokens == 0 else num(cost.tokens, 1)))
-        rows.append((name, _kind(d), str(d.n), str(d.errors),
+        rows.append((name + (" (constant)" if d.constant else ""), _kind(d), str(d.n),
+                     str(d.errors), mean_ci(d.balanced, 2), mean_ci(d.kappa, 2),
                      f"{num(d.clean_blame_rate, 2)} (n={d.clean_n})",
                      mean_ci(d.stage_acc, 2), mean_ci(d.hop_tol_acc, 2),
                      mean_ci(d.ancestor_hit, 2), mean_ci(d.mae, 2), *spent))
     return Table(caption="Diagnosers: what they see, false blame, other accuracies and cost",
-                 headers=("diagnoser", "sees", "n", "errors", "clean blame", "stage acc",
+                 headers=("diagnoser", "sees", "n", "errors", "balanced acc", "κ",
+                          "clean blame", "stage acc",
                           "hop ±1 acc",
                           "ancestor hit", "mean |hop error|", "calls / diagnosis",
                           "tokens / diagnosis", "calls / correct", "tokens / correct"),
                  rows=tuple(rows),
-                 footnote=("Clean blame: the share of clean, correct, unfaulted runs on which "
-                           "it names a hop (it should name none). Cost per correct diagnosis = "
-                           "the diagnoser's calls (tokens) / correct localisations; — when none "
-                           "was correct."))
+                 footnote=("Balanced acc: the mean of the per-depth exact-hop accuracies over the "
+                           "depths with 5 failures or more; κ: Cohen's κ against the certified "
+                           "hop (an abstention a category of its own); a constant scores 1/k "
+                           "and 0. (constant): it names one hop on 90 % of the failures or "
+                           "more. Clean blame: the share of clean, correct, unfaulted runs "
+                           "on which it names a hop (it should name none). Cost per correct "
+                           "diagnosis = the diagnoser's calls (tokens) / correct "
+                           "localisations; — when none was correct."))
 
 
 def paper_diagnosers() -> Table:

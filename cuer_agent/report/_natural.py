@@ -4,7 +4,7 @@ on them beside the controls it must beat."""
 
 from __future__ import annotations
 
-from cuer_agent.report._format import ci, num
+from cuer_agent.report._format import ci, mean_ci, num
 from cuer_agent.report._render import Block, Heading, Para, Table
 from cuer_agent.studies._common.summary_model import hop_key
 from cuer_agent.studies.diagnose.summary import beats
@@ -47,18 +47,25 @@ def accuracy_table(part: NaturalSummary) -> Table:
     for name, d in diagnosers.items():
         cells = [DASH if (c := d.by_depth.get(h)) is None or c.acc is None
                  else f"{num(c.acc, 2)} ({c.n})" for h in depths]
-        rows.append((name, str(d.n), num(d.exact_hop_acc.mean, 2),
-                     ci(d.exact_hop_acc.ci, 2) or DASH, *cells,
+        rows.append((name + (" (constant)" if d.constant else ""), str(d.n),
+                     num(d.exact_hop_acc.mean, 2), ci(d.exact_hop_acc.ci, 2) or DASH,
+                     mean_ci(d.balanced, 2), mean_ci(d.kappa, 2), *cells,
                      num(d.clean_blame_rate, 2), num(d.stage_acc.mean, 2),
                      *(DASH if c == name else _beats(d, diagnosers[c]) for c in controls)))
     return Table(caption="Exact-hop accuracy on natural failures (the agent's own wrong "
                          "answers, labelled from the gold chain), pooled and by first-error "
                          "hop",
                  headers=("diagnoser", "failed n", "pooled acc", "95% CI (Wilson)",
-                          *(f"hop {h}" for h in depths), "clean blame", "stage acc",
+                          "balanced acc", "κ", *(f"hop {h}" for h in depths), "clean blame",
+                          "stage acc",
                           *(f"beats {c}" for c in controls)),
                  rows=tuple(rows),
-                 footnote=("Cells: accuracy (failures at that hop). Hop 0: every gold step was "
+                 footnote=("Balanced acc: the mean of the per-hop accuracies over the hops "
+                           "with 5 failures or more; κ: Cohen's κ against the labels (an "
+                           "abstention a category of its own): a constant scores 1/k and 0 on "
+                           "them, so they are where a diagnoser shows it read something; "
+                           "(constant): it names one hop on 90 % of the failures or more. "
+                           "Cells: accuracy (failures at that hop). Hop 0: every gold step was "
                            "found and the answer still wrong; n+1: the agent stopped with "
                            "steps left. A constant hop is perfect at its own depth, so the "
                            "comparison is pooled: beats X — the lower end of the diagnoser's "

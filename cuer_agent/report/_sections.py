@@ -31,7 +31,13 @@ from cuer_agent.report._render import (
 )
 from cuer_agent.studies.cuer.summary_model import SupportCheck, SuppressedRoles
 from cuer_agent.studies.evaluate.caveats import SHOWN
-from cuer_agent.studies.evaluate.headline import FAMILIES, best_of, family, pooled
+from cuer_agent.studies.evaluate.headline import (
+    FAMILIES,
+    FIRST_HOP,
+    balanced,
+    best_of,
+    family,
+)
 from cuer_agent.studies.evaluate.headline import headline as headline_of
 from cuer_agent.studies.evaluate.summary_model import Caveat, EvaluateSummary, NoProvenance
 
@@ -117,8 +123,8 @@ def headline(summary: EvaluateSummary) -> list[Block]:
 def result_sentence(summary: EvaluateSummary) -> str:
     """The result in one sentence, before the headline table: recovery after a fault
     beside the same injections with retries off, and the best gold-free diagnoser's
-    exact-hop accuracy beside the best control's (each pooled over every fault, depth and
-    natural failure): a figure a control matches is no finding."""
+    balanced accuracy beside the constant first-hop's and the best control's (over the
+    injected and the natural failures): a figure a control matches is no finding."""
     cells = [c for per_depth in summary.agentic.faults.values() for c in per_depth.values()
              if c.effective and not c.forced]
     recovered = sum(c.recovered_effective for c in cells)
@@ -134,14 +140,17 @@ def result_sentence(summary: EvaluateSummary) -> str:
     natural = summary.natural.diagnosers
     def best(wanted: str) -> tuple[str, float | None] | None:
         name = best_of(summary.diagnosers, wanted, natural)  # as the headline picks it
-        return None if name is None else (name, pooled(summary.diagnosers[name],
-                                                       natural.get(name)))
+        return None if name is None else (name, balanced(summary.diagnosers[name],
+                                                         natural.get(name)))
 
     if found := best("gold-free"):
         against = best("controls")
-        parts.append(f"the best gold-free diagnoser, {found[0]}, named the hop where the "
-                     f"failure started on {num(found[1], 2)} of the failed runs"
-                     + (f"; the best control, {against[0]}, on {num(against[1], 2)}"
+        constant = summary.diagnosers.get(FIRST_HOP)
+        prior = balanced(constant, natural.get(FIRST_HOP)) if constant else None
+        parts.append(f"the best gold-free diagnoser, {found[0]}, has a balanced accuracy of "
+                     f"{num(found[1], 2)} over the depths where failures started"
+                     + (f" (first-hop, the constant: {num(prior, 2)})" if constant else "")
+                     + (f"; the best control, {against[0]}, {num(against[1], 2)}"
                         if against else ""))
     if not parts:
         return "In short: nothing was injected and no diagnoser was scored."

@@ -55,7 +55,7 @@ def _cell(cell: Cell, *, interval: bool = True) -> str:
 
 def headline(head: Headline) -> Table | None:
     """Per fault × depth: recovery beside its retries-off control, and the best gold-free
-    diagnoser beside trace-rule, chance and the best oracle probe."""
+    diagnoser beside first-hop, trace-rule, chance and the best oracle probe."""
     if not head.rows:
         return None
     labels = {head.best_gold_free: f"best gold-free: {head.best_gold_free}",
@@ -79,8 +79,10 @@ def headline(head: Headline) -> Table | None:
                            "changed) that still ended right; retries off: the same injections "
                            "with the agent's retries off (the control); forced: a stop the "
                            "agent did not choose. Best gold-free / oracle probe: the diagnoser "
-                           "of that family with the best pooled exact-hop accuracy, chosen once "
-                           "for the table over the injected and the natural failures. "
+                           "of that family with the best balanced accuracy (the mean of its "
+                           "per-depth accuracies: no constant can win it), chosen once for the "
+                           "table over the injected and the natural failures; first-hop, the "
+                           "constant, beside it. "
                            "Natural failures: clean runs that ended wrong, at their "
                            "first-error hop from the gold chain (nothing injected, so no "
                            "recovery). trace-rule reads only what the agent said of itself; "

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 
 from cuer_agent.config import StudyConfig
 from cuer_agent.diagnosers import Diagnoser
+from cuer_agent.metrics.agreement import agreement
 from cuer_agent.metrics.attribution import (
     Attribution,
     Resampling,
@@ -100,12 +101,16 @@ def attribution_scores(items: Sequence[Attribution], *, n_resamples: int, seed: 
     tokens = sum(it.tokens for it in items)
     correct = int(exact.sum())
     baseline = independence_baseline(items)["by_depth"]
+    agreed = agreement(items, **resampling)
     return AttributionScores(
         n=n, errors=errors, error_rate=per(errors, n),
         by_depth={str(hop): _depth_cell(cell, baseline[str(hop)], resampling, min_cell)
                   for hop, cell in group(items, "true_hop").items()},
         exact_hop_acc=ProportionCI(mean=mean(exact), ci=wilson(exact),
                                    ci_clustered=clustered_interval(exact, items, **resampling)),
+        balanced=MeanCI(mean=agreed.balanced, ci=agreed.balanced_ci),
+        kappa=MeanCI(mean=agreed.kappa, ci=agreed.kappa_ci),
+        balanced_depths=list(agreed.depths), constant=agreed.constant,
         stage_acc=_proportion(items, "stage_correct"),
         hop_tol_acc=_proportion(items, "hop_within_one"),
         ancestor_hit=_proportion(items, "ancestor_hit"),

@@ -102,7 +102,20 @@ class AttributionScores(Part):
     by_depth: dict[HopKey, DepthCell]
     """Injected depth → accuracy there."""
     exact_hop_acc: ProportionCI
-    """Exact-hop accuracy overall."""
+    """Exact-hop accuracy overall (pooled: a constant naming the commonest depth ties a
+    diagnoser here; read `balanced` and `kappa` beside it)."""
+    balanced: MeanCI
+    """Balanced accuracy: the mean of the per-depth accuracies over the labelled depths
+    with at least 5 failures (hop 0 and n+1 depths of their own; an abstention is wrong,
+    never hop 0); a constant scores 1/k over k depths (`cuer_agent.metrics.agreement`;
+    bootstrap interval over examples)."""
+    kappa: MeanCI
+    """Cohen's κ between the hops it names and the labelled ones over the failed traces
+    (an abstention a category of its own); a constant scores 0."""
+    balanced_depths: list[HopKey]
+    """The labelled depths `balanced` averages over."""
+    constant: bool
+    """It names one hop on 90 % of the failures or more: a constant, whatever it reads."""
     stage_acc: MeanCI
     """Accuracy on the stage of the fault."""
     hop_tol_acc: MeanCI

@@ -6,10 +6,12 @@ Diagnosers fall into families by what they declare (`family`): *controls* (decla
 *oracle probes* (they re-run hops against a clean tool or judge a repair by the gold
 answer: an upper bound no deployed user has), *reads gold* (the gold answer is in their
 view) and *gold-free* (the trace alone: what a builder can deploy). The headline picks the
-gold-free and the oracle-probe diagnoser with the best pooled exact-hop accuracy, once for
-the whole table (a choice per cell would select on noise), over the injected and the
-natural failures together (`natural`: the clean runs that ended wrong, labelled from the
-gold chain), whose rows follow the injected ones.
+gold-free and the oracle-probe diagnoser with the best balanced accuracy (the mean of the
+per-depth accuracies: a constant cannot win it, where pooled accuracy rewards naming the
+commonest depth), once for the whole table (a choice per cell would select on noise),
+over the injected and the natural failures together (the mean of the two balanced
+figures; `natural`: the clean runs that ended wrong, labelled from the gold chain), whose
+rows follow the injected ones; `first-hop`, the constant, is printed beside it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from cuer_agent.studies.diagnose.summary_model import DepthCell, DiagnoserSummar
 from cuer_agent.studies.propagation.summary_model import PropagationResults
 
 FAMILIES = ("gold-free", "reads gold", "oracle probes", "controls")
+FIRST_HOP = "first-hop"
+"""The constant printed beside the best gold-free diagnoser: what naming hop 1 scores."""
 
 
 def family(d: DiagnoserSummary) -> str:
@@ -41,15 +45,24 @@ def pooled(*summaries: DiagnoserSummary | None) -> float | None:
     return sum(acc * n for acc, n in parts) / total if total else None
 
 
+def balanced(*summaries: DiagnoserSummary | None) -> float | None:
+    """The mean of the balanced accuracies of every summary given that has one."""
+    values = [d.balanced.mean for d in summaries
+              if d is not None and d.balanced.mean is not None]
+    return sum(values) / len(values) if values else None
+
+
 def best_of(diagnosers: Mapping[str, DiagnoserSummary], wanted: str,
             natural: Mapping[str, DiagnoserSummary] | None = None) -> str | None:
-    """The member of family `wanted` with the best exact-hop accuracy pooled over the
-    injected failures and, when given, the natural ones (ties: the first name in order),
-    or None when the family has none with an accuracy."""
+    """The member of family `wanted` with the best balanced accuracy over the injected
+    failures and, when given, the natural ones (`balanced`; ties: the better pooled
+    exact-hop accuracy, then the first name in order), or None when the family has none
+    with an accuracy."""
     natural = natural or {}
-    scored = [(-acc, name) for name, d in sorted(diagnosers.items())
-              if family(d) == wanted and (acc := pooled(d, natural.get(name))) is not None]
-    return min(scored)[1] if scored else None
+    scored = [(-score, -(pooled(d, natural.get(name)) or 0.0), name)
+              for name, d in sorted(diagnosers.items())
+              if family(d) == wanted and (score := balanced(d, natural.get(name))) is not None]
+    return min(scored)[2] if scored else None
 
 
 @dataclass(frozen=True)
@@ -93,8 +106,8 @@ def headline(diagnosers: Mapping[str, DiagnoserSummary], agentic: PropagationRes
     the diagnosers scored on natural failures (one row per depth, after the faults)."""
     best = best_of(diagnosers, "gold-free", natural)
     oracle = best_of(diagnosers, "oracle probes")
-    columns = tuple(n for n in (best, "trace-rule", "chance", oracle)
-                    if n is not None and n in diagnosers)
+    columns = tuple(dict.fromkeys(n for n in (best, FIRST_HOP, "trace-rule", "chance", oracle)
+                                  if n is not None and n in diagnosers))
     rows = []
     for fault, per_depth in agentic.faults.items():
         for depth in sorted(per_depth, key=hop_key):
