@@ -32,9 +32,10 @@ Commit the folder after each invocation: background jobs do not outlive a sessio
 work directory (`~/.cache/cuer-agent/batches/NAME/`) holds the run directory and its
 response cache; when it is gone, the run is restored from the committed pieces.
 
-Speed, printed and appended to `speed.json` per invocation (from the run's ledger):
-questions finished, wall seconds per question, model calls, prompt and generated tokens,
-tokens per second over the summed request latency, and the prompt's share of the tokens.
+Speed, printed and appended to `speed.json` per invocation (from the traces it added):
+questions finished, wall seconds per question, model calls, prompt and generated tokens
+and each per wall second, and the prompt's share of the tokens (the time split between
+prompt and generation is not measured: llama.cpp's timings do not reach the ledger).
 """
 
 from __future__ import annotations
@@ -119,14 +120,16 @@ def restore(pieces: Path, run_dir: Path) -> int:
 
 
 def run_bounded(command: list[str], minutes: float) -> tuple[float, int]:
-    """Run `command`; after `minutes`, interrupt it (it stops at its next finished
-    question). (wall seconds, exit code)."""
+    """Run `command`; after `minutes`, interrupt it with SIGTERM, which the CLI takes as
+    Ctrl-C (not SIGINT: a job started in the background of a non-interactive shell
+    ignores SIGINT, and its children inherit that). It keeps every finished question.
+    (wall seconds, exit code)."""
     start = time.perf_counter()
     process = subprocess.Popen(command, start_new_session=True)
     try:
         process.wait(timeout=minutes * 60)
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGINT)
+        os.killpg(process.pid, signal.SIGTERM)
         process.wait()
     return time.perf_counter() - start, process.returncode
 
@@ -162,19 +165,21 @@ def pack(work: Path, pieces: Path, args: argparse.Namespace) -> int:
 
 
 def speed(work: Path, wall: float, before: int, after: int) -> dict[str, Any]:
-    """What this invocation cost, from its ledger (the requests it sent to the model)."""
-    ledger = json.loads((work / "ledger.json").read_text()) if (work / "ledger.json").exists() \
-        else {}
-    latency = float(ledger.get("latency_s", 0.0))
-    prompt = int(ledger.get("prompt_tokens", 0))
-    completion = int(ledger.get("completion_tokens", 0))
+    """What this invocation cost: its questions (the traces it added) and what they spent
+    (each trace row's `spent`: read even when the run was interrupted, which writes no
+    ledger), per wall second. The time split between prompt and generation is not
+    measured: the chat API's replies reach the ledger without llama.cpp's timings."""
+    rows = [json.loads(line) for line in
+            (work / "traces.jsonl").read_text(encoding="utf-8").splitlines()[before:after]]
+    prompt = sum(int(r["spent"]["prompt_tokens"]) for r in rows)
+    completion = sum(int(r["spent"]["completion_tokens"]) for r in rows)
     done = after - before
     return {"questions": done, "wall_s": round(wall, 1),
             "wall_s_per_question": round(wall / done, 1) if done else None,
-            "model_calls": ledger.get("calls", 0), "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "tokens_per_s": round((prompt + completion) / latency, 2) if latency else None,
-            "completion_tokens_per_s": round(completion / latency, 2) if latency else None,
+            "model_calls": sum(int(r["spent"]["llm_calls"]) for r in rows),
+            "prompt_tokens": prompt, "completion_tokens": completion,
+            "prompt_tokens_per_wall_s": round(prompt / wall, 2) if wall else None,
+            "completion_tokens_per_wall_s": round(completion / wall, 2) if wall else None,
             "prompt_token_share": round(prompt / (prompt + completion), 3)
             if prompt + completion else None}
 
@@ -190,13 +195,18 @@ def commit() -> str:
 
 def data_licence(path: str | None) -> str:
     """The licence paragraph of the data file's PROVENANCE.md (the shared samples')."""
-    provenance = Path(path).parent / "PROVENANCE.md" if path else None
-    if provenance is None or not provenance.exists():
+    found = [p for p in (Path(path), ROOT / path) if (p.parent / "PROVENANCE.md").exists()] \
+        if path else []
+    if not found:
         return "see the data's own provenance"
+    provenance = found[0].parent / "PROVENANCE.md"
     text = provenance.read_text(encoding="utf-8")
     start = text.find("Licence:")
-    return " ".join(text[start:].split("\n\n")[0].split()) if start >= 0 else \
-        "see the data's own provenance"
+    if start < 0:
+        return "see the data's own provenance"
+    licence = " ".join(text[start:].split("\n\n")[0].split())
+    # the samples' own rule (no copy of the records here) is theirs, not the traces'
+    return licence.split(" Keep out of")[0]
 
 
 def write_provenance(pieces: Path, args: argparse.Namespace, history: list[dict[str, Any]],
