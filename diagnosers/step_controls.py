@@ -18,6 +18,9 @@ from ._step_base import Guess, StepPrediction, step_diagnoser
 
 
 class _Control:
+    """A control names steps by position alone; `positions` says which and how much
+    weight each gets, and `predict` turns them into guesses (each step's own agent)."""
+
     control = True
     reads = "log"
     name = ""
@@ -28,41 +31,36 @@ class _Control:
     def not_run(self) -> str:
         return ""
 
-    def predict(self, trace: StepTrace) -> StepPrediction:
+    def positions(self, trace: StepTrace) -> tuple[list[int], str]:
         raise NotImplementedError
 
-
-def _at(trace: StepTrace, number: int, weight: float = 1.0) -> Guess:
-    return Guess(step=number, agent=trace.agent_at(number) or "", weight=weight)
+    def predict(self, trace: StepTrace) -> StepPrediction:
+        if not trace.steps:
+            return StepPrediction((), "an empty log")
+        numbers, why = self.positions(trace)
+        return StepPrediction(tuple(Guess(step=n, agent=trace.agent_at(n) or "",
+                                          weight=1 / len(numbers)) for n in numbers), why)
 
 
 @step_diagnoser("chance", help="a uniform step of the log (analytic expectation)")
 class Chance(_Control):
     name = "chance"
 
-    def predict(self, trace: StepTrace) -> StepPrediction:
-        if not trace.steps:
-            return StepPrediction((), "an empty log")
-        weight = 1 / len(trace.steps)
-        return StepPrediction(tuple(_at(trace, n, weight) for n in trace.numbers),
-                              f"uniform over {len(trace.steps)} steps")
+    def positions(self, trace: StepTrace) -> tuple[list[int], str]:
+        return list(trace.numbers), f"uniform over {len(trace.steps)} steps"
 
 
 @step_diagnoser("first-step", help="the log's first step")
 class FirstStep(_Control):
     name = "first-step"
 
-    def predict(self, trace: StepTrace) -> StepPrediction:
-        if not trace.steps:
-            return StepPrediction((), "an empty log")
-        return StepPrediction((_at(trace, trace.first_step),), "the first step")
+    def positions(self, trace: StepTrace) -> tuple[list[int], str]:
+        return [trace.first_step], "the first step"
 
 
 @step_diagnoser("last-step", help="the log's last step")
 class LastStep(_Control):
     name = "last-step"
 
-    def predict(self, trace: StepTrace) -> StepPrediction:
-        if not trace.steps:
-            return StepPrediction((), "an empty log")
-        return StepPrediction((_at(trace, trace.numbers[-1]),), "the last step")
+    def positions(self, trace: StepTrace) -> tuple[list[int], str]:
+        return [trace.numbers[-1]], "the last step"

