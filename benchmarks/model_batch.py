@@ -29,8 +29,9 @@ its next finished question, and then *packs* what is finished into `benchmarks/d
   dates, the data's licence, the cost so far).
 
 Commit the folder after each invocation: background jobs do not outlive a session. The
-work directory (`~/.cache/cuer-agent/batches/NAME/`) holds the run directory and its
-response cache; when it is gone, the run is restored from the committed pieces.
+work directory (`~/.cache/cuer-agent/batches/NAME/`) holds the run directory, its
+response cache and `run.log` (what the runs printed); when it is gone, the run is
+restored from the committed pieces.
 
 Speed, printed and appended to `speed.json` per invocation (from the traces it added):
 questions finished, wall seconds per question, model calls, prompt and generated tokens
@@ -119,18 +120,21 @@ def restore(pieces: Path, run_dir: Path) -> int:
     return len(traces.read_bytes().splitlines()) if traces.exists() else 0
 
 
-def run_bounded(command: list[str], minutes: float) -> tuple[float, int]:
+def run_bounded(command: list[str], minutes: float, log: Path) -> tuple[float, int]:
     """Run `command`; after `minutes`, interrupt it with SIGTERM, which the CLI takes as
     Ctrl-C (not SIGINT: a job started in the background of a non-interactive shell
     ignores SIGINT, and its children inherit that). It keeps every finished question.
-    (wall seconds, exit code)."""
+    Its output goes to `log` (appended). (wall seconds, exit code)."""
     start = time.perf_counter()
-    process = subprocess.Popen(command, start_new_session=True)
-    try:
-        process.wait(timeout=minutes * 60)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "a", encoding="utf-8") as out:
+        process = subprocess.Popen(command, start_new_session=True, stdout=out,
+                                   stderr=subprocess.STDOUT)
+        try:
+            process.wait(timeout=minutes * 60)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait()
     return time.perf_counter() - start, process.returncode
 
 
@@ -252,7 +256,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                "--cache", str(work / "responses.sqlite")]
     if args.path:
         command += ["--path", str(args.path)]
-    wall, code = run_bounded(command, args.minutes)
+    wall, code = run_bounded(command, args.minutes, work / "run.log")
     after = pack(work / "run", pieces, args)
     cost = speed(work / "run", wall, before, after)
     cost |= {"exit_code": code, "commit": commit(),

@@ -311,7 +311,7 @@ def test_model_batch_packs_a_benchmark_and_resumes_from_the_pieces_alone(
     assert (first["finished"], first["questions"], first["exit_code"]) == (1, 1, 0)
     assert first["completion_tokens"] > 0 and first["model_calls"] > 0
     assert out.splitlines()[-2] == ("pieces: PROVENANCE.md, config.json, labels.jsonl, "
-                                    "speed.json, spans.jsonl.gz, traces.jsonl.gz, "
+                                    "spans.jsonl.gz, speed.json, traces.jsonl.gz, "
                                     "unlabelled.jsonl")
     # a new machine: the run restored from the committed pieces, nothing asked again
     assert out.splitlines()[-1] == ("resumed from the pieces: 1 finished, 0 new, traces the "
