@@ -163,6 +163,15 @@ def test_agentrx_is_scored_with_the_same_controls_and_a_label_naming_no_log_is_c
     assert "1-based" in summary["by_source"]["magentic-one"]["indexing"]
 
 
+def test_an_agentrx_labels_file_inside_the_trajectory_folder_is_not_read_as_a_log(
+        tmp_path: Path) -> None:
+    magentic, _, labels = magentic_and_tau(tmp_path)
+    inside = magentic / "labels.json"
+    inside.write_bytes(labels.read_bytes())
+    (m1,), _ = read_agentrx(magentic, inside)
+    assert m1.key == "magentic-one/m1" and m1.labels is not None
+
+
 def test_agentrx_without_its_labels_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
     magentic, _, _ = magentic_and_tau(tmp_path)
     code, text = cli_text("diagnose", "--traces", magentic, "--format", "agentrx",

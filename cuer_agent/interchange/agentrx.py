@@ -47,7 +47,7 @@ MAGENTIC, TAU = "magentic-one", "tau-retail"
 def read_agentrx(path: Path, labels: Path) -> tuple[list[StepTrace], dict[str, str]]:
     """The logs at `path` labelled from `labels`; key → why for every log left unlabelled
     (and for every label that matched no log, under `labels:<trajectory_id>`)."""
-    logs = _read_logs(path)
+    logs = _read_logs(path, skip=labels)
     by_id = {trace.key.split("/", 1)[1]: trace for trace in logs}
     unlabelled: dict[str, str] = {}
     labelled: dict[str, StepTrace] = {}
@@ -68,9 +68,11 @@ def read_agentrx(path: Path, labels: Path) -> tuple[list[StepTrace], dict[str, s
     return [labelled.get(t.key, t) for t in logs], unlabelled
 
 
-def _read_logs(path: Path) -> list[StepTrace]:
+def _read_logs(path: Path, skip: Path) -> list[StepTrace]:
+    """The logs at `path` (a folder: every `*.json` under it but the labels file)."""
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*.json") if p.is_file())
+        files = sorted(p for p in path.rglob("*.json")
+                       if p.is_file() and p.resolve() != skip.resolve())
         if not files:
             raise DataError(path, "no AgentRx trajectories (*.json) in this folder")
         return [trace for file in files for trace in _read_file(file)]
