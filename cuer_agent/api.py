@@ -124,12 +124,10 @@ def trace_source(source: object) -> TraceSource:
                           "the traces it read, or its traces.jsonl as TraceSource(format='cuer')")
     budget = (config.hop_budget if isinstance(config, RunCommandConfig | PropagateRunConfig)
               else config.study.agent.hops if isinstance(config, EvaluateRunConfig) else None)
-    part = "agentic" if source.command == "evaluate" else ""
     if source.command == "cuer":
         raise ConfigError(f"diagnose: {source.path} is a cuer run (single-shot CUE-R): it has "
                           "no agent traces to diagnose")
-    return TraceSource(path=source.path / part / "traces.jsonl", format="cuer",
-                       hop_budget=budget)
+    return TraceSource(path=source.traces_path, format="cuer", hop_budget=budget)
 
 
 Summary = (RunSummary | CuerSummary | PropagateSummary | EvaluateSummary | TracesSummary
@@ -153,10 +151,15 @@ class LoadedRun:
     def command(self) -> str:
         return self.config.command
 
+    @property
+    def traces_path(self) -> Path:
+        """Where the run's traces are (`evaluate`: its agentic part's)."""
+        return self.path / ("agentic" if self.command == "evaluate" else "") / "traces.jsonl"
+
     def traces(self) -> list[Trace]:
         """Every trace the run wrote (`evaluate`: its agentic part's; `diagnose`: the
         traces it imported), in file order."""
-        path = self.path / ("agentic" if self.command == "evaluate" else "") / "traces.jsonl"
+        path = self.traces_path
         if not path.exists():
             raise DataError(path, "no such file")
         # a study's rows wrap their trace with its spend; diagnose writes the traces bare

@@ -11,6 +11,7 @@ plan/read/answer keys and the reader a run records — unchanged.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -28,10 +29,20 @@ RULE_MODULES = ("_checks.py", "_check_words.py", "_rule_checks.py")
 
 
 def rules_version(root: Path | None = None) -> str:
-    """A hash of the consistency rules (`RULE_MODULES` in `root`, by default this package)."""
+    """A hash of the consistency rules (`RULE_MODULES` in `root`, by default this package:
+    hashed once per process, since `consistency` makes a rule client per trace)."""
+    return _hash(root) if root else _installed()
+
+
+@functools.cache
+def _installed() -> str:
+    return _hash(Path(__file__).parent)
+
+
+def _hash(root: Path) -> str:
     digest = hashlib.sha256()
     for name in RULE_MODULES:
-        digest.update(((root or Path(__file__).parent) / name).read_bytes())
+        digest.update((root / name).read_bytes())
     return digest.hexdigest()[:16]
 
 

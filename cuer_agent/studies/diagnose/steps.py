@@ -151,6 +151,7 @@ def run_step_diagnose(traces: Sequence[StepTrace], unlabelled: dict[str, str],
     rows: list[dict[str, object]] = []
     scored: dict[str, list[Outcome]] = {}
     outside: dict[str, list[str]] = {}  # diagnoser → sources of the labelled logs it skipped
+    why_outside: dict[str, str] = {}
     for d in chosen:
         results, skipped = scored.setdefault(d.name, []), outside.setdefault(d.name, [])
         for trace in traces:
@@ -162,8 +163,9 @@ def run_step_diagnose(traces: Sequence[StepTrace], unlabelled: dict[str, str],
                 results.append(outcome(trace, prediction))
             else:
                 skipped.append(trace.source)
+                why_outside.setdefault(d.name, prediction.why)
     for d in [d for d in chosen if labelled and not scored[d.name]]:  # in scope of no log
-        not_run[d.name] = f"applies to none of these logs ({d.predict(labelled[0]).why})"
+        not_run[d.name] = f"applies to none of these logs ({why_outside[d.name]})"
         chosen.remove(d)
     sources = sorted({t.source for t in traces})
     summary = StepTracesSummary(
