@@ -2,8 +2,9 @@
 
 Replies are deterministic, valid JSON for whichever skill the request carries (read from
 the "Request (<skill>):" header that `cuer_agent.llm.prompts.render` writes), made by the
-extractive reader — so a run against this server takes the same decisions as an offline
-run. It exists to measure throughput, not answer quality.
+extractive reader, and `consistency`'s `check` requests by its own rules (as offline) —
+so a run against this server takes the same decisions as an offline run. It exists to
+measure throughput, not answer quality.
 
     python benchmarks/latency_server.py --latency 0.1 --port 8765
 """
@@ -18,8 +19,9 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from cuer_agent.diagnosers._checks import check
 from cuer_agent.llm.extractive import ExtractiveBackend
-from cuer_agent.llm.skills import REQUESTS
+from cuer_agent.llm.skills import REQUESTS, CheckRequest
 
 _SKILL = re.compile(r"Request \((\w+)\):\n```json\n(.*)\n```", re.S)
 _READER = ExtractiveBackend()
@@ -45,6 +47,8 @@ def reply_for(messages: list[dict[str, Any]]) -> str:
         return json.dumps({"error": "no skill request in the prompt"})
     skill, payload = found
     request = REQUESTS[skill].model_validate(payload)
+    if isinstance(request, CheckRequest):  # `consistency`'s checks: its rules, not the reader's
+        return json.dumps(check(request).model_dump(mode="json"), sort_keys=True)
     return _READER.respond(skill, request, None).text or ""
 
 

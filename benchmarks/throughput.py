@@ -3,7 +3,7 @@
     python benchmarks/throughput.py --latency 0.1 --n 48 --concurrency 1,4,16
     python benchmarks/throughput.py --concurrency 16 --executor process --workers 2
     python benchmarks/throughput.py --smoke      # 10 ms, n = 2, 2 hops, 2 faults,
-                                                 # 3 diagnosers, concurrency 1,16: CI's run
+                                                 # 4 diagnosers, concurrency 1,16: CI's run
 
 Starts `latency_server.py` in its own process on 127.0.0.1 (a model server is another
 process, usually another machine), then runs the `cuer-agent evaluate --hops 3` study
@@ -66,7 +66,8 @@ from _smoke import parse_args
 
 HERE = Path(__file__).resolve().parent
 SMOKE = {"latency": 0.01, "n": 2, "hops": 2, "concurrency": "1,16",
-         "faults": "empty_retrieval,query_drift", "diagnosers": "coverage,frozen-hop,first-hop"}
+         "faults": "empty_retrieval,query_drift",
+         "diagnosers": "coverage,frozen-hop,first-hop,consistency"}
 
 
 def start_server(latency: float) -> tuple[subprocess.Popen[bytes], str]:

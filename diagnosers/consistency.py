@@ -54,6 +54,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cuer_agent.llm.skills import CheckRequest, CheckResponse, EvidenceView, TracedHop
+from cuer_agent.parallel import fan_out
 from cuer_agent.trace import HopRecord, Trace
 
 from ._base import (
@@ -127,17 +128,18 @@ class Consistency(BaseDiagnoser):
             skills = rule_check_client(skills)
         hops = traced_hops(trace)
         failed: dict[str, CheckResponse] = {}
-        unparsed, calls, tokens = [], 0, 0
-        for name in CHECKS:
-            result = skills("check", CheckRequest(check=name, question=trace.question,
-                                                  hops=hops, answer=trace.answer))
-            calls += 1
+        unparsed, tokens = [], 0
+        # The checks are independent requests: on a model server they go out at once.
+        results = fan_out(lambda name: skills("check", CheckRequest(
+            check=name, question=trace.question, hops=hops, answer=trace.answer)), CHECKS)
+        for name, result in zip(CHECKS, results, strict=True):
             tokens += result.prompt_tokens + result.completion_tokens
             reply = result.response
             if not isinstance(reply, CheckResponse):
                 unparsed.append(name)
             elif not reply.consistent:
                 failed[name] = reply
+        calls = len(CHECKS)
         return _Findings(failed, tuple(unparsed), DiagnosisCost(calls=calls, tokens=tokens))
 
 

@@ -217,7 +217,7 @@ def test_throughput_benchmark_prints_its_table_at_smoke_size(tmp_path: Path) -> 
     out = bench(tmp_path, "throughput", "--smoke").stdout
     assert out.startswith("server latency 10 ms (own process), 2 synthetic 2-hop examples, "
                           "evaluate study, faults empty_retrieval,query_drift, diagnosers "
-                          "coverage,frozen-hop,first-hop, cold cache, executor thread")
+                          "coverage,frozen-hop,first-hop,consistency, cold cache, executor thread")
     assert_throughput_table(out, [1, 16])
 
 

@@ -130,11 +130,12 @@ def run(config: StudyConfig, *, mode: Mode = "agentic", natural: bool = False,
     (run_dir.path / "ledger.json").write_text(canonical_json(invocation, indent=2) + "\n")
     notes: tuple[str, ...] = ()
     if natural:
-        notes = (_label_natural(run_dir.path, ds, config, skills),)
+        notes = (_label_natural(run_dir.path, ds, config, skills, parallel.concurrency),)
     return Finished(summary, run_dir.path, ds.name, invocation, notes)
 
 
-def _label_natural(path: Path, ds: Dataset, config: StudyConfig, skills: SkillClient) -> str:
+def _label_natural(path: Path, ds: Dataset, config: StudyConfig, skills: SkillClient,
+                   concurrency: int) -> str:
     """`run(natural=True)`: the natural-failure part over the run's traces, into
     natural/; the line that says what it found."""
     from cuer_agent.run_dir import RunDir
@@ -145,7 +146,7 @@ def _label_natural(path: Path, ds: Dataset, config: StudyConfig, skills: SkillCl
     traces = [Trace.model_validate(row["trace"]) for row in RunDir(path).rows("traces.jsonl")]
     part = run_natural(((t.example_id, t) for t in traces), ds,
                        build_diagnosers(config, skills), path / NATURAL, config, skills,
-                       hop_budget=config.agent.hops)
+                       hop_budget=config.agent.hops, concurrency=concurrency)
     counts = part.counts
     return (f"natural failures {counts.failed}, placed by {counts.rule}: {counts.labelled}"
             f" → {path / NATURAL}")

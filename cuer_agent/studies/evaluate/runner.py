@@ -95,7 +95,8 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
     reader = reader_summary(dataset, skills, agent.config, clean_correct, retriever_for,
                             threshold=config.propagation.recall_threshold, parallel=parallel)
     natural = run_natural(clean_traces(typed_traces, traces), dataset, diagnosers,
-                          run_dir.path / NATURAL, config, skills, hop_budget=config.agent.hops)
+                          run_dir.path / NATURAL, config, skills, hop_budget=config.agent.hops,
+                          concurrency=_concurrency(parallel))
     diagnoses = diagnosis_rows(agentic_dir, DIAGNOSES)
     ledger = extended(ledger_from_rows(single_dir.rows(CUER_TRACES) + traces), EvaluateLedger,
                       diagnoser_requests=sum(r["calls"] for r in diagnoses),
@@ -120,6 +121,12 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
         results = extended(results, EvaluateResults, disagreement=disagreement)
     caveats = honest_caveats(results, config.backend.name, constant_guesses(diagnoses))
     return run_dir.write_model(extended(results, EvaluateSummary, caveats=caveats))
+
+
+def _concurrency(parallel: Parallelism | int) -> int:
+    """Requests in flight the policy asks for (the natural part runs its diagnoses in
+    threads on any executor: they wait on the model, and are few)."""
+    return parallel.concurrency if isinstance(parallel, Parallelism) else parallel
 
 
 def clean_traces(typed: list[TraceRow], rows: Sequence[JsonRow]) -> list[tuple[str, Trace]]:

@@ -30,10 +30,11 @@ from cuer_agent.diagnosers import Diagnoser, make_view
 from cuer_agent.interchange.export import trace_request
 from cuer_agent.interventions.facts import fact_source
 from cuer_agent.llm.backends import SkillClient
+from cuer_agent.parallel import ordered_map
 from cuer_agent.run_dir import RunDir, canonical_json, write_atomic
 from cuer_agent.studies.diagnose.labels import LABELLED
 from cuer_agent.studies.diagnose.runner import CLEAN, DiagnosisRow, diagnosis_fields
-from cuer_agent.studies.natural.labels import Labelled, label_runs, runs_of
+from cuer_agent.studies.natural.labels import CleanRun, Labelled, label_runs, runs_of
 from cuer_agent.studies.natural.summary import NaturalSummary, natural_summary
 from cuer_agent.trace import Trace
 
@@ -66,36 +67,49 @@ def write_benchmark(labelled: list[Labelled], out: Path) -> None:
 
 
 def diagnose_labelled(labelled: list[Labelled], diagnosers: list[Diagnoser],
-                      config: StudyConfig, skills: SkillClient,
-                      hop_budget: int | None) -> list[DiagnosisRow]:
-    """Every diagnoser on every labelled run, as the study's diagnosis rows."""
-    rows: list[DiagnosisRow] = []
-    for lab in labelled:
-        label, run = lab.label, lab.run
-        if label is None or run.example is None:
-            continue
-        truth = ((label.fault or LABELLED, label.hop or 0, label.stage or "answer")
-                 if label.outcome == "failed" else (CLEAN, 0, CLEAN))
-        for d in diagnosers:
-            view = make_view(d, run.trace, run.example.answer, config.diagnose.seed,
-                             hop_budget=hop_budget)
-            rows.append({"record_id": run.record_id, "example_id": run.trace.example_id,
-                         "fault": truth[0], "true_hop": truth[1], "true_stage": truth[2],
-                         "n_hops": len(run.trace.hops), "diagnoser": d.name,
-                         **diagnosis_fields(d, view, None, skills)})
-    return rows
+                      config: StudyConfig, skills: SkillClient, hop_budget: int | None,
+                      concurrency: int = 1) -> list[DiagnosisRow]:
+    """Every diagnoser on every labelled run, as the study's diagnosis rows, in the order
+    runs × diagnosers. Up to `concurrency` diagnoses run at once in threads (a judge's
+    requests wait on a model server; the rows are the same at any value)."""
+    pairs = [(lab.run, truth, d) for lab in labelled
+             if (truth := _truth(lab)) is not None for d in diagnosers]
+
+    def diagnose(pair: tuple[CleanRun, tuple[str, int, str], Diagnoser]) -> DiagnosisRow:
+        run, truth, d = pair
+        assert run.example is not None  # `_truth` keeps only runs with their example
+        view = make_view(d, run.trace, run.example.answer, config.diagnose.seed,
+                         hop_budget=hop_budget)
+        return {"record_id": run.record_id, "example_id": run.trace.example_id,
+                "fault": truth[0], "true_hop": truth[1], "true_stage": truth[2],
+                "n_hops": len(run.trace.hops), "diagnoser": d.name,
+                **diagnosis_fields(d, view, None, skills)}
+
+    return list(ordered_map(diagnose, pairs, concurrency))
+
+
+def _truth(lab: Labelled) -> tuple[str, int, str] | None:
+    """(fault, hop, stage) a labelled run is scored against (a correct run: clean), or
+    None when it has no label or no example."""
+    label = lab.label
+    if label is None or lab.run.example is None:
+        return None
+    if label.outcome == "failed":
+        return label.fault or LABELLED, label.hop or 0, label.stage or "answer"
+    return CLEAN, 0, CLEAN
 
 
 def run_natural(traces: Iterable[tuple[str, Trace]], dataset: Dataset,
                 diagnosers: list[Diagnoser], out: Path, config: StudyConfig,
-                skills: SkillClient, *, hop_budget: int | None) -> NaturalSummary:
+                skills: SkillClient, *, hop_budget: int | None,
+                concurrency: int = 1) -> NaturalSummary:
     """Label the clean runs of `dataset` given as (record id, trace), write the benchmark,
-    diagnose, write and return the summary."""
+    diagnose (`concurrency` at once), write and return the summary."""
     runs = runs_of(traces, dataset.examples, key=dataset.name)
     labelled = label_runs(runs, fact_source(dataset), config.propagation.recall_threshold)
     write_benchmark(labelled, out)
     usable = [d for d in diagnosers if not d.probing]
-    rows = diagnose_labelled(labelled, usable, config, skills, hop_budget)
+    rows = diagnose_labelled(labelled, usable, config, skills, hop_budget, concurrency)
     write_atomic(out / "diagnoses.jsonl", _lines([dict(r) for r in rows]))
     not_run = {d.name: PROBES_NOT_RUN for d in diagnosers if d.probing}
     return RunDir(out).write_model(natural_summary(dataset.name, labelled, rows, usable,
