@@ -15,7 +15,7 @@ model; an `answer` node returning the last note), with two differences:
   What it says is the note, as it says it (its first line), and the note is carried
   verbatim into the next sub-question. Nothing is scripted: where it goes wrong is its
   own doing, and its failures are labelled afterwards from the data set's gold chain by
-  cuer-agent's declared rule (`diagnose --gold`, `gold-chain-walk@1`), not by this file.
+  cuer-agent's declared rule (`diagnose --gold`, `gold-chain-walk@2`), not by this file.
 * **The planner is the data set's decomposition** (gold in view, declared): hop j asks
   the j-th sub-question with `#k` filled by the agent's own k-th note. It never sees a
   step's answer. A 135M model cannot plan (its sub-queries are words of the prompt), so

@@ -1,13 +1,20 @@
 """An independent implementation of the natural-failure labelling rule
-(`gold-chain-walk`, version 1), used to cross-check the project's own.
+(`gold-chain-walk`, version 2), used to cross-check the project's own.
 
 Written from the rule's text alone: it reads the original MuSiQue / 2WikiMultihopQA
 files with `json`, and imports from `cuer_agent` only the synthetic world's gold.
 
-    python tests/independent_first_error.py musique|2wiki|synthetic TRACES DATA_OR_SEED
-        [--n N] [--hops H] [--summary]
+It offers the first error of a trace (`label_trace`, `label_run`; the same under
+versions 1 and 2) and, as version 2 adds, a verdict on every hop (`hop_verdicts`,
+`verdict_run`): the walk goes on past the first error with the same pointer, so a hop
+after an error is right only when its finding resolves the step still open (or a later
+one). A failure with two or more wrong hops is a cascade.
 
-prints one JSON line per trace: {"example_id": ..., "label": [hop, stage, kind] | reason}.
+    python tests/independent_first_error.py musique|2wiki|synthetic TRACES DATA_OR_SEED
+        [--n N] [--hops H] [--summary] [--verdicts]
+
+prints one JSON line per trace: {"example_id": ..., "label": [hop, stage, kind] | reason},
+or with --verdicts {"example_id": ..., "verdicts": [[hop, right, step, stage], ...] | reason}.
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ from pathlib import Path
 from typing import Any
 
 Label = tuple[int, str, str] | str
+Verdict = tuple[int, bool, int | None, str | None]
+Verdicts = list[Verdict] | str
 
 NO_STEP_ANSWERS = "no per-step gold answers"
 NO_CHAIN = "no gold chain for the example"
@@ -165,6 +174,55 @@ def label_trace(trace: dict[str, Any], chain: list[GoldStep]) -> Label:
     if p <= m:
         return (len(hops) + 1, "answer", "stopped-early")
     return (0, "answer", "answer")
+
+
+def _unwalkable(trace: Mapping[str, Any], chain: Sequence[GoldStep]) -> str | None:
+    """The reason a trace cannot be walked against its chain, if any."""
+    apart = not_a_failure(trace)
+    if apart is not None:
+        return apart
+    if not chain:
+        return NO_STEP_ANSWERS
+    if any(not step.answers or not norm(step.answers[0]) for step in chain):
+        return EMPTY_STEP_ANSWER
+    return None
+
+
+def hop_verdicts(trace: dict[str, Any], chain: list[GoldStep]) -> Verdicts:
+    """Version 2: a verdict for every hop, in order of hop number, as
+    (hop, right, step, stage). `hop` is the hop's 1-based position in that order (the
+    rule's hop i, as in `label_trace`); `step` is the 1-based gold step the hop resolved
+    (right) or left open (wrong), None for a hop after every step was resolved; `stage` is
+    "retrieval" or "read" for a wrong hop (None when the open step has no known supporting
+    passage) and None for a right hop. Or the reason the trace cannot be walked (as
+    `label_trace`, except that a step without support is no reason here)."""
+    reason = _unwalkable(trace, chain)
+    if reason is not None:
+        return reason
+    m = len(chain)
+    p = 1
+    verdicts: list[Verdict] = []
+    for i, hop in enumerate(_ordered_hops(trace), start=1):
+        if p > m:
+            verdicts.append((i, True, None, None))
+            continue
+        finding = str(hop.get("finding") or "")
+        hit = next((j for j in range(p, m + 1) if matches(finding, chain[j - 1].answers)),
+                   None)
+        if hit is not None:
+            verdicts.append((i, True, hit, None))
+            p = hit + 1
+            continue
+        step = chain[p - 1]
+        stage: str | None
+        if not step.support_ids and step.support_title is None:
+            stage = None
+        elif in_view(step, hop_view(hop)):
+            stage = "read"
+        else:
+            stage = "retrieval"
+        verdicts.append((i, False, p, stage))
+    return verdicts
 
 
 # --- gold chains ----------------------------------------------------------------------
@@ -329,6 +387,18 @@ def label_run(traces_jsonl: Path,
     return labels
 
 
+def verdict_run(traces_jsonl: Path,
+                chains: Mapping[str, list[GoldStep]]) -> dict[str, Verdicts]:
+    """example_id -> hop verdicts (or the reason there are none), for every trace in the
+    file."""
+    verdicts: dict[str, Verdicts] = {}
+    for trace in read_traces(traces_jsonl):
+        example_id = str(trace.get("example_id", ""))
+        chain = chains.get(example_id)
+        verdicts[example_id] = NO_CHAIN if chain is None else hop_verdicts(trace, chain)
+    return verdicts
+
+
 def label_key(label: Label) -> str:
     return label if isinstance(label, str) else f"{label[1]}/{label[2]}@hop{label[0]}"
 
@@ -363,6 +433,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--hops", type=int, default=3, help="synthetic: gold hops (3)")
     parser.add_argument("--summary", action="store_true",
                         help="also print the label distribution of wrong answers to stderr")
+    parser.add_argument("--verdicts", action="store_true",
+                        help="print every hop's verdict (rule version 2) instead of the label")
     args = parser.parse_args(argv)
     if args.dataset == "musique":
         source = Path(args.data_or_seed)
@@ -375,9 +447,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         seed = int(args.data_or_seed)
         chains, gold = synthetic_chains(n, args.hops, seed), synthetic_gold(n, args.hops, seed)
     labels = label_run(args.traces, chains)
-    for example_id, label in labels.items():
-        shown: list[Any] | str = label if isinstance(label, str) else list(label)
-        print(json.dumps({"example_id": example_id, "label": shown}, ensure_ascii=False))
+    if args.verdicts:
+        for example_id, verdicts in verdict_run(args.traces, chains).items():
+            listed: list[Any] | str = (verdicts if isinstance(verdicts, str)
+                                       else [list(v) for v in verdicts])
+            print(json.dumps({"example_id": example_id, "verdicts": listed},
+                             ensure_ascii=False))
+    else:
+        for example_id, label in labels.items():
+            shown: list[Any] | str = label if isinstance(label, str) else list(label)
+            print(json.dumps({"example_id": example_id, "label": shown}, ensure_ascii=False))
     if args.summary:
         wrong, kinds, detailed = distribution(args.traces, labels, gold)
         print(f"{args.dataset}: {len(labels)} traces, {wrong} wrong answers", file=sys.stderr)

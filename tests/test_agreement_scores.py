@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -80,3 +81,33 @@ def test_an_abstention_at_a_trace_labelled_hop_0_is_wrong_not_hop_0() -> None:
     items = [Attribution(example_id=f"e{i}", fault="f", true_hop=0, true_stage="answer",
                          n_hops=2, pred_hop=0, pred_stage="none") for i in range(5)]
     assert agreement(items, n_resamples=10, seed=0).balanced == 0.0
+
+
+def test_names_a_wrong_hop_equals_a_recomputation_from_the_labels(studies: Studies) -> None:
+    """`wrong_hop_acc` of the natural part: the share of failures where the hop named is
+    one the label's `hop_verdicts` call wrong, or its first error."""
+    out = studies.get(*EVALUATE)
+    scored = json.loads((out / "summary.json").read_text())["natural"]["diagnosers"]
+    wrong: dict[str, set[int]] = {}
+    for line in (out / "natural" / "labels.jsonl").read_text().splitlines():
+        label = json.loads(line)
+        if label["outcome"] == "failed":
+            wrong[label["trace_id"]] = ({v["hop"] for v in label["hop_verdicts"]
+                                         if not v["right"]} | {label["hop"]})
+    dataset = json.loads((out / "summary.json").read_text())["natural"]["dataset"]
+
+    def trace_id(record_id: str) -> str:  # as `natural.labels.runs_of` names a run
+        return hashlib.sha256(f"{dataset}\n{record_id}".encode()).hexdigest()[:32]
+
+    checked = 0
+    for name, rows in rows_of(out / "natural" / "diagnoses.jsonl").items():
+        failed = [r for r in rows if r["fault"] != "none"]
+        if name not in scored or not failed:
+            continue
+        hits = [r["pred_hop"] in wrong[trace_id(r["record_id"])] for r in failed]
+        assert scored[name]["wrong_hop_acc"]["mean"] == pytest.approx(
+            sum(hits) / len(hits), abs=1e-6), name
+        assert scored[name]["wrong_hop_acc"]["mean"] >= scored[name]["exact_hop_acc"]["mean"]
+        checked += 1
+    assert checked
+

@@ -53,7 +53,7 @@ def test_a_foreign_reader_s_wrong_first_note_is_labelled_hop_1_from_the_gold_cha
     foreign.run([record], chat, tmp_path)
     (label,) = _labels(path, tmp_path / "spans.jsonl", tmp_path / "d")
     assert (label["outcome"], label["hop"], label["rule"]) == (
-        "failed", 1, "gold-chain-walk@1")
+        "failed", 1, "gold-chain-walk@2")
     assert "Nobody In Particular" in json.loads(
         (tmp_path / "d" / "traces.jsonl").read_text().splitlines()[0])["hops"][1]["subquery"]
 
@@ -71,7 +71,7 @@ def test_smollm2_reader_s_runs_are_each_labelled_from_the_gold_chain(tmp_path: P
     assert foreign.run(records[:3], chat, tmp_path) == 3
     labels = _labels(path, tmp_path / "spans.jsonl", tmp_path / "d")
     assert len(labels) == 3
-    assert all(lab["outcome"] == "correct" or lab["rule"] == "gold-chain-walk@1"
+    assert all(lab["outcome"] == "correct" or lab["rule"] == "gold-chain-walk@2"
                for lab in labels)
 
 

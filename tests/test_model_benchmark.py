@@ -25,7 +25,9 @@ pytestmark = pytest.mark.skipif(not (BENCH / "spans.jsonl.gz").exists(),
                                 reason=f"no model benchmark committed at {BENCH}")
 
 
-def _share(cell: dict[str, Any]) -> str:
+def _share(cell: dict[str, Any] | None) -> str:
+    if cell is None:  # labels without every hop's verdict
+        return "—"
     mean, ci = cell["mean"], cell["ci"]
     if mean is None:
         return "—"
@@ -34,12 +36,13 @@ def _share(cell: dict[str, Any]) -> str:
 
 def results_table(summary: dict[str, Any]) -> str:
     """The table `docs/results.md` quotes: every diagnoser's pooled, balanced and κ
-    figures, per depth, and its clean blame, beside the constants."""
+    figures, whether it names a wrong hop, per depth, and its clean blame, beside the
+    constants."""
     scored = {name: d["scored"] for name, d in summary["diagnosers"].items() if "scored" in d}
     depths = sorted({h for s in scored.values() for h in s["by_depth"]}, key=int)
-    lines = ["| diagnoser | n | pooled | balanced | κ | "
+    lines = ["| diagnoser | n | pooled | balanced | κ | names a wrong hop | "
              + " | ".join(f"hop {h}" for h in depths) + " | clean blame |",
-             "|---|---|---|---|---|" + "---|" * len(depths) + "---|"]
+             "|---|---|---|---|---|---|" + "---|" * len(depths) + "---|"]
     for name, s in scored.items():
         cells = []
         for h in depths:
@@ -49,7 +52,8 @@ def results_table(summary: dict[str, Any]) -> str:
         clean = s["clean_blame_rate"]
         lines.append(f"| {name}{' (constant)' if s['constant'] else ''} | {s['n']} | "
                      f"{_share(s['exact_hop_acc'])} | {_share(s['balanced'])} | "
-                     f"{_share(s['kappa'])} | " + " | ".join(cells)
+                     f"{_share(s['kappa'])} | {_share(s.get('wrong_hop_acc'))} | "
+                     + " | ".join(cells)
                      + f" | {'—' if clean is None else f'{clean:.2f}'} |")
     return "\n".join(lines)
 

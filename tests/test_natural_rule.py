@@ -1,4 +1,4 @@
-"""The labelling rule of natural failures (`gold-chain-walk@1`): where a clean run that
+"""The labelling rule of natural failures (`gold-chain-walk@2`): where a clean run that
 ended wrong first went wrong, placed on the gold chain."""
 
 from __future__ import annotations
@@ -9,7 +9,15 @@ from hypothesis import strategies as st
 from cuer_agent.data import Example, HopGold, Passage
 from cuer_agent.interventions.facts import PoolFacts
 from cuer_agent.studies.natural.chain import NO_STEPS, GoldStep, gold_chain, paragraph_key
-from cuer_agent.studies.natural.rule import NO_SUPPORT, FirstError, Unplaced, contains, first_error
+from cuer_agent.studies.natural.rule import (
+    NO_SUPPORT,
+    FirstError,
+    HopVerdict,
+    Unplaced,
+    contains,
+    first_error,
+    hop_verdicts,
+)
 from cuer_agent.trace import Evidence, HopAttempt, HopRecord, Trace, evidence_id
 
 PAINTING, PAINTER = "Vessa Allegory", "Orin Calde"
@@ -139,6 +147,62 @@ def test_the_first_error_hop_is_within_zero_to_n_plus_one(findings: list[str],
     assert isinstance(label, FirstError)
     assert 0 <= label.hop <= len(hops) + 1
     assert (label.stage == "answer") == (label.hop in (0, len(hops) + 1))
+
+
+def test_a_hop_after_an_error_that_leaves_the_step_open_is_wrong_too() -> None:
+    verdicts = hop_verdicts(trace(hop(1, "Renaissance", item(PAINTING, 0)),
+                                  hop(2, "Florence", item("Florence", 0))), CHAIN)
+    assert verdicts == (HopVerdict(1, False, 1, "read"), HopVerdict(2, False, 1, "retrieval"))
+
+
+def test_a_hop_that_resolves_the_open_step_after_an_error_is_right() -> None:
+    verdicts = hop_verdicts(trace(hop(1, "Renaissance"), hop(2, "Orin Calde"),
+                                  hop(3, "Marrow Bay")), CHAIN)
+    assert [(v.right, v.step) for v in verdicts] == [(False, 1), (True, 1), (True, 2)]
+
+
+def test_hops_after_every_step_resolved_are_right_and_resolve_no_step() -> None:
+    verdicts = hop_verdicts(trace(hop(1, "Marrow Bay"), hop(2, "nothing")), CHAIN)
+    assert verdicts == (HopVerdict(1, True, 2, None), HopVerdict(2, True, None, None))
+
+
+def test_a_wrong_hop_whose_step_has_no_known_passage_has_no_stage() -> None:
+    chain = (CHAIN[0], GoldStep(("Marrow Bay",), frozenset(), None))
+    verdicts = hop_verdicts(trace(hop(1, "Orin Calde"), hop(2, "Lisk")), chain)
+    assert verdicts[1] == HopVerdict(2, False, 2, None)
+
+
+@given(findings=st.lists(st.sampled_from(["Orin Calde", "Marrow Bay", "Lisk", ""]),
+                         max_size=5),
+       seen=st.lists(st.booleans(), min_size=5, max_size=5))
+def test_the_first_wrong_verdict_is_the_first_error(findings: list[str],
+                                                     seen: list[bool]) -> None:
+    hops = [hop(i, f, *([item(PAINTING, 0), item(PAINTER, 3)] if s else []))
+            for i, (f, s) in enumerate(zip(findings, seen, strict=False), start=1)]
+    verdicts = hop_verdicts(trace(*hops), CHAIN)
+    label = placed(trace(*hops))
+    wrong = [v for v in verdicts if not v.right]
+    assert [v.hop for v in verdicts] == list(range(1, len(hops) + 1))
+    if wrong:
+        assert (label.hop, label.stage) == (wrong[0].hop, wrong[0].stage)
+    else:
+        assert label.hop in (0, len(hops) + 1)
+
+
+def test_a_labelled_failure_carries_every_hops_verdict_and_its_wrong_hops() -> None:
+    from cuer_agent.studies.natural.labels import CleanRun, label_run
+
+    example = Example(id="ex", dataset="musique", question="?", answer="Marrow Bay",
+                      hops=(HopGold(answer="Orin Calde", support_title=PAINTING,
+                                    support_index=0),
+                            HopGold(answer="Marrow Bay", support_title=PAINTER,
+                                    support_index=3)))
+    run = trace(hop(1, "Renaissance", item(PAINTING, 0)), hop(2, "Florence"))
+    label = label_run(CleanRun("t", "r", run, example), PoolFacts(), 0.8).label
+    assert label is not None and label.hop_verdicts is not None
+    assert [(v.hop, v.right, v.stage) for v in label.hop_verdicts] == [
+        (1, False, "read"), (2, False, "retrieval")]
+    assert label.wrong_hops() == [1, 2]
 
 
 def test_a_trace_no_example_matches_is_not_counted_a_failure() -> None:

@@ -157,7 +157,7 @@ def summary() -> dict[str, Any]:
                     "faults": {"content_tampering": scores,
                                "replace (per hop)": {**scores, "auc": 0.7, "detectable": True}}}
     natural = {"dataset": "synthetic",
-               "counts": {"rule": "gold-chain-walk@1", "clean_runs": 50, "not_scored": 0,
+               "counts": {"rule": "gold-chain-walk@2", "clean_runs": 50, "not_scored": 0,
                           "correct": 40, "failed": 10, "labelled": 9, "labelled_share": 0.9,
                           "unlabelled": {"no per-step gold answers": 1},
                           "by_kind": {"read": 6, "retrieval": 3}, "by_hop": {"1": 5, "2": 4},

@@ -13,6 +13,8 @@ Definitions (1[.] is the indicator, means over the items given):
 * stage accuracy      mean 1[pred_stage == true_stage];
 * hop tolerance       mean 1[|pred_hop - h| <= 1];
 * ancestor hit        mean 1[1 <= pred_hop <= h and pred_stage == true_stage];
+* names a wrong hop   mean 1[pred_hop in wrong_hops], where a natural failure's label
+  gives every hop's verdict: its wrong hops and its first error (h);
 * MAE                 mean |pred_hop - h| over the non-error items only;
 * cost per correct    total calls (tokens) over all diagnoses / number of exact-hop
   correct diagnoses (None if there is none);
@@ -118,6 +120,9 @@ class Attribution:
     pred_stage: str | None
     calls: int = 0
     tokens: int = 0
+    wrong_hops: tuple[int, ...] | None = None
+    """Every hop the label calls wrong, with the first error (None: the label gives only
+    the first error)."""
 
     def __post_init__(self) -> None:
         # Hops are integers, compared with ==; a "10" string sneaking in would re-open the
@@ -148,6 +153,12 @@ class Attribution:
     def ancestor_hit(self) -> bool:
         return (self.pred_hop is not None and 1 <= self.pred_hop <= self.true_hop
                 and self.pred_stage == self.true_stage)
+
+    @property
+    def names_wrong_hop(self) -> bool:
+        """It names a hop the label calls wrong (False without `wrong_hops`)."""
+        return (self.pred_hop is not None and self.wrong_hops is not None
+                and self.pred_hop in self.wrong_hops)
 
     @property
     def chance_hit_probability(self) -> float:

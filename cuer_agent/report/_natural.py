@@ -27,7 +27,10 @@ def counts_text(counts: NaturalCounts) -> str:
             + (f"; not scored (request error or parse failure): {counts.not_scored}"
                if counts.not_scored else "")
             + (f". By kind: {kinds}. First-error hop: {hops} (0: the answer step; n+1: "
-               "stopped early)." if kinds else "."))
+               "stopped early)." if kinds else ".")
+            + (f" Cascades (two or more wrong hops): {counts.cascades} of {counts.labelled}"
+               f" ({counts.cascade_share:.0%})." if counts.cascade_share is not None
+               and counts.cascades is not None else ""))
 
 
 def _beats(d: DiagnoserSummary, control: DiagnoserSummary | None) -> str:
@@ -49,14 +52,16 @@ def accuracy_table(part: NaturalSummary) -> Table:
                  else f"{num(c.acc, 2)} ({c.n})" for h in depths]
         rows.append((name + (" (constant)" if d.constant else ""), str(d.n),
                      num(d.exact_hop_acc.mean, 2), ci(d.exact_hop_acc.ci, 2) or DASH,
-                     mean_ci(d.balanced, 2), mean_ci(d.kappa, 2), *cells,
+                     mean_ci(d.balanced, 2), mean_ci(d.kappa, 2),
+                     DASH if d.wrong_hop_acc is None else num(d.wrong_hop_acc.mean, 2), *cells,
                      num(d.clean_blame_rate, 2), num(d.stage_acc.mean, 2),
                      *(DASH if c == name else _beats(d, diagnosers[c]) for c in controls)))
     return Table(caption="Exact-hop accuracy on natural failures (the agent's own wrong "
                          "answers, labelled from the gold chain), pooled and by first-error "
                          "hop",
                  headers=("diagnoser", "failed n", "pooled acc", "95% CI (Wilson)",
-                          "balanced acc", "κ", *(f"hop {h}" for h in depths), "clean blame",
+                          "balanced acc", "κ", "names a wrong hop", *(f"hop {h}" for h in depths),
+                          "clean blame",
                           "stage acc",
                           *(f"beats {c}" for c in controls)),
                  rows=tuple(rows),
@@ -65,6 +70,8 @@ def accuracy_table(part: NaturalSummary) -> Table:
                            "abstention a category of its own): a constant scores 1/k and 0 on "
                            "them, so they are where a diagnoser shows it read something; "
                            "(constant): it names one hop on 90 % of the failures or more. "
+                           "Names a wrong hop: the hop it names is one the gold-chain walk "
+                           "calls wrong (any of a cascade's), or the first error. "
                            "Cells: accuracy (failures at that hop). Hop 0: every gold step was "
                            "found and the answer still wrong; n+1: the agent stopped with "
                            "steps left. A constant hop is perfect at its own depth, so the "

@@ -18,9 +18,14 @@ A labels file is JSON Lines, one object per trace (schema: `docs/schemas/labels.
   `answer`;
 * `fault` — optional: a name for the kind of failure (tables group by it);
 * `rule` — optional: the labelling rule and version that made the label (natural
-  failures: `gold-chain-walk@1`, `cuer_agent.studies.natural.rule`); absent for labels
+  failures: `gold-chain-walk@2`, `cuer_agent.studies.natural.rule`); absent for labels
   made by hand;
-* `why` — optional: one line on how the label was decided.
+* `why` — optional: one line on how the label was decided;
+* `hop_verdicts` — optional, failed traces: a verdict for every hop of the trace, in
+  order, `{"hop": 1, "right": false, "step": 1, "stage": "read"}` (`step`: the gold step
+  the hop resolved or left open; `stage`: a wrong hop's, retrieval or read). With them a
+  diagnoser is also scored by whether it names *a* wrong hop, and a failure with two or
+  more wrong hops counts as a cascade.
 
 A failed trace without `hop` and `stage`, a correct one with them, a duplicate
 `trace_id`, or an unknown key is an error naming the file and record (the n-th label).
@@ -69,6 +74,15 @@ class TraceLabel(BaseModel):
     """The labelling rule and version that made the label (absent: labelled by hand)."""
     why: str | None = None
     """One line on how the label was decided."""
+    hop_verdicts: list[HopVerdictLabel] | None = None
+    """Failed traces, optional: every hop's verdict, in hop order."""
+
+    def wrong_hops(self) -> list[int] | None:
+        """Where a failed trace went wrong: its wrong hops and the first-error hop (which
+        may be the answer step 0 or a stop n+1), sorted; None without `hop_verdicts`."""
+        if self.hop_verdicts is None or self.hop is None:
+            return None
+        return sorted({v.hop for v in self.hop_verdicts if not v.right} | {self.hop})
 
     @model_validator(mode="after")
     def _hop_with_failure(self) -> TraceLabel:
@@ -77,7 +91,26 @@ class TraceLabel(BaseModel):
             raise ValueError("a failed trace needs 'hop' and 'stage'")
         if not failed and (self.hop is not None or self.stage is not None):
             raise ValueError("a correct trace has no 'hop' or 'stage'")
+        if self.hop_verdicts is not None:
+            if not failed:
+                raise ValueError("a correct trace has no 'hop_verdicts'")
+            if [v.hop for v in self.hop_verdicts] != list(range(1, len(self.hop_verdicts) + 1)):
+                raise ValueError("'hop_verdicts' must give hops 1..n in order")
         return self
+
+
+class HopVerdictLabel(BaseModel):
+    """One hop's verdict in a label (`cuer_agent.studies.natural.rule.HopVerdict`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    hop: int = Field(ge=1)
+    right: bool
+    """The hop resolved a gold step (or came after every step was resolved)."""
+    step: int | None = Field(None, ge=1)
+    """The gold step it resolved (right) or left open (wrong)."""
+    stage: Literal["retrieval", "read"] | None = None
+    """A wrong hop's stage, when known."""
 
 
 def read_labels(path: Path) -> dict[str, TraceLabel]:

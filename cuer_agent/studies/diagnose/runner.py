@@ -59,6 +59,9 @@ class DiagnosisRow(DiagnosisFields):
     true_stage: str
     n_hops: int
     diagnoser: str
+    wrong_hops: NotRequired[list[int]]
+    """A failure whose label gives every hop's verdict: the hops it calls wrong, with the
+    first error (`TraceLabel.wrong_hops`)."""
 
 
 _DIAGNOSIS_ROWS = TypeAdapter(list[DiagnosisRow])
@@ -104,10 +107,13 @@ class DiagnoseFailed:
                      if d.probing else None)
             view = make_view(d, run.trace, example.answer, self.config.diagnose.seed,
                              hop_budget=self.executor.config.hop_budget)
-            rows.append({"record_id": record_id, "example_id": example.id, "fault": fault,
-                         "true_hop": hop, "true_stage": CLEAN if spec is None else spec.stage,
-                         "n_hops": len(run.trace.hops), "diagnoser": d.name,
-                         **diagnosis_fields(d, view, probe, self.executor.skills)})
+            # An injected fault's row has no `wrong_hops`; mypy asks for every optional
+            # key of a literal with a ** item to be in one, hence the ignore.
+            rows.append({
+                "record_id": record_id, "example_id": example.id, "fault": fault,
+                "true_hop": hop, "true_stage": CLEAN if spec is None else spec.stage,
+                "n_hops": len(run.trace.hops), "diagnoser": d.name,
+                **diagnosis_fields(d, view, probe, self.executor.skills)})  # type: ignore[typeddict-item]
         return rows
 
 

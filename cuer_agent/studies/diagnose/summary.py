@@ -67,7 +67,9 @@ def attribution(row: DiagnosisRow) -> Attribution:
     return Attribution(example_id=row["example_id"], fault=row["fault"],
                        true_hop=row["true_hop"], true_stage=row["true_stage"],
                        n_hops=row["n_hops"], pred_hop=row["pred_hop"],
-                       pred_stage=row["pred_stage"], calls=row["calls"], tokens=row["tokens"])
+                       pred_stage=row["pred_stage"], calls=row["calls"], tokens=row["tokens"],
+                       wrong_hops=(tuple(wrong) if (wrong := row.get("wrong_hops")) is not None
+                                   else None))
 
 
 def clean_blame(rows: Rows) -> tuple[int, float | None]:
@@ -111,6 +113,7 @@ def attribution_scores(items: Sequence[Attribution], *, n_resamples: int, seed: 
         balanced=MeanCI(mean=agreed.balanced, ci=agreed.balanced_ci),
         kappa=MeanCI(mean=agreed.kappa, ci=agreed.kappa_ci),
         balanced_depths=list(agreed.depths), constant=agreed.constant,
+        **_wrong_hop_acc(items, resampling),
         stage_acc=_proportion(items, "stage_correct"),
         hop_tol_acc=_proportion(items, "hop_within_one"),
         ancestor_hit=_proportion(items, "ancestor_hit"),
@@ -122,6 +125,18 @@ def attribution_scores(items: Sequence[Attribution], *, n_resamples: int, seed: 
         by_fault_depth={fault: {str(hop): _fault_depth_cell(depth_cell, min_cell)
                                 for hop, depth_cell in group(cell, "true_hop").items()}
                         for fault, cell in group(items, "fault").items()})
+
+
+def _wrong_hop_acc(items: Sequence[Attribution],
+                   resampling: Resampling) -> dict[str, ProportionCI]:
+    """`wrong_hop_acc`, "names a wrong hop" (`Attribution.names_wrong_hop`), when every
+    item's label gives its wrong hops; no key otherwise."""
+    if not items or any(it.wrong_hops is None for it in items):
+        return {}
+    hits = indicator(items, "names_wrong_hop")
+    return {"wrong_hop_acc": ProportionCI(
+        mean=mean(hits), ci=wilson(hits),
+        ci_clustered=clustered_interval(hits, items, **resampling))}
 
 
 def abstention(items: Sequence[Attribution]) -> Abstention:

@@ -116,6 +116,10 @@ class AttributionScores(Part):
     """The labelled depths `balanced` averages over."""
     constant: bool
     """It names one hop on 90 % of the failures or more: a constant, whatever it reads."""
+    wrong_hop_acc: ProportionCI | None = absent()
+    """The share naming a hop the label calls wrong (any wrong hop, or the first error:
+    labels with every hop's verdict, `hop_verdicts`); present when every failure's label
+    has them."""
     stage_acc: MeanCI
     """Accuracy on the stage of the fault."""
     hop_tol_acc: MeanCI

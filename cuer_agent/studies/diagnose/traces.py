@@ -30,7 +30,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from pydantic import ValidationError
 
@@ -72,6 +72,8 @@ class Label(TypedDict):
     failure that names none)."""
     true_hop: int | None
     true_stage: str | None
+    wrong_hops: NotRequired[list[int]]
+    """A failure whose label gives every hop's verdict: the hops it calls wrong."""
 
 
 class TraceDiagnosisRow(DiagnosisFields):
@@ -89,6 +91,8 @@ class TraceDiagnosisRow(DiagnosisFields):
     """The trace's outcome, when known (a label, the run's metric, or the gold answer)."""
     n_hops: int
     diagnoser: str
+    wrong_hops: NotRequired[list[int]]
+    """As in `Label`."""
 
 
 def trace_only_diagnosers() -> list[str]:
@@ -169,8 +173,11 @@ def label(item: ImportedTrace, labels: Labels | None = None) -> Label:
     if (given := given_label(item, labels)) is not None:
         if given.outcome == "correct":
             return {"fault": CLEAN, "true_hop": 0, "true_stage": CLEAN}
-        return {"fault": given.fault or LABELLED, "true_hop": given.hop,
-                "true_stage": given.stage}
+        failed: Label = {"fault": given.fault or LABELLED, "true_hop": given.hop,
+                         "true_stage": given.stage}
+        if (wrong := given.wrong_hops()) is not None:
+            failed["wrong_hops"] = wrong
+        return failed
     rec = item.record
     stage = (rec.get("params") or {}).get("stage")
     if stage and int(rec.get("hop", 0)) >= 1:
@@ -234,6 +241,8 @@ def scored_row(row: TraceDiagnosisRow) -> DiagnosisRow:
                          "n_hops": row["n_hops"], "diagnoser": row["diagnoser"],
                          "pred_hop": row["pred_hop"], "pred_stage": row["pred_stage"],
                          "calls": row["calls"], "tokens": row["tokens"], "error": row["error"]}
+    if "wrong_hops" in row:
+        out["wrong_hops"] = row["wrong_hops"]
     return out
 
 

@@ -1,5 +1,6 @@
 """Label a set of clean runs: each correct, a natural failure placed by the rule
-(`rule.first_error`), or a failure left unlabelled with its reason.
+(`rule.first_error`, with every hop's verdict, `rule.hop_verdicts`), or a failure left
+unlabelled with its reason.
 
 A run is scored only when it ended normally: a run that ended in a request error or a
 parse failure is no failure of the agent's reasoning (counted apart, as everywhere).
@@ -15,10 +16,10 @@ from dataclasses import dataclass
 from cuer_agent.data import Dataset, Example
 from cuer_agent.interventions.facts import FactSource, fact_source
 from cuer_agent.metrics import recall_correct
-from cuer_agent.studies.diagnose.labels import TraceLabel
+from cuer_agent.studies.diagnose.labels import HopVerdictLabel, TraceLabel
 from cuer_agent.studies.diagnose.traces import gold_lookup
 from cuer_agent.studies.natural.chain import gold_chain
-from cuer_agent.studies.natural.rule import RULE, FirstError, Unplaced, first_error
+from cuer_agent.studies.natural.rule import RULE, Unplaced, first_error, hop_verdicts
 from cuer_agent.trace import Trace
 
 NO_EXAMPLE = "no example of the data set matches the trace"
@@ -64,13 +65,17 @@ def label_run(run: CleanRun, facts: FactSource, threshold: float) -> Labelled:
     if recall_correct(run.trace.answer, run.example.gold_answers, threshold=threshold):
         return Labelled(run, TraceLabel(trace_id=run.trace_id, outcome="correct", rule=RULE))
     chain = gold_chain(run.example, facts)
-    placed: FirstError | Unplaced = (Unplaced(chain) if isinstance(chain, str)
-                                     else first_error(run.trace, chain))
+    if isinstance(chain, str):
+        return Labelled(run, None, chain)
+    verdicts = hop_verdicts(run.trace, chain)
+    placed = first_error(run.trace, chain, verdicts)
     if isinstance(placed, Unplaced):
         return Labelled(run, None, placed.reason)
-    return Labelled(run, TraceLabel(trace_id=run.trace_id, outcome="failed", hop=placed.hop,
-                                    stage=placed.stage, fault=f"natural/{placed.kind}",
-                                    rule=RULE, why=placed.why))
+    return Labelled(run, TraceLabel(
+        trace_id=run.trace_id, outcome="failed", hop=placed.hop, stage=placed.stage,
+        fault=f"natural/{placed.kind}", rule=RULE, why=placed.why,
+        hop_verdicts=[HopVerdictLabel(hop=v.hop, right=v.right, step=v.step, stage=v.stage)
+                      for v in verdicts]))
 
 
 def label_runs(runs: Iterable[CleanRun], facts: FactSource, threshold: float

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import NotRequired, TypedDict
 
 from cuer_agent.config import StudyConfig
 from cuer_agent.data import Dataset
@@ -75,28 +76,38 @@ def diagnose_labelled(labelled: list[Labelled], diagnosers: list[Diagnoser],
     pairs = [(lab.run, truth, d) for lab in labelled
              if (truth := _truth(lab)) is not None for d in diagnosers]
 
-    def diagnose(pair: tuple[CleanRun, tuple[str, int, str], Diagnoser]) -> DiagnosisRow:
+    def diagnose(pair: tuple[CleanRun, _Truth, Diagnoser]) -> DiagnosisRow:
         run, truth, d = pair
         assert run.example is not None  # `_truth` keeps only runs with their example
         view = make_view(d, run.trace, run.example.answer, config.diagnose.seed,
                          hop_budget=hop_budget)
         return {"record_id": run.record_id, "example_id": run.trace.example_id,
-                "fault": truth[0], "true_hop": truth[1], "true_stage": truth[2],
-                "n_hops": len(run.trace.hops), "diagnoser": d.name,
+                **truth, "n_hops": len(run.trace.hops), "diagnoser": d.name,
                 **diagnosis_fields(d, view, None, skills)}
 
     return list(ordered_map(diagnose, pairs, concurrency))
 
 
-def _truth(lab: Labelled) -> tuple[str, int, str] | None:
-    """(fault, hop, stage) a labelled run is scored against (a correct run: clean), or
-    None when it has no label or no example."""
+class _Truth(TypedDict):
+    fault: str
+    true_hop: int
+    true_stage: str
+    wrong_hops: NotRequired[list[int]]
+
+
+def _truth(lab: Labelled) -> _Truth | None:
+    """What a labelled run is scored against (a correct run: clean; a failure: its first
+    error and wrong hops), or None when it has no label or no example."""
     label = lab.label
     if label is None or lab.run.example is None:
         return None
-    if label.outcome == "failed":
-        return label.fault or LABELLED, label.hop or 0, label.stage or "answer"
-    return CLEAN, 0, CLEAN
+    if label.outcome != "failed":
+        return {"fault": CLEAN, "true_hop": 0, "true_stage": CLEAN}
+    truth: _Truth = {"fault": label.fault or LABELLED, "true_hop": label.hop or 0,
+                     "true_stage": label.stage or "answer"}
+    if (wrong := label.wrong_hops()) is not None:
+        truth["wrong_hops"] = wrong
+    return truth
 
 
 def run_natural(traces: Iterable[tuple[str, Trace]], dataset: Dataset,

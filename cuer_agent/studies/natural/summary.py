@@ -7,14 +7,16 @@ blame on the correct runs, the independence baseline — exactly as on injected 
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
-from cuer_agent._part import Part
+from cuer_agent._part import Part, absent
 from cuer_agent.config import StudyConfig
 from cuer_agent.diagnosers import Diagnoser
 from cuer_agent.metrics.attribution import chance_expected_accuracy
 from cuer_agent.studies._common.summary_model import HopKey, hop_key
 from cuer_agent.studies.diagnose.runner import CLEAN, DiagnosisRow
 from cuer_agent.studies.diagnose.summary import attribution, diagnoser_summaries
+from cuer_agent.studies.diagnose.labels import TraceLabel
 from cuer_agent.studies.diagnose.summary_model import DiagnoserSummary
 from cuer_agent.studies.natural.labels import NOT_SCORED, Labelled
 from cuer_agent.studies.natural.rule import RULE
@@ -43,6 +45,13 @@ class NaturalCounts(Part):
     """First-error hop → labelled failures (0: the answer step)."""
     chance_expected: float | None
     """What a uniform hop in 1..n scores on the labelled failures (analytic)."""
+    by_wrong_hops: dict[str, int] | None = absent()
+    """Number of wrong hops (`hop_verdicts`) → labelled failures (absent without labelled
+    failures, and in runs of rule version 1)."""
+    cascades: int | None = absent()
+    """Labelled failures with two or more wrong hops."""
+    cascade_share: float | None = absent()
+    """`cascades / labelled`."""
 
 
 class NaturalSummary(Part):
@@ -76,7 +85,19 @@ def natural_counts(labelled: list[Labelled], rows: list[DiagnosisRow]) -> Natura
         by_kind=dict(sorted(Counter((label.fault or "").removeprefix("natural/")
                                     for label in placed).items())),
         by_hop={h: hops[h] for h in sorted(hops, key=hop_key)},
-        chance_expected=chance_expected_accuracy(scored)["expected_acc"] if scored else None)
+        chance_expected=chance_expected_accuracy(scored)["expected_acc"] if scored else None,
+        **cascade_counts(placed))
+
+
+def cascade_counts(placed: list[TraceLabel]) -> dict[str, Any]:
+    """`by_wrong_hops`, `cascades` and `cascade_share` of labelled failures (none without
+    any, or when a label lacks `hop_verdicts`)."""
+    if not placed or any(label.hop_verdicts is None for label in placed):
+        return {}
+    wrong = Counter(sum(not v.right for v in label.hop_verdicts or ()) for label in placed)
+    cascades = sum(n for k, n in wrong.items() if k >= 2)
+    return {"by_wrong_hops": {str(k): wrong[k] for k in sorted(wrong)}, "cascades": cascades,
+            "cascade_share": round(cascades / len(placed), 6)}
 
 
 def natural_summary(dataset: str, labelled: list[Labelled], rows: list[DiagnosisRow],
