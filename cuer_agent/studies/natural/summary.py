@@ -14,9 +14,9 @@ from cuer_agent.config import StudyConfig
 from cuer_agent.diagnosers import Diagnoser
 from cuer_agent.metrics.attribution import chance_expected_accuracy
 from cuer_agent.studies._common.summary_model import HopKey, hop_key
+from cuer_agent.studies.diagnose.labels import TraceLabel
 from cuer_agent.studies.diagnose.runner import CLEAN, DiagnosisRow
 from cuer_agent.studies.diagnose.summary import attribution, diagnoser_summaries
-from cuer_agent.studies.diagnose.labels import TraceLabel
 from cuer_agent.studies.diagnose.summary_model import DiagnoserSummary
 from cuer_agent.studies.natural.labels import NOT_SCORED, Labelled
 from cuer_agent.studies.natural.rule import RULE
