@@ -51,6 +51,7 @@ from typing import Any, Literal, get_args
 from cuer_agent._json import JsonObject
 from cuer_agent.agent_context import AgentContext
 from cuer_agent.errors import ConfigError
+from cuer_agent.interventions.repairs import DEFAULT_REPAIRS, REPAIRS
 from cuer_agent.llm.backends import SkillClient
 from cuer_agent.retrieval import Retriever
 from cuer_agent.trace import (
@@ -108,6 +109,9 @@ class AgentSpec:
     context: Callable[[SkillClient, Retriever, Any], Any] = field(
         default=default_context, compare=False)
     """Builds the graph's run context from skills, retriever and fault condition."""
+    repairs: Sequence[str] = DEFAULT_REPAIRS
+    """The repairs (`cuer_agent.interventions.repairs`) the probes may make at one of its
+    hops on a natural failure; one it cannot take is reported not applicable."""
     shares_state: bool = False
     """True only if the graph's nodes never change a state value in place (they return
     new lists and dicts): the executor then keeps each snapshot as a shallow copy that
@@ -148,6 +152,13 @@ class AgentSpec:
         raise NotImplementedError
 
     # -- defaults ---------------------------------------------------------------------------
+    def with_retry(self, state: State, hop: int) -> State | None:
+        """After hop `hop`'s last read: the state with that hop's attempt marked failed
+        and one more retry allowed, so the agent's own retry planner asks another
+        sub-query (the `replan` repair). None (the default): the agent cannot be asked to
+        retry, and `replan` is not applicable to it."""
+        return None
+
     def hop_done(self, key: str, state: State, hop: int) -> bool:
         """Has hop `hop` been read for good once the node execution `key` ran?"""
         return len(self.hops(state)) >= hop
@@ -254,6 +265,10 @@ def check_spec(graph: Any, spec: Any, where: str = "agent") -> None:
     if spec.issues_query not in played:
         raise ConfigError(f"{where}: issues_query is {spec.issues_query!r}, a role no node "
                           "plays")
+    for name in spec.repairs:
+        if name not in REPAIRS:
+            raise ConfigError(f"{where}: spec allows unknown repair {name!r} (repairs: "
+                              f"{', '.join(REPAIRS.names())})")
     channels = {c for c in getattr(graph, "channels", {})
                 if not c.startswith(("__", "branch:"))}
     for key in (*spec.keys, spec.budget_key, *([spec.retries_key] if spec.retries_key else [])):

@@ -69,6 +69,9 @@ class Diagnosis:
     severity: float = 1.0
     cause: str = ""
     cost: DiagnosisCost = DiagnosisCost()
+    repair: str | None = None
+    """A probe's: the repair (`cuer_agent.interventions.repairs`) that fixed hop `hop`
+    of a natural failure."""
 
     def __post_init__(self) -> None:
         if self.stage not in STAGES:
@@ -107,12 +110,17 @@ ENVIRONMENT_CALLS: tuple[str, ...] = ("rerun_hop", "regenerate_from", "continue_
 class Probe(Protocol):
     budget: int
     probes: int
+    repairs: tuple[str, ...]
+    """The repairs to try at each hop of a natural failure; () on an injected fault, whose
+    repair is its own (the tool made clean at the hop)."""
 
-    def rerun_hop(self, j: int) -> HopRecord | None: ...
+    def rerun_hop(self, j: int, repair: str | None = None) -> HopRecord | None: ...
 
     def reanswer_with_hop(self, j: int, hop_record: HopRecord) -> Trace: ...
 
-    def regenerate_from(self, j: int) -> Trace: ...
+    def regenerate_from(self, j: int, repair: str | None = None) -> Trace: ...
+
+    def not_applicable(self, repair: str, j: int) -> str | None: ...
 
     def continue_retrieving(self) -> Trace: ...
 
@@ -150,6 +158,9 @@ class BaseDiagnoser:
     uses_gold_oracle: ClassVar[bool] = False
     uses_environment_oracle: ClassVar[bool] = False
     probing: ClassVar[bool] = False
+    repairs_natural_failures: ClassVar[bool] = False
+    """A probe that can repair a natural failure with the agent's repairs
+    (`Probe.repairs`), not only undo an injected fault."""
     stand_in: ClassVar[str | None] = None
     control: ClassVar[bool] = False
     """A control: what any trace would score (chance, a fixed hop, the trace's own flags),

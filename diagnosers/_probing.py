@@ -23,7 +23,7 @@ from typing import ClassVar
 from cuer_agent.metrics.answer import normalize_answer
 from cuer_agent.trace import Trace
 
-from ._base import BaseDiagnoser, DiagnoserOptions, Diagnosis, DiagnosisView, Probe
+from ._base import BaseDiagnoser, DiagnoserOptions, Diagnosis, DiagnosisView, Probe, Stage
 
 Fixed = Callable[[Trace], bool]
 """Does a repaired run count as fixed?"""
@@ -63,24 +63,47 @@ class GoldFree:
                                    float(self.options.get("min_confidence", MIN_CONFIDENCE)))
 
 
+REPAIR_STAGE: dict[str, Stage] = {"deeper": "retrieval", "gold-support": "retrieval",
+                                  "replan": "tool"}
+"""The stage a natural failure's repair names (another repair: `tool`)."""
+NO_REPAIR_FIXES = "no single-hop repair fixes this run"
+
+
 def first_fixing_hop(trace: Trace, probe: Probe, budget: int,
-                     repair: Callable[[int], Trace | None], what: str,
+                     repair: Callable[[int, str | None], Trace | None], what: str,
                      fixed: Fixed) -> Diagnosis:
-    """For j = 1..min(n, budget): `repair(j)` gives the repaired run (None: no repair
-    possible); the first one `fixed` accepts blames hop j — stage `tool` if its hop j
-    searched with a different sub-query, else `retrieval`. Then the continue-retrieving
-    probe (fixed → hop n+1, premature termination); otherwise the answer level (hop 0)."""
+    """For j = 1..min(n, budget), and at each j every repair the probe tries (an injected
+    fault: its own; a natural failure: `probe.repairs`, one not applicable skipped with its
+    reason): `repair(j, r)` gives the repaired run (None: no repair possible); the first one
+    `fixed` accepts blames hop j — on an injected fault stage `tool` if its hop j searched
+    with a different sub-query, else `retrieval`; on a natural failure the repair's stage
+    (`REPAIR_STAGE`). Then the continue-retrieving probe (fixed → hop n+1, premature
+    termination); otherwise the answer level (hop 0) on an injected fault, and an
+    abstention (stage `none`, `NO_REPAIR_FIXES`) on a natural failure."""
     n = len(trace.hops)
+    skipped: dict[str, str] = {}
     for j in range(1, min(n, budget) + 1):
-        repaired = repair(j)
-        if repaired is None or not fixed(repaired):
-            continue
-        drifted = (len(repaired.hops) >= j
-                   and repaired.hops[j - 1].subquery != trace.hops[j - 1].subquery)
-        return Diagnosis(hop=j, stage="tool" if drifted else "retrieval", propagated=j < n,
-                         cause=f"{what} hop {j} fixes it")
+        for r in probe.repairs or (None,):
+            if r is not None and (why := probe.not_applicable(r, j)) is not None:
+                skipped.setdefault(r, why)
+                continue
+            repaired = repair(j, r)
+            if repaired is None or not fixed(repaired):
+                continue
+            if r is not None:
+                return Diagnosis(hop=j, stage=REPAIR_STAGE.get(r, "tool"), propagated=j < n,
+                                 cause=f"{r} at hop {j} fixes it ({what})", repair=r)
+            drifted = (len(repaired.hops) >= j
+                       and repaired.hops[j - 1].subquery != trace.hops[j - 1].subquery)
+            return Diagnosis(hop=j, stage="tool" if drifted else "retrieval",
+                             propagated=j < n, cause=f"{what} hop {j} fixes it")
     if fixed(probe.continue_retrieving()):
         return Diagnosis(hop=n + 1, stage="answer", cause="one more hop fixes it")
+    if probe.repairs:
+        tried = ", ".join(r for r in probe.repairs if r not in skipped) or "none"
+        cant = "".join(f"; {r} not applicable: {why}" for r, why in skipped.items())
+        return Diagnosis(hop=0, stage="none", severity=0.0,
+                         cause=f"{NO_REPAIR_FIXES} ({what}; tried {tried}{cant})")
     return Diagnosis(hop=0, stage="answer", severity=0.5, cause=f"no {what} fixes it")
 
 
@@ -94,15 +117,16 @@ class ProbingDiagnoser(ABC, BaseDiagnoser):
     fixes it", "no <repairing> fixes it")."""
 
     probing = True
+    repairs_natural_failures = True
     uses_gold_oracle = True
     uses_environment_oracle = True
     """Its repaired hop runs against a clean tool: it knows where the fault is."""
     repairing: ClassVar[str]
 
     @abstractmethod
-    def repair(self, probe: Probe, j: int) -> Trace | None:
-        """The run with hop j repaired, re-executed through `probe` (None: hop j cannot
-        be repaired)."""
+    def repair(self, probe: Probe, j: int, how: str | None = None) -> Trace | None:
+        """The run with hop j repaired — by the fault's own repair (`how` None) or by the
+        named repair — re-executed through `probe` (None: hop j cannot be repaired)."""
 
     def fixed(self, view: DiagnosisView, probe: Probe) -> Fixed:
         return by_oracle(probe)

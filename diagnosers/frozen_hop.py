@@ -27,9 +27,10 @@ from ._probing import GoldFree, ProbingDiagnoser
 class FrozenHop(ProbingDiagnoser):
     repairing = "repairing"
 
-    def repair(self, probe: Probe, j: int) -> Trace | None:
-        """Hop j re-run against a clean tool, every other hop as observed, re-answered."""
-        record = probe.rerun_hop(j)
+    def repair(self, probe: Probe, j: int, how: str | None = None) -> Trace | None:
+        """Hop j re-run repaired (a clean tool, or the repair `how`), every other hop as
+        observed, re-answered."""
+        record = probe.rerun_hop(j, how)
         return None if record is None else probe.reanswer_with_hop(j, record)
 
 

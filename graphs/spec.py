@@ -74,6 +74,18 @@ class OurAgentSpec(AgentSpec):
         return (key.endswith(":read") and hop_of_key(key) == hop
                 and not wants_retry(cast(AgentState, state)))
 
+    def with_retry(self, state: State, hop: int) -> State | None:
+        """Hop `hop`'s last attempt marked unsupported (VERIFY failed) and the retry budget
+        raised to its attempt count, so `wants_retry` holds and `plan` asks the retry
+        planner, which is shown the attempts so far."""
+        hops = list(state.get("hops") or [])
+        if not hops or hops[-1]["hop"] != hop or state.get("hop") != hop:
+            return None
+        last = hops[-1]
+        hops[-1] = {**last, "support": "unsupported"}
+        retries = max(int(state.get("retries_per_hop", 0)), int(last.get("attempt", 1)))
+        return {**state, "hops": hops, "retries_per_hop": retries, "done": False}
+
     def trace(self, state: State, *, example_id: str, question: str, meta: Mapping[str, object],
               cost: Cost, error: str = "") -> Trace:
         return build_trace(cast(TraceState, state), self.mode, meta, error=error)

@@ -63,14 +63,18 @@ def test_the_spans_hold_every_clean_run_under_the_labels_ids(run: Path) -> None:
     assert set(read_labels(run / "natural" / "labels.jsonl")) <= ids
 
 
-def test_the_controls_are_scored_beside_the_diagnosers_and_probes_are_not_run(
+def test_the_controls_are_scored_beside_the_diagnosers_and_the_probes_repair_failures(
         natural: NaturalSummary) -> None:
     assert set(CONTROLS) | {"consistency", "coverage"} <= set(natural.diagnosers)
-    assert natural.not_run and all("no fault to repair" in why
-                                   for why in natural.not_run.values())
-    for summary in natural.diagnosers.values():
+    assert {"frozen-hop", "suffix-regen"} <= set(natural.diagnosers)
+    # the probe that only undoes an injected fault says why it cannot run here
+    assert set(natural.not_run) == {"cuer-single-shot"}
+    assert "makes none of the agent's repairs" in natural.not_run["cuer-single-shot"]
+    for name, summary in natural.diagnosers.items():
         assert summary.n == natural.counts.labelled
-        assert summary.clean_n == natural.counts.correct
+        # a probe repairs failures only: a correct run has nothing to repair
+        probing = name in (natural.probes or {})
+        assert summary.clean_n == (0 if probing else natural.counts.correct)
 
 
 def test_diagnose_on_the_benchmark_files_reproduces_the_natural_scores(
@@ -141,3 +145,38 @@ def test_evaluate_on_a_real_data_set_writes_a_summary_without_the_world_s_disagr
                                   execution=cuer_agent.Execution(use_cache=False))
     assert summary.natural.counts.clean_runs == 1
     assert "disagreement" not in json.loads((tmp_path / "run" / "summary.json").read_text())
+
+
+def test_every_probed_failure_is_fixed_by_a_named_repair_or_counted_as_no_repair(
+        run: Path, natural: NaturalSummary) -> None:
+    rows = [r for r in _lines(run / "natural" / "diagnoses.jsonl")
+            if r["diagnoser"] in ("frozen-hop", "suffix-regen") and not r["error"]]
+    assert rows
+    for row in rows:
+        repair, hop, n = row.get("repair"), row["pred_hop"], row["n_hops"]
+        assert isinstance(hop, int) and isinstance(n, int)
+        if repair is not None:  # which repair fixed which hop, and what it cost
+            assert repair in ("deeper", "replan", "gold-support") and 1 <= hop <= n
+            assert f"{repair} at hop {hop} fixes it" in str(row["cause"])
+        elif row["pred_stage"] == "none":  # the abstention, with what was tried
+            assert "no single-hop repair fixes this run" in str(row["cause"])
+        else:
+            assert hop == n + 1  # one more hop fixed it
+    outcomes = natural.probes or {}
+    for name in ("frozen-hop", "suffix-regen"):
+        mine = [r for r in rows if r["diagnoser"] == name]
+        counted = outcomes[name]
+        assert counted.probed == len(mine)
+        assert counted.no_repair_fixes == sum(r["pred_stage"] == "none" for r in mine)
+        assert sum(sum(h.values()) for h in counted.fixed_by.values()) == sum(
+            "repair" in r for r in mine)
+
+
+def test_the_summary_counts_the_cascades_from_every_hops_verdict(
+        run: Path, natural: NaturalSummary) -> None:
+    labels = read_labels(run / "natural" / "labels.jsonl")
+    wrong = [sum(not v.right for v in label.hop_verdicts or ())
+             for label in labels.values() if label.outcome == "failed"]
+    assert natural.counts.cascades == sum(w >= 2 for w in wrong)
+    assert natural.counts.cascade_share == pytest.approx(
+        natural.counts.cascades / len(wrong), abs=1e-6)

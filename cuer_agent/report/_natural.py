@@ -96,6 +96,30 @@ def kind_table(part: NaturalSummary) -> Table | None:
                  rows=rows)
 
 
+def repair_table(part: NaturalSummary) -> Table:
+    """Probe × what its repairs did on the natural failures."""
+    rows = []
+    for name, o in (part.probes or {}).items():
+        fixed = "; ".join(f"{repair} " + ", ".join(f"hop {h}: {n}" for h, n in hops.items())
+                          for repair, hops in o.fixed_by.items()) or DASH
+        rows.append((name, str(o.probed), fixed, str(o.one_more_hop),
+                     f"{o.no_repair_fixes} ({num(o.no_repair_share, 2)})", str(o.not_probed),
+                     num(o.calls_per_failure, 1)))
+    return Table(caption="Repairs on natural failures: which repair at which hop made the "
+                         "run right",
+                 headers=("probe", "probed", "fixed by (repair: hop)", "one more hop",
+                          "no single-hop repair fixes (share)", "not probed",
+                          "calls per failure"),
+                 rows=tuple(rows),
+                 footnote=("Each probe tries the repairs the agent allows at hops 1.., the "
+                           "first that makes the run right is blamed: deeper (more of the "
+                           "ranked list), replan (the agent's own retry planner asks again), "
+                           "gold-support (the gold step's passage at rank 1: a gold oracle). "
+                           "Right: by the gold answer for frozen-hop and suffix-regen (an "
+                           "answer oracle), by the agent's own verification and confidence "
+                           "for the -free variants. No repair fixes it: the probe abstains."))
+
+
 def natural(part: NaturalSummary) -> list[Block]:
     """The section: counts, the accuracy table, the kind table, what did not run."""
     blocks: list[Block] = [
@@ -115,6 +139,8 @@ def natural(part: NaturalSummary) -> list[Block]:
     blocks.append(accuracy_table(part))
     if (kinds := kind_table(part)) is not None:
         blocks.append(kinds)
+    if part.probes:
+        blocks.append(repair_table(part))
     if part.not_run:
         blocks.append(Para("Not run on natural failures: " + "; ".join(
             sorted({f"{reason} ({', '.join(n for n, r in part.not_run.items() if r == reason)})"

@@ -139,14 +139,17 @@ def _label_natural(path: Path, ds: Dataset, config: StudyConfig, skills: SkillCl
     """`run(natural=True)`: the natural-failure part over the run's traces, into
     natural/; the line that says what it found."""
     from cuer_agent.run_dir import RunDir
+    from cuer_agent.studies._common.dataset_run import retriever_factory
     from cuer_agent.studies.diagnose.runner import build_diagnosers
+    from cuer_agent.studies.natural.probes import natural_probing
     from cuer_agent.studies.natural.runner import NATURAL, run_natural
     from cuer_agent.trace import Trace
 
     traces = [Trace.model_validate(row["trace"]) for row in RunDir(path).rows("traces.jsonl")]
+    probing = natural_probing(agent_executor(config, skills), retriever_factory(ds), ds, config)
     part = run_natural(((t.example_id, t) for t in traces), ds,
                        build_diagnosers(config, skills), path / NATURAL, config, skills,
-                       hop_budget=config.agent.hops, concurrency=concurrency)
+                       hop_budget=config.agent.hops, concurrency=concurrency, probing=probing)
     counts = part.counts
     return (f"natural failures {counts.failed}, placed by {counts.rule}: {counts.labelled}"
             f" → {path / NATURAL}")

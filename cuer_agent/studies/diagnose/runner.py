@@ -45,6 +45,8 @@ class DiagnosisFields(TypedDict):
     error: str
     by_skill: NotRequired[dict[str, dict[str, int]]]
     """The diagnosis's skill requests per skill (`RequestLog.spent_by_skill`)."""
+    repair: NotRequired[str]
+    """A probe on a natural failure: the repair that fixed hop `pred_hop`."""
 
 
 class DiagnosisRow(DiagnosisFields):
@@ -131,7 +133,10 @@ def diagnosis_fields(d: Diagnoser, view: DiagnosisView, probe: ExecutionProbe | 
                 "error": f"{type(exc).__name__}: {exc}"[:300],
                 "by_skill": keys.spent_by_skill()}
     tokens = diagnosis.cost.tokens + (probe.tokens if probe else 0)
-    return {"pred_hop": diagnosis.hop, "pred_stage": diagnosis.stage,
-            "propagated": diagnosis.propagated, "cause": diagnosis.cause,
-            "calls": len(keys), "tokens": tokens, "error": "",
-            "by_skill": keys.spent_by_skill()}
+    fields: DiagnosisFields = {
+        "pred_hop": diagnosis.hop, "pred_stage": diagnosis.stage,
+        "propagated": diagnosis.propagated, "cause": diagnosis.cause, "calls": len(keys),
+        "tokens": tokens, "error": "", "by_skill": keys.spent_by_skill()}
+    if diagnosis.repair is not None:
+        fields["repair"] = diagnosis.repair
+    return fields

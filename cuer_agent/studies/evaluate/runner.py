@@ -46,6 +46,7 @@ from cuer_agent.studies.evaluate.summary_model import (
     NoProvenance,
     SingleShot,
 )
+from cuer_agent.studies.natural.probes import natural_probing
 from cuer_agent.studies.natural.runner import NATURAL, run_natural
 from cuer_agent.studies.propagation.invisibility import invisibility
 from cuer_agent.studies.propagation.rows import TraceRow, record_rows, trace_rows
@@ -96,7 +97,8 @@ def run_evaluate(dataset: Dataset, skills: SkillClient, run_dir: RunDir, config:
                             threshold=config.propagation.recall_threshold, parallel=parallel)
     natural = run_natural(clean_traces(typed_traces, traces), dataset, diagnosers,
                           run_dir.path / NATURAL, config, skills, hop_budget=config.agent.hops,
-                          concurrency=_concurrency(parallel))
+                          concurrency=_concurrency(parallel),
+                          probing=natural_probing(agent, retriever_for, dataset, config))
     diagnoses = diagnosis_rows(agentic_dir, DIAGNOSES)
     ledger = extended(ledger_from_rows(single_dir.rows(CUER_TRACES) + traces), EvaluateLedger,
                       diagnoser_requests=sum(r["calls"] for r in diagnoses),

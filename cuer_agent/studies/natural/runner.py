@@ -34,15 +34,23 @@ from cuer_agent.llm.backends import SkillClient
 from cuer_agent.parallel import ordered_map
 from cuer_agent.run_dir import RunDir, canonical_json, write_atomic
 from cuer_agent.studies.diagnose.labels import LABELLED
-from cuer_agent.studies.diagnose.runner import CLEAN, DiagnosisRow, diagnosis_fields
-from cuer_agent.studies.natural.labels import CleanRun, Labelled, label_runs, runs_of
+from cuer_agent.studies.diagnose.runner import (
+    CLEAN,
+    DiagnosisFields,
+    DiagnosisRow,
+    diagnosis_fields,
+)
+from cuer_agent.studies.natural.labels import Labelled, label_runs, runs_of
+from cuer_agent.studies.natural.probes import NaturalProbing
 from cuer_agent.studies.natural.summary import NaturalSummary, natural_summary
 from cuer_agent.trace import Trace
 
 NATURAL = "natural"
 """The part's directory in a run directory."""
-PROBES_NOT_RUN = ("re-executes the agent to repair a hop under an injected fault; a "
-                  "natural failure has no fault to repair")
+PROBES_NOT_RUN = ("re-executes the agent to undo an injected fault; a natural failure has "
+                  "no fault to undo, and this probe makes none of the agent's repairs")
+PROBES_NEED_AGENT = ("re-executes the agent: this part was given traces without the agent "
+                     "that ran them")
 
 
 def _lines(rows: list[dict[str, object]]) -> str:
@@ -69,23 +77,51 @@ def write_benchmark(labelled: list[Labelled], out: Path) -> None:
 
 def diagnose_labelled(labelled: list[Labelled], diagnosers: list[Diagnoser],
                       config: StudyConfig, skills: SkillClient, hop_budget: int | None,
-                      concurrency: int = 1) -> list[DiagnosisRow]:
+                      concurrency: int = 1,
+                      probing: NaturalProbing | None = None) -> list[DiagnosisRow]:
     """Every diagnoser on every labelled run, as the study's diagnosis rows, in the order
-    runs × diagnosers. Up to `concurrency` diagnoses run at once in threads (a judge's
+    runs × diagnosers; a probe (`probing`) on the failures only — a correct run has
+    nothing to repair. Up to `concurrency` diagnoses run at once in threads (a judge's
     requests wait on a model server; the rows are the same at any value)."""
-    pairs = [(lab.run, truth, d) for lab in labelled
-             if (truth := _truth(lab)) is not None for d in diagnosers]
+    pairs = [(lab, truth, d) for lab in labelled if (truth := _truth(lab)) is not None
+             for d in diagnosers if not d.probing or truth["fault"] != CLEAN]
 
-    def diagnose(pair: tuple[CleanRun, _Truth, Diagnoser]) -> DiagnosisRow:
-        run, truth, d = pair
-        assert run.example is not None  # `_truth` keeps only runs with their example
-        view = make_view(d, run.trace, run.example.answer, config.diagnose.seed,
+    def diagnose(pair: tuple[Labelled, _Truth, Diagnoser]) -> DiagnosisRow:
+        lab, truth, d = pair
+        run = lab.run
+        return {"record_id": run.record_id, "example_id": run.trace.example_id, **truth,
+                "n_hops": len(run.trace.hops), "diagnoser": d.name, **fields(lab, d)}
+
+    def fields(lab: Labelled, d: Diagnoser) -> DiagnosisFields:
+        run, example = lab.run, lab.run.example
+        assert example is not None and lab.label is not None  # `_truth` keeps only these
+        probe = None
+        if d.probing:
+            assert probing is not None  # `runnable` keeps probes only with the agent
+            made = probing.probe(example, run.trace, lab.label)
+            if isinstance(made, str):
+                return {"pred_hop": None, "pred_stage": None, "calls": 0, "tokens": 0,
+                        "error": made}
+            probe = made
+        view = make_view(d, run.trace, example.answer, config.diagnose.seed,
                          hop_budget=hop_budget)
-        return {"record_id": run.record_id, "example_id": run.trace.example_id,
-                **truth, "n_hops": len(run.trace.hops), "diagnoser": d.name,
-                **diagnosis_fields(d, view, None, skills)}
+        return diagnosis_fields(d, view, probe, skills)
 
     return list(ordered_map(diagnose, pairs, concurrency))
+
+
+def runnable(diagnosers: list[Diagnoser], probing: NaturalProbing | None
+             ) -> tuple[list[Diagnoser], dict[str, str]]:
+    """The diagnosers that run on natural failures, and the rest → why not."""
+    def why_not(d: Diagnoser) -> str | None:
+        if not d.probing:
+            return None
+        if not getattr(d, "repairs_natural_failures", False):
+            return PROBES_NOT_RUN
+        return None if probing is not None else PROBES_NEED_AGENT
+
+    reasons = {d.name: why for d in diagnosers if (why := why_not(d)) is not None}
+    return [d for d in diagnosers if d.name not in reasons], reasons
 
 
 class _Truth(TypedDict):
@@ -113,15 +149,16 @@ def _truth(lab: Labelled) -> _Truth | None:
 def run_natural(traces: Iterable[tuple[str, Trace]], dataset: Dataset,
                 diagnosers: list[Diagnoser], out: Path, config: StudyConfig,
                 skills: SkillClient, *, hop_budget: int | None,
-                concurrency: int = 1) -> NaturalSummary:
+                concurrency: int = 1, probing: NaturalProbing | None = None) -> NaturalSummary:
     """Label the clean runs of `dataset` given as (record id, trace), write the benchmark,
-    diagnose (`concurrency` at once), write and return the summary."""
+    diagnose (`concurrency` at once; the probes when `probing` gives the agent), write
+    and return the summary."""
     runs = runs_of(traces, dataset.examples, key=dataset.name)
     labelled = label_runs(runs, fact_source(dataset), config.propagation.recall_threshold)
     write_benchmark(labelled, out)
-    usable = [d for d in diagnosers if not d.probing]
-    rows = diagnose_labelled(labelled, usable, config, skills, hop_budget, concurrency)
+    usable, not_run = runnable(diagnosers, probing)
+    rows = diagnose_labelled(labelled, usable, config, skills, hop_budget, concurrency,
+                             probing)
     write_atomic(out / "diagnoses.jsonl", _lines([dict(r) for r in rows]))
-    not_run = {d.name: PROBES_NOT_RUN for d in diagnosers if d.probing}
     return RunDir(out).write_model(natural_summary(dataset.name, labelled, rows, usable,
                                                    not_run, config))

@@ -54,6 +54,25 @@ class NaturalCounts(Part):
     """`cascades / labelled`."""
 
 
+class ProbeOutcomes(Part):
+    """What one probe's repairs did on the natural failures (`cuer_agent.interventions.repairs`)."""
+
+    probed: int
+    """Failures probed (not counting `not_probed`)."""
+    fixed_by: dict[str, dict[HopKey, int]]
+    """Repair → hop it fixed → failures."""
+    one_more_hop: int
+    """Failures one more hop fixed (blamed on hop n+1)."""
+    no_repair_fixes: int
+    """Failures no single-hop repair fixed: the probe abstains."""
+    no_repair_share: float | None
+    """`no_repair_fixes / probed`; null when none was probed."""
+    not_probed: int
+    """Failures the probe could not run on (the row's error says why)."""
+    calls_per_failure: float | None
+    """Skill requests a probed failure cost, on average."""
+
+
 class NaturalSummary(Part):
     """The natural-failure part of a run."""
 
@@ -64,6 +83,8 @@ class NaturalSummary(Part):
     clean blame over the correct clean runs)."""
     not_run: dict[str, str]
     """Diagnosers of the study that cannot run on a natural failure → why."""
+    probes: dict[str, ProbeOutcomes] = absent()
+    """Probing diagnoser → what its repairs did (when probes ran)."""
 
 
 def natural_counts(labelled: list[Labelled], rows: list[DiagnosisRow]) -> NaturalCounts:
@@ -86,10 +107,10 @@ def natural_counts(labelled: list[Labelled], rows: list[DiagnosisRow]) -> Natura
                                     for label in placed).items())),
         by_hop={h: hops[h] for h in sorted(hops, key=hop_key)},
         chance_expected=chance_expected_accuracy(scored)["expected_acc"] if scored else None,
-        **cascade_counts(placed))
+        **_cascade_counts(placed))
 
 
-def cascade_counts(placed: list[TraceLabel]) -> dict[str, Any]:
+def _cascade_counts(placed: list[TraceLabel]) -> dict[str, Any]:
     """`by_wrong_hops`, `cascades` and `cascade_share` of labelled failures (none without
     any, or when a label lacks `hop_verdicts`)."""
     if not placed or any(label.hop_verdicts is None for label in placed):
@@ -104,6 +125,30 @@ def natural_summary(dataset: str, labelled: list[Labelled], rows: list[Diagnosis
                     diagnosers: list[Diagnoser], not_run: dict[str, str],
                     config: StudyConfig) -> NaturalSummary:
     """The part's summary (see the module docstring)."""
+    probing = {d.name for d in diagnosers if d.probing}
+    outcomes = {name: probe_outcomes([r for r in rows if r["diagnoser"] == name])
+                for name in sorted(probing)}
     return NaturalSummary(dataset=dataset, counts=natural_counts(labelled, rows),
                           diagnosers=diagnoser_summaries(rows, diagnosers, config),
-                          not_run=not_run)
+                          not_run=not_run, **({"probes": outcomes} if outcomes else {}))
+
+
+def probe_outcomes(rows: list[DiagnosisRow]) -> ProbeOutcomes:
+    """A probe's rows on the failures, counted (see `ProbeOutcomes`)."""
+    failed = [r for r in rows if r["fault"] != CLEAN]
+    probed = [r for r in failed if not r["error"]]
+    fixed: dict[str, Counter[str]] = {}
+    for r in probed:
+        if (repair := r.get("repair")) is not None:
+            fixed.setdefault(repair, Counter())[str(r["pred_hop"])] += 1
+    none = sum(1 for r in probed if r["pred_stage"] == "none")
+    return ProbeOutcomes(
+        probed=len(probed),
+        fixed_by={repair: {h: hops[h] for h in sorted(hops, key=hop_key)}
+                  for repair, hops in sorted(fixed.items())},
+        one_more_hop=sum(1 for r in probed if r["pred_hop"] == r["n_hops"] + 1),
+        no_repair_fixes=none,
+        no_repair_share=round(none / len(probed), 6) if probed else None,
+        not_probed=len(failed) - len(probed),
+        calls_per_failure=round(sum(r["calls"] for r in probed) / len(probed), 6)
+        if probed else None)
