@@ -8,9 +8,15 @@ and how its causes say so (`repairing`). `first_fixing_hop` is the search itself
 * **gold oracle** (`uses_gold_oracle = True`, as the published probes did): the repaired
   run's answer is correct against the gold answer (`probe.is_correct`);
 * **gold-free** (`*-free`): from observable signals only — the repaired run answers
-  something else than the failed run, and the agent's own final verification and
-  confidence support the new answer (`supports_new_answer`). This is what a user without
-  gold can run on their own agent.
+  something else than the failed run, the agent's own last verification supports the new
+  answer, and the agent is at least as confident of it as of the answer it replaced
+  (`supports_new_answer`). This is what a user without gold can run on their own agent.
+
+Why relative confidence: with a fixed bar (0.5, the first version) the free probes never
+named a hop — on `evaluate --hops 3 --n 60 --seed 4242` 0 of 516 injected failures —
+because the agent's own confidence in its *correct* clean answers is mostly below it (58
+of 60 clean runs). The agent preferring the repaired answer is its own signal, read from
+its own scale.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import ClassVar
 
+from cuer_agent.interventions.repairs import REPAIRS, RepairAbout
 from cuer_agent.metrics.answer import normalize_answer
 from cuer_agent.trace import Trace
 
@@ -28,8 +35,7 @@ from ._base import BaseDiagnoser, DiagnoserOptions, Diagnosis, DiagnosisView, Pr
 Fixed = Callable[[Trace], bool]
 """Does a repaired run count as fixed?"""
 
-MIN_CONFIDENCE = 0.5
-"""Gold-free: the repaired answer's own confidence must reach this."""
+
 
 
 def by_oracle(probe: Probe) -> Fixed:
@@ -37,41 +43,50 @@ def by_oracle(probe: Probe) -> Fixed:
     return lambda repaired: probe.is_correct(repaired.answer)
 
 
-def supports_new_answer(observed: Trace, min_confidence: float = MIN_CONFIDENCE) -> Fixed:
+def supports_new_answer(observed: Trace, min_confidence: float | None = None) -> Fixed:
     """Fixed = a different, non-empty answer that the repaired run's last hop verified
-    (supported or partial) and that it answers with confidence >= `min_confidence`."""
+    (supported or partial) and that it answers with a confidence at least the observed
+    run's (or at least `min_confidence`, when given)."""
     before = normalize_answer(observed.answer)
+    bar = (observed.confidence or 0.0) if min_confidence is None else min_confidence
 
     def fixed(repaired: Trace) -> bool:
         after = normalize_answer(repaired.answer)
         if repaired.status != "ok" or not after or after == before or not repaired.hops:
             return False
         verified = repaired.hops[-1].support in ("supported", "partial")
-        return verified and (repaired.confidence or 0.0) >= min_confidence
+        return verified and (repaired.confidence or 0.0) >= bar
     return fixed
 
 
 class GoldFree:
     """Mixin for a probing diagnoser: decide "fixed" from observable signals only
-    (`supports_new_answer`; option `min_confidence`, default `MIN_CONFIDENCE`)."""
+    (`supports_new_answer`; option `min_confidence`: a fixed bar instead of the observed
+    run's own confidence)."""
 
     uses_gold_oracle: ClassVar[bool] = False
     options: DiagnoserOptions
 
     def fixed(self, view: DiagnosisView, probe: Probe) -> Fixed:
-        return supports_new_answer(view.trace,
-                                   float(self.options.get("min_confidence", MIN_CONFIDENCE)))
+        bar = self.options.get("min_confidence")
+        return supports_new_answer(view.trace, None if bar is None else float(bar))
 
 
 REPAIR_STAGE: dict[str, Stage] = {"deeper": "retrieval", "gold-support": "retrieval",
                                   "replan": "tool"}
 """The stage a natural failure's repair names (another repair: `tool`)."""
 NO_REPAIR_FIXES = "no single-hop repair fixes this run"
+GOLD_REPAIR = "a gold oracle, and this probe is gold-free"
+
+
+def reads_gold(repair: str) -> bool:
+    """The repair puts gold in view (`RepairAbout.reads`)."""
+    return REPAIRS.about(repair, RepairAbout).reads == "gold oracle"
 
 
 def first_fixing_hop(trace: Trace, probe: Probe, budget: int,
                      repair: Callable[[int, str | None], Trace | None], what: str,
-                     fixed: Fixed) -> Diagnosis:
+                     fixed: Fixed, gold_free: bool = False) -> Diagnosis:
     """For j = 1..min(n, budget), and at each j every repair the probe tries (an injected
     fault: its own; a natural failure: `probe.repairs`, one not applicable skipped with its
     reason): `repair(j, r)` gives the repaired run (None: no repair possible); the first one
@@ -79,12 +94,15 @@ def first_fixing_hop(trace: Trace, probe: Probe, budget: int,
     with a different sub-query, else `retrieval`; on a natural failure the repair's stage
     (`REPAIR_STAGE`). Then the continue-retrieving probe (fixed → hop n+1, premature
     termination); otherwise the answer level (hop 0) on an injected fault, and an
-    abstention (stage `none`, `NO_REPAIR_FIXES`) on a natural failure."""
+    abstention (stage `none`, `NO_REPAIR_FIXES`) on a natural failure. A `gold_free` probe
+    makes no repair that is a gold oracle (`gold-support`)."""
     n = len(trace.hops)
     skipped: dict[str, str] = {}
     for j in range(1, min(n, budget) + 1):
         for r in probe.repairs or (None,):
-            if r is not None and (why := probe.not_applicable(r, j)) is not None:
+            why = None if r is None else (GOLD_REPAIR if gold_free and reads_gold(r)
+                                          else probe.not_applicable(r, j))
+            if r is not None and why is not None:
                 skipped.setdefault(r, why)
                 continue
             repaired = repair(j, r)
@@ -135,4 +153,4 @@ class ProbingDiagnoser(ABC, BaseDiagnoser):
         assert probe is not None, f"{self.name} needs a probe"
         return first_fixing_hop(view.trace, probe, int(self.options.get("budget", 3)),
                                 partial(self.repair, probe), self.repairing,
-                                self.fixed(view, probe))
+                                self.fixed(view, probe), gold_free=not self.uses_gold_oracle)

@@ -11,7 +11,8 @@ termination, stage `answer`). Otherwise the answer level (hop 0). Option `budget
 
 `frozen-hop` decides "fixed" with the probe's gold oracle, as the published probe did
 (`uses_gold_oracle`); `frozen-hop-free` from observable signals only
-(`_probing.supports_new_answer`; option `min_confidence`, default 0.5).
+(`_probing.supports_new_answer`: a new, verified answer the agent is at least as
+confident of).
 """
 
 from __future__ import annotations

@@ -180,3 +180,52 @@ def test_the_summary_counts_the_cascades_from_every_hops_verdict(
     assert natural.counts.cascades == sum(w >= 2 for w in wrong)
     assert natural.counts.cascade_share == pytest.approx(
         natural.counts.cascades / len(wrong), abs=1e-6)
+
+
+def test_diagnose_with_the_agent_probes_each_failure_as_run_natural_does(
+        tmp_path: Path) -> None:
+    """`diagnose --agent` on a run's exported spans: the same agent re-executed on the same
+    data gives each failure the probe rows `run --natural` gives it."""
+    data = write_jsonl(tmp_path / "musique.jsonl", [
+        musique_record(), musique_record(id="2hop__wrong", answer="Zanzibar",
+                                         answer_aliases=[])])
+    code, text = cli_text("run", "--dataset", "musique", "--path", data, "--hops", "3",
+                          "--natural", "--out", tmp_path / "run", "--no-cache",
+                          "--no-progress")
+    assert code == 0, text
+    spans = tmp_path / "spans.jsonl"
+    assert cli_text("export", tmp_path / "run", "--out", spans)[0] == 0
+    code, text = cli_text("diagnose", "--traces", spans, "--gold", data, "--dataset",
+                          "musique", "--agent", "cuer_agent.graphs.agent:build", "--hops", "3",
+                          "--diagnosers", "frozen-hop,suffix-regen", "--out", tmp_path / "d",
+                          "--no-cache")
+    assert code == 0, text
+
+    def probes(path: Path) -> list[tuple[object, ...]]:
+        return sorted((r["example_id"], r["diagnoser"], r["pred_hop"], r.get("repair"),
+                       r["cause"]) for r in _lines(path) if r["diagnoser"] in
+                      ("frozen-hop", "suffix-regen"))
+
+    mine = probes(tmp_path / "d" / "diagnoses.jsonl")
+    assert mine and mine == probes(tmp_path / "run" / "natural" / "diagnoses.jsonl")
+    assert {row[0] for row in mine} == {"2hop__wrong"}  # a correct run has nothing to repair
+
+
+def test_diagnose_with_the_agent_but_no_data_file_is_one_line_and_exit_2(
+        tmp_path: Path) -> None:
+    spans = write_jsonl(tmp_path / "spans.jsonl", [{}])
+    code, text = cli_text("diagnose", "--traces", spans, "--agent",
+                          "cuer_agent.graphs.agent:build", "--out", tmp_path / "d")
+    assert code == 2
+    assert text.strip() == ("error: --agent re-executes the traces' agent on their examples: "
+                            "give the data file they ran on (--gold FILE --dataset NAME)")
+
+
+def test_a_gold_free_probe_makes_no_gold_repair(run: Path) -> None:
+    rows = [r for r in _lines(run / "natural" / "diagnoses.jsonl")
+            if str(r["diagnoser"]).endswith("-free") and not r["error"]]
+    assert rows
+    assert all(r.get("repair") != "gold-support" for r in rows)
+    no_fix = [r for r in rows if r["pred_stage"] == "none"]
+    assert all("gold-support not applicable: a gold oracle, and this probe is gold-free"
+               in str(r["cause"]) for r in no_fix)

@@ -118,8 +118,8 @@ def diagnose_cmd(
                                      "teams: step diagnosers, scored by step and "
                                      "agent).")] = "openinference",
     diagnosers: Annotated[str | None, typer.Option(
-        help="Comma-separated diagnosers (default: every trace-only one). Gold-reading ones "
-             "need --gold; probing ones need an agent and are refused.")] = None,
+        help="Comma-separated diagnosers (default: every trace-only one, and the probes "
+             "with --agent). Gold-reading ones need --gold; probing ones need --agent.")] = None,
     gold: Annotated[Path | None, typer.Option(help="Gold file in the dataset's original "
                                               "format (matched by example id, then "
                                               "question).")] = None,
@@ -141,6 +141,11 @@ def diagnose_cmd(
         help="With --format agentrx: the Who&When logs AgentRx's labels re-annotate; "
              "the two label sets' agreement is reported (the ceiling of any "
              "diagnoser).")] = None,
+    agent: Annotated[str | None, typer.Option(
+        help="The agent that ran the traces (module:factory; cuer-agent's own: "
+             "cuer_agent.graphs.agent:build): the probes frozen-hop and suffix-regen "
+             "re-execute it on each labelled failure with the repairs it allows. Needs "
+             "--gold and --dataset (the data the traces ran on) and --hops.")] = None,
     cache: CachePath = None,
     no_cache: NoCache = False,
 ) -> None:
@@ -154,10 +159,13 @@ def diagnose_cmd(
 
     if (gold is None) != (dataset is None):
         raise CuerError("--gold and --dataset go together")
+    if agent is not None and gold is None:
+        raise CuerError("--agent re-executes the traces' agent on their examples: give the "
+                        "data file they ran on (--gold FILE --dataset NAME)")
     source = entry.TraceSource(path=traces, format=fmt,
                                retrieval_tools=names(retrieval_tools or ""),
                                hop_budget=hop_budget, gold=gold, dataset=dataset,
-                               labels=labels, reference=reference)
+                               labels=labels, reference=reference, agent=agent)
     study = study_config(None, llm, diagnose={"seed": seed})
     done = entry.diagnose(source, out=out, config=study,
                           diagnosers=names(diagnosers) if diagnosers else None,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -44,6 +44,9 @@ from cuer_agent.studies.diagnose.steps_model import StepTracesSummary
 from cuer_agent.studies.diagnose.summary_model import TracesSummary
 from cuer_agent.studies.evaluate.summary_model import EvaluateSummary
 from cuer_agent.studies.propagation.summary_model import PropagateSummary
+
+if TYPE_CHECKING:  # imported where it runs: loading it imports the agent's graph
+    from cuer_agent.studies.natural.probes import NaturalProbing
 
 S = TypeVar("S")
 
@@ -229,11 +232,18 @@ class TraceSource(BaseModel):
     reference: Path | None = None
     """`agentrx` only: the Who&When logs its labels re-annotate (a file or folder); the two
     label sets' agreement is reported as the ceiling of any diagnoser on them."""
+    agent: str | None = None
+    """The agent that ran the traces (``module:factory``; cuer-agent's own is
+    ``cuer_agent.graphs.agent:build``): the probes re-execute it on the failures' examples
+    with the repairs it allows. Needs `gold` (the data file the traces ran on)."""
 
     @model_validator(mode="after")
     def _gold_with_its_dataset(self) -> TraceSource:
         if (self.gold is None) != (self.dataset is None):
             raise ValueError("gold and dataset go together (--gold and --dataset)")
+        if self.agent is not None and self.gold is None:
+            raise ValueError("agent re-executes the traces' agent on their examples: give "
+                             "the data file they ran on (--gold FILE --dataset NAME)")
         if self.hop_budget is not None and self.hop_budget < 1:
             raise ValueError(f"hop_budget must be >= 1, got {self.hop_budget}")
         return self
@@ -262,9 +272,13 @@ def diagnose(source: TraceSource, *, out: Path, config: StudyConfig = DEFAULT_CO
                                           diagnosers, config, execution, source.reference)
         _record_diagnose(source, out, config, diagnosers, steps=True)
         return Finished(logs, out, source.format, ledger)
-    chosen = tuple(diagnosers) if diagnosers else tuple(trace_only_diagnosers())
-    # before the model or the data loads: unknown, probing, or gold without a gold file
-    check_diagnosers([get_diagnoser(name) for name in chosen], has_gold=source.gold is not None)
+    chosen = (tuple(diagnosers) if diagnosers else
+              (*trace_only_diagnosers(), *(PROBES if source.agent is not None else ())))
+    # before the model or the data loads: unknown, probing without the agent, or gold
+    # without a gold file
+    check_diagnosers([get_diagnoser(name) for name in chosen], has_gold=source.gold is not None,
+                     has_agent=source.agent is not None)
+    check_agent(source.agent)
     given = read_labels(source.labels) if source.labels is not None else None
     skills = skill_client(config.backend, config.diagnose.seed, execution)
     made = [get_diagnoser(name, skills=skills) for name in chosen]
@@ -275,14 +289,34 @@ def diagnose(source: TraceSource, *, out: Path, config: StudyConfig = DEFAULT_CO
     if given is None and data is not None:  # no labels file: label from the gold chain
         given, labels_path, note = _gold_chain_labels(source, data, config, out)
         notes = (note,)
+    probing = (_traces_agent(source, data, config, skills)
+               if source.agent is not None and data is not None else None)
     summary = run_diagnose_traces(source.path, source.format, made, out, config, skills,
                                   examples=data.examples if data else None,
                                   gold=str(source.gold) if source.gold else None,
                                   retrieval_tools=source.retrieval_tools,
                                   hop_budget=source.hop_budget, labels=given or None,
-                                  labels_path=labels_path)
+                                  labels_path=labels_path, probing=probing)
     _record_diagnose(source, out, config, diagnosers, steps=False)
     return Finished(summary, out, data.name if data else "", skills.ledger.to_dict(), notes)
+
+
+PROBES = ("frozen-hop", "suffix-regen", "frozen-hop-free", "suffix-regen-free")
+"""The probes `diagnose` runs by default when it is given the traces' agent."""
+
+
+def _traces_agent(source: TraceSource, data: Dataset, config: StudyConfig,
+                  skills: SkillClient) -> NaturalProbing:
+    """The probing of `diagnose --agent`: the agent that ran the traces, at the hop budget
+    they ran with ([agent] hops when not given), on the gold file's examples."""
+    from cuer_agent.studies._common.dataset_run import retriever_factory
+    from cuer_agent.studies.natural.probes import natural_probing
+
+    agent = config.agent.model_copy(update={
+        "factory": source.agent,
+        **({"hops": source.hop_budget} if source.hop_budget is not None else {})})
+    ran = config.model_copy(update={"agent": agent})
+    return natural_probing(agent_executor(ran, skills), retriever_factory(data), data, config)
 
 
 def _record_diagnose(source: TraceSource, out: Path, config: StudyConfig,

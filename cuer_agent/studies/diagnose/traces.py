@@ -30,7 +30,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from pydantic import ValidationError
 
@@ -60,6 +60,9 @@ from cuer_agent.studies.diagnose.summary_model import (
     TracesSummary,
 )
 from cuer_agent.trace import Trace, write_traces
+
+if TYPE_CHECKING:  # the probes' module imports the agent's graph: only when one runs
+    from cuer_agent.studies.natural.probes import NaturalProbing
 
 FORMATS = ("openinference", "cuer")
 
@@ -101,13 +104,17 @@ def trace_only_diagnosers() -> list[str]:
     return [d.name for d in made if not d.uses_gold and not d.probing]
 
 
-def check_diagnosers(diagnosers: list[Diagnoser], *, has_gold: bool) -> None:
-    """Refuse, before any work, what cannot run on traces alone."""
+def check_diagnosers(diagnosers: list[Diagnoser], *, has_gold: bool,
+                     has_agent: bool = False) -> None:
+    """Refuse, before any work, what cannot run on traces alone (`has_agent`: the
+    traces' agent is given, so the probes that repair natural failures can run)."""
     for d in diagnosers:
-        if d.probing:
+        if d.probing and not (has_agent and getattr(d, "repairs_natural_failures", False)):
             raise CuerError(f"diagnoser {d.name!r} re-executes the agent (probing): it needs "
-                            "an executable agent, not traces; run it in `cuer-agent "
-                            "evaluate` or `propagate`")
+                            "the agent that ran the traces (--agent module:factory, with "
+                            "--gold and --dataset)" if not has_agent else
+                            f"diagnoser {d.name!r} only undoes injected faults: run it in "
+                            "`cuer-agent evaluate` or `propagate`")
         if d.uses_gold and not has_gold:
             raise CuerError(f"diagnoser {d.name!r} reads the gold answer: pass --gold FILE "
                             "--dataset NAME")
@@ -202,12 +209,28 @@ def _correct(item: ImportedTrace, example: Example | None, config: StudyConfig,
 
 def diagnose_one(item: ImportedTrace, diagnosers: list[Diagnoser], example: Example | None,
                  config: StudyConfig, skills: Any, hop_budget: int | None = None,
-                 labels: Labels | None = None) -> list[TraceDiagnosisRow]:
+                 labels: Labels | None = None,
+                 probing: NaturalProbing | None = None) -> list[TraceDiagnosisRow]:
+    """Every diagnoser on one trace; a probe (`probing`) on a labelled failure only — a
+    correct or unlabelled run has nothing to repair, and gets no probe row."""
     trace = item.trace
     correct = _correct(item, example, config, labels)
+    given = given_label(item, labels)
     rows: list[TraceDiagnosisRow] = []
     for d in diagnosers:
         fields: DiagnosisFields
+        probe = None
+        if d.probing:
+            if probing is None or given is None or given.outcome != "failed":
+                continue
+            made = (probing.probe(example, trace, given) if example is not None
+                    else "no gold example matches this trace (by example id or question)")
+            if isinstance(made, str):
+                rows.append(_row(item, labels, correct, d, {
+                    "pred_hop": None, "pred_stage": None, "calls": 0, "tokens": 0,
+                    "error": made}))
+                continue
+            probe = made
         if d.uses_gold and example is None:
             fields = {"pred_hop": None, "pred_stage": None, "calls": 0, "tokens": 0,
                       "error": "no gold example matches this trace (by example id or "
@@ -215,12 +238,18 @@ def diagnose_one(item: ImportedTrace, diagnosers: list[Diagnoser], example: Exam
         else:
             view = make_view(d, trace, example.answer if example else "",
                              config.diagnose.seed, hop_budget=hop_budget)
-            fields = diagnosis_fields(d, view, None, skills)
-        rows.append({"trace_id": item.trace_id, "record_id": item.record.get("record_id", ""),
-                     "example_id": trace.example_id, "mode": trace.mode,
-                     "mapping": item.mapping, **label(item, labels), "correct": correct,
-                     "n_hops": len(trace.hops), "diagnoser": d.name, **fields})
+            fields = diagnosis_fields(d, view, probe, skills)
+        rows.append(_row(item, labels, correct, d, fields))
     return rows
+
+
+def _row(item: ImportedTrace, labels: Labels | None, correct: bool | None, d: Diagnoser,
+         fields: DiagnosisFields) -> TraceDiagnosisRow:
+    trace = item.trace
+    return {"trace_id": item.trace_id, "record_id": item.record.get("record_id", ""),
+            "example_id": trace.example_id, "mode": trace.mode, "mapping": item.mapping,
+            **label(item, labels), "correct": correct, "n_hops": len(trace.hops),
+            "diagnoser": d.name, **fields}
 
 
 def scorable(rows: list[TraceDiagnosisRow]) -> list[TraceDiagnosisRow]:
@@ -322,11 +351,13 @@ def run_diagnose_traces(path: Path, fmt: str, diagnosers: list[Diagnoser], out: 
                         retrieval_tools: tuple[str, ...] = (),
                         hop_budget: int | None = None,
                         labels: Labels | None = None,
-                        labels_path: str | None = None) -> TracesSummary:
+                        labels_path: str | None = None,
+                        probing: NaturalProbing | None = None) -> TracesSummary:
     """Import, diagnose, write the outputs; returns the summary. `hop_budget`: the
     agent's configured hop budget, when its user gives it (None: unknown); `labels`:
-    the labels file's entries (`diagnose.labels.read_labels`), for scoring."""
-    check_diagnosers(diagnosers, has_gold=examples is not None)
+    the labels file's entries (`diagnose.labels.read_labels`), for scoring; `probing`:
+    the traces' agent, for the probes on the labelled failures."""
+    check_diagnosers(diagnosers, has_gold=examples is not None, has_agent=probing is not None)
     items, unmapped = load_traces(path, fmt, retrieval_tools)
     out.mkdir(parents=True, exist_ok=True)
     write_traces(out / "traces.jsonl", (i.trace for i in items))
@@ -337,7 +368,7 @@ def run_diagnose_traces(path: Path, fmt: str, diagnosers: list[Diagnoser], out: 
     with open(out / "diagnoses.jsonl", "w", encoding="utf-8") as fh:
         for item in items:
             mine = diagnose_one(item, diagnosers, find(item.trace), config, skills, hop_budget,
-                                labels)
+                                labels, probing)
             fh.write("".join(canonical_json(r) + "\n" for r in mine))
             fh.flush()
             rows += mine
