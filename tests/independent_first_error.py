@@ -146,13 +146,9 @@ def label_trace(trace: dict[str, Any], chain: list[GoldStep]) -> Label:
     """(hop, stage, kind) of the first error of a trace against its gold chain, or the
     reason it is left unlabelled. Labels any trace given; whether it is a failure (wrong
     final answer) is the caller's business."""
-    apart = not_a_failure(trace)
-    if apart is not None:
-        return apart
-    if not chain:
-        return NO_STEP_ANSWERS
-    if any(not step.answers or not norm(step.answers[0]) for step in chain):
-        return EMPTY_STEP_ANSWER
+    reason = _unwalkable(trace, chain)
+    if reason is not None:
+        return reason
     hops = _ordered_hops(trace)
     m = len(chain)
     p = 1

@@ -579,10 +579,11 @@ def test_the_default_diagnosers_are_the_trace_only_ones() -> None:
                                         "trace-rule"]
 
 
-def test_a_probing_diagnoser_is_refused_before_any_work(exported: Path, tmp_path: Path) -> None:
+def test_a_probing_diagnoser_without_the_agent_is_refused_before_any_work(
+        exported: Path, tmp_path: Path) -> None:
     code, text = cli_text("diagnose", "--traces", str(exported), "--out", str(tmp_path / "d"),
                      "--diagnosers", "coverage,suffix-regen")
-    assert code == 2 and "needs an executable agent" in text
+    assert code == 2 and "needs the agent that ran the traces (--agent" in text
     assert not (tmp_path / "d").exists()
 
 
