@@ -12,7 +12,9 @@ on, each as a named check whose failures are one line naming the hop and the hoo
 * **hooks** — every writer the faults use takes effect: `with_evidence` (the hop sees the
   given evidence), `with_subquery` (the hop searches the given sub-query), the hop budget
   (`budget_key`: lowered, the agent stops), `with_hops` (a frozen re-answer sees the
-  replaced hop) and, when declared, `retries_key` (set to 0, nothing is retried). A hook
+  replaced hop), when declared, `retries_key` (set to 0, nothing is retried) and, when the
+  spec implements it and allows the `replan` repair, `with_retry` (the re-opened hop is
+  retried). A hook
   whose edit leaves the run as it was is named: the study would otherwise measure
   nothing and report it as a finding;
 * **kill and resume** — `cuer-agent run --agent REF` dies after its first rows and is
@@ -34,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from cuer_agent._json import JsonRow
-from cuer_agent.agents import BOUNDARIES, Factory, load_agent
+from cuer_agent.agents import BOUNDARIES, AgentSpec, Factory, load_agent
 from cuer_agent.data import Example, load_dataset
 from cuer_agent.errors import CuerError
 from cuer_agent.execution import (
@@ -172,6 +174,11 @@ def _hooks(executor: Executor, base: RunResult, hop: int) -> list[str]:
     if kept is None or kept.retrieved:
         problems.append(f"{at}: with_hops({{{hop}: []}}) left hop {hop} as observed — a frozen "
                         "re-answer must see the replaced hop")
+    if "replan" in spec.repairs and type(spec).with_retry is not AgentSpec.with_retry:
+        record = executor.repaired_hop(base, hop, None, retry=True)
+        if record is None or not record.attempts:
+            problems.append(f"{at}: with_retry re-opened the hop and the agent did not retry "
+                            "it — the `replan` repair it allows must make it ask again")
     return problems
 
 

@@ -69,6 +69,16 @@ def test_a_hook_that_changes_nothing_is_named(factory: Any, named: str) -> None:
     assert all(p.startswith("syn-") for p in report.problems)  # each names its example
 
 
+def test_a_retry_hook_that_does_not_reopen_the_hop_is_named() -> None:
+    from cuer_agent.graphs import agent
+
+    graph, spec = agent.build()
+    ignored = type("NoRetry", (type(spec),), {"with_retry": lambda self, s, hop: s})()
+    report = validate_agent(lambda: (graph, ignored), n=1, resume=False)
+    assert any("with_retry re-opened the hop and the agent did not retry it" in p
+               for p in report.problems), report.problems
+
+
 def test_a_budget_the_agent_ignores_is_named() -> None:
     graph, spec = two_node_agent.build()
     lax = replace(spec, budget_key="k")  # lowering "k" does not stop it
