@@ -45,8 +45,8 @@ from cuer_agent.studies.diagnose.summary_model import TracesSummary
 from cuer_agent.studies.evaluate.summary_model import EvaluateSummary
 from cuer_agent.studies.propagation.summary_model import PropagateSummary
 
-if TYPE_CHECKING:  # imported where it runs: loading it imports the agent's graph
-    from cuer_agent.studies.natural.probes import NaturalProbing
+if TYPE_CHECKING:
+    from cuer_agent.studies.diagnose.traces import Probing
 
 S = TypeVar("S")
 
@@ -306,7 +306,7 @@ PROBES = ("frozen-hop", "suffix-regen", "frozen-hop-free", "suffix-regen-free")
 
 
 def _traces_agent(source: TraceSource, data: Dataset, config: StudyConfig,
-                  skills: SkillClient) -> NaturalProbing:
+                  skills: SkillClient) -> Probing:
     """The probing of `diagnose --agent`: the agent that ran the traces, at the hop budget
     they ran with ([agent] hops when not given), on the gold file's examples."""
     from cuer_agent.studies._common.dataset_run import retriever_factory

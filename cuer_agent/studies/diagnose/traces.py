@@ -30,7 +30,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypedDict
 
 from pydantic import ValidationError
 
@@ -61,8 +61,16 @@ from cuer_agent.studies.diagnose.summary_model import (
 )
 from cuer_agent.trace import Trace, write_traces
 
-if TYPE_CHECKING:  # the probes' module imports the agent's graph: only when one runs
-    from cuer_agent.studies.natural.probes import NaturalProbing
+if TYPE_CHECKING:
+    from cuer_agent.diagnosers._reexecution import ExecutionProbe
+
+
+class Probing(Protocol):
+    """What runs the probes on a trace's failure: its agent re-executed on its example
+    (`cuer_agent.studies.natural.probes.NaturalProbing`)."""
+
+    def probe(self, example: Example, trace: Trace,
+              label: TraceLabel) -> ExecutionProbe | str: ...
 
 FORMATS = ("openinference", "cuer")
 
@@ -210,7 +218,7 @@ def _correct(item: ImportedTrace, example: Example | None, config: StudyConfig,
 def diagnose_one(item: ImportedTrace, diagnosers: list[Diagnoser], example: Example | None,
                  config: StudyConfig, skills: Any, hop_budget: int | None = None,
                  labels: Labels | None = None,
-                 probing: NaturalProbing | None = None) -> list[TraceDiagnosisRow]:
+                 probing: Probing | None = None) -> list[TraceDiagnosisRow]:
     """Every diagnoser on one trace; a probe (`probing`) on a labelled failure only — a
     correct or unlabelled run has nothing to repair, and gets no probe row."""
     trace = item.trace
@@ -352,7 +360,7 @@ def run_diagnose_traces(path: Path, fmt: str, diagnosers: list[Diagnoser], out: 
                         hop_budget: int | None = None,
                         labels: Labels | None = None,
                         labels_path: str | None = None,
-                        probing: NaturalProbing | None = None) -> TracesSummary:
+                        probing: Probing | None = None) -> TracesSummary:
     """Import, diagnose, write the outputs; returns the summary. `hop_budget`: the
     agent's configured hop budget, when its user gives it (None: unknown); `labels`:
     the labels file's entries (`diagnose.labels.read_labels`), for scoring; `probing`:
