@@ -8,10 +8,16 @@ with the checker's own primitives (`_check_words`: Snowball stems, its own names
 values), so a paraphrasing agent is judged as fairly as the extractive one.
 
 What a hop *read* is its selected items, or — a trace that records no selection, as most
-foreign traces — every item it retrieved. A check that lacks what it needs (no text in
-view, no finding, no relation word to compare) **abstains**: it says the trace is
-consistent and why it could not judge (`reason` opens with "abstains"). None fires by
-default.
+foreign traces — every item it retrieved, of those whose text the trace records. A check
+that lacks what it needs (no text in view, no finding, no relation word to compare)
+**abstains**: it says the trace is consistent and why it could not judge (`reason` opens
+with "abstains"). None fires by default, and none fires because a field is missing: a
+foreign trace may record no note for a hop (a tool-calling model's bare tool call), a
+document's id without its text, or no answer, and what is not recorded may be exactly
+what a check would find missing — so `complete` and `grounded` abstain on a trace with a
+hop that records no finding (or, `complete`, no sub-query), `carry` stops at a hop that
+records neither its finding nor the text it read, `answer_type` abstains without an
+answer, and `bridge` reads only items that record a title or a text.
 
 * **support** — no passage a kept hop read states its finding in any wording (every
   numeral of the finding, and one of its names whole — or, a finding without a name and
@@ -44,6 +50,8 @@ default.
   or more words the sub-query gives (or is part of it), and is the name a passage the
   hop read opens with — the hop read its subject back instead of what it asked. A
   question that offers a choice ("A or B?") abstains: there a hop may rightly name one;
+  a finding that gives a number or a date outside parentheses is not judged: it states
+  a figure of the entity it names ("Port Mira has about 52,000 people.");
 * **answer_type** — the question asks for a number or a date and the answer has no
   numeral;
 * **grounded** — the answer is none of the kept hops' findings (in either's words).
@@ -53,6 +61,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Callable, Iterable
 
 from cuer_agent.llm.skills import CheckRequest, CheckResponse, EvidenceView, TracedHop
@@ -86,9 +95,30 @@ def _claims(finding: str) -> bool:
 
 
 def _read(hop: TracedHop) -> list[EvidenceView]:
-    """What the hop read: its selected items, else every item it retrieved."""
+    """What the hop read: its selected items, else every item it retrieved — of those, the
+    ones whose text the trace records (a foreign span may log a document's id alone)."""
     chosen = set(hop.selected)
-    return [e for e in hop.retrieved if e.id in chosen] or list(hop.retrieved)
+    items = [e for e in hop.retrieved if e.id in chosen] or list(hop.retrieved)
+    return [e for e in items if e.text.strip()]
+
+
+def _no_note(hop: TracedHop) -> bool:
+    """Whether the trace records nothing of what the hop found: a blank finding and no
+    verdict of the agent's own. (An agent that judged its evidence unusable and found
+    nothing — a blank finding, VERIFY "unsupported" — recorded that it found nothing.)"""
+    return not hop.finding.strip() and hop.support == "unknown"
+
+
+def _unrecorded(hops: list[TracedHop]) -> str:
+    """Why a check of what the findings rest on cannot judge these hops ("" if it can): a
+    hop whose finding or sub-query the trace does not record (a tool-calling model's bare
+    tool call records no note) may hold what the check would find missing."""
+    for hop in hops:
+        missing = [name for name, absent in (("finding", _no_note(hop)),
+                                             ("sub-query", not hop.subquery.strip())) if absent]
+        if missing:
+            return f"hop {hop.hop} records no {' and no '.join(missing)}"
+    return ""
 
 
 def _passage(item: EvidenceView) -> str:
@@ -161,6 +191,9 @@ def carry(req: CheckRequest) -> Verdict:
             if not cw.content_stems(name) <= known:
                 return [attempt.hop], (f"hop {attempt.hop} asks about {name!r}, which neither "
                                        "the question nor an earlier hop gave")
+        if attempt.retrieved and _no_note(attempt) and not _read(attempt):
+            return _abstain(f"hop {attempt.hop} records neither its finding nor the text it "
+                            "read: what a later hop may name is unknown")
         seen = " ".join([attempt.finding, attempt.reason, *map(_passage, _read(attempt))])
         known |= cw.content_stems(seen)
     return [], ""
@@ -177,12 +210,14 @@ def bridge(req: CheckRequest) -> Verdict:
     judged = 0
     for hop, following in itertools.pairwise(req.hops):
         stems = cw.content_stems(hop.finding)
+        # Items the trace records something of (a foreign span may log an id alone).
+        shown = [item for item in following.retrieved if (item.title + item.text).strip()]
         if (following.hop != hop.hop + 1 or not _claims(hop.finding)
                 or len(_entities(hop.finding)) > 1
-                or not stems <= cw.content_stems(following.subquery) or not following.retrieved):
+                or not stems <= cw.content_stems(following.subquery) or not shown):
             continue
         judged += 1
-        if not any(_about(item, stems) for item in following.retrieved):
+        if not any(_about(item, stems) for item in shown):
             return [hop.hop], (f"hop {hop.hop}'s finding {hop.finding!r} leads nowhere: hop "
                                f"{following.hop} asks about it and retrieves nothing about it")
     return ([], "") if judged else _abstain("no hop asks about a one-entity finding before it")
@@ -278,6 +313,8 @@ def complete(req: CheckRequest) -> Verdict:
     kept = _kept(req)
     if not any(h.subquery.strip() for h in kept):
         return _abstain("the trace records no sub-query")
+    if missing := _unrecorded(kept):
+        return _abstain(f"{missing}: what the findings rest on is unknown")
     words = cw.content_stems(" ".join([req.question, *(h.finding for h in kept)]))
     if not all(any(_alike(w, q) for q in words)
                for h in kept for w in _relation_stems(h.subquery)):
@@ -338,6 +375,13 @@ def _opening_name(item: EvidenceView) -> set[str]:
     return cw.content_stems(found[0]) if found and first.startswith(found[0]) else set()
 
 
+def _states_a_figure(finding: str) -> bool:
+    """Whether a finding gives a number or a date outside parentheses ("Port Mira has about
+    52,000 people."): it states a figure about the entity it names, which is no echo of
+    it. (In parentheses a number is the entity's own dates: "Bo Vel (1901 - 1950)".)"""
+    return bool(cw.numerals(re.sub(r"\([^)]*\)", " ", finding)))
+
+
 def echo(req: CheckRequest) -> Verdict:
     if cw.offers_choice(req.question):
         return _abstain("the question offers a choice: a hop may name one of them")
@@ -345,7 +389,8 @@ def echo(req: CheckRequest) -> Verdict:
     for hop in _kept(req):
         subjects = [s for s in map(cw.content_stems, cw.names(hop.subquery)) if len(s) >= 2]
         entities = _entities(hop.finding)
-        if not subjects or not _claims(hop.finding) or len(entities) > 1:
+        if (not subjects or not _claims(hop.finding) or len(entities) > 1
+                or _states_a_figure(hop.finding)):
             continue
         judged += 1
         openings = [o for o in map(_opening_name, _read(hop)) if o]
@@ -362,6 +407,8 @@ def answer_type(req: CheckRequest) -> Verdict:
     kind = cw.asks_for(req.question)
     if kind == "entity":
         return _abstain("the question asks for no number or date")
+    if not req.answer.strip():
+        return _abstain("the trace records no answer")
     if not cw.numerals(req.answer):
         return [0], f"the question asks for a {kind}; the answer is {req.answer!r}"
     return [], ""
@@ -371,6 +418,8 @@ def grounded(req: CheckRequest) -> Verdict:
     findings = [h.finding for h in _kept(req) if _claims(h.finding)]
     if not findings or not req.answer.strip():
         return _abstain("no finding or no answer to compare")
+    if blank := [h.hop for h in _kept(req) if _no_note(h)]:
+        return _abstain(f"hop {blank[0]} records no finding: the answer may be what it found")
     if cw.content_stems(req.answer) <= _YES_NO or cw.covers(req.answer, req.question):
         return _abstain("the answer is a yes or no, or a choice the question offers")
     if any(cw.covers(req.answer, f) or cw.covers(f, req.answer) for f in findings):

@@ -628,3 +628,15 @@ def test_a_directory_as_traces_is_named_as_such(tmp_path: Path) -> None:
 def test_export_of_a_directory_without_traces_is_one_line(tmp_path: Path) -> None:
     code, text = cli_text("export", str(tmp_path))
     assert code == 2 and "no traces.jsonl" in text
+
+
+def test_a_question_given_as_a_role_content_pair_is_read() -> None:
+    # LangGraph's shorthand `{"messages": [("user", "...")]}` is serialised as a
+    # two-string list; a batch of messages is a list of message lists.
+    from cuer_agent.interchange.importer import QUESTION_KEYS, USER_ROLES, text_of
+
+    pair = json.dumps({"messages": [["user", "Which continent is France in?"]]})
+    batch = json.dumps({"messages": [[{"type": "human", "data": {"content": "Why?"}}]]})
+    assert text_of(pair, QUESTION_KEYS, USER_ROLES, last=False) == \
+        "Which continent is France in?"
+    assert text_of(batch, QUESTION_KEYS, USER_ROLES, last=False) == "Why?"

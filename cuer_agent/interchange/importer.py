@@ -93,8 +93,17 @@ def _parse(value: Any) -> Any:
     return value
 
 
+def _is_pair(message: Any) -> bool:
+    """A message given as a (role, content) pair: `("user", "...")`, LangGraph's shorthand
+    (serialised as a two-string list)."""
+    return (isinstance(message, list) and len(message) == 2
+            and all(isinstance(part, str) for part in message))
+
+
 def _message_text(message: Any) -> tuple[str, str]:
     """(role, content) of a message in the shapes LangChain serialises."""
+    if _is_pair(message):
+        return str(message[0]).lower(), str(message[1])
     if not isinstance(message, dict):
         return "", str(message) if message is not None else ""
     # LangChain serialises a message as {"lc": 1, "kwargs": {...}} (dumpd) or
@@ -113,7 +122,8 @@ def _message_text(message: Any) -> tuple[str, str]:
 
 def _messages(value: JsonObject) -> list[tuple[str, str]]:
     raw = value.get("messages")
-    if isinstance(raw, list) and raw and isinstance(raw[0], list):  # [[...]] batches
+    if isinstance(raw, list) and raw and isinstance(raw[0], list) and not _is_pair(raw[0]):
+        # [[...]]: a batch of message lists
         raw = raw[0]
     return [_message_text(m) for m in raw] if isinstance(raw, list) else []
 
