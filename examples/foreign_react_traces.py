@@ -35,21 +35,30 @@ A faulted run whose answer still matches the gold answer is left unlabelled; a r
 whose clean hops (and a misread hop) do not retrieve their supporting paragraph is
 skipped, and so is a withheld hop whose passages still state its answer. Faults and hops
 are drawn from stable hashes of the record id. Nothing here reads cuer-agent's code: the
-labels are the script's, the spans are LangChain's.
+labels are the script's, the spans are LangChain's. The data readers and the span export
+are `foreign_labelled_traces.py`'s; the agent, its chat model and its labels are its own.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import re
 import warnings
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+# The data readers and the span export are the scripted loop's: only the agent, its chat
+# model and its labels are this script's own.
+from foreign_labelled_traces import (
+    _draw,
+    _names,
+    read_records,
+    record_spans,
+    write_spans,
+)
 from langchain_core.documents import Document
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -59,7 +68,6 @@ FAULTS = ("clean", "misread", "withheld", "drift", "early_stop")
 DRAWS = ("clean",) * 4 + FAULTS[1:] * 2  # clean 1/3, each fault 1/6
 STAGES = {"misread": "answer", "withheld": "retrieval", "drift": "tool",
           "early_stop": "answer"}
-MUSIQUE_KEYS = frozenset({"id", "question", "answer", "question_decomposition", "paragraphs"})
 K = 3
 PROMPT = "Answer the question. Search for one fact at a time, then answer briefly."
 _NAME = re.compile(r"\b[A-Z][\w'\-]*(?:\s+(?:of|de|the|and|von|van|la|du)?\s*[A-Z][\w'\-]*)*")
@@ -86,17 +94,6 @@ def words(text: str) -> list[str]:
     return re.findall(r"\w+", text.lower())
 
 
-def _draw(key: str, n: int) -> int:
-    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "little") % n
-
-
-def _names(text: str, avoid: str) -> list[str]:
-    """Capitalised names in a text that the avoided text does not contain."""
-    low = avoid.lower()
-    return [m.group(0) for m in _NAME.finditer(text)
-            if m.start() > 0 and m.group(0).lower() not in low and len(m.group(0)) > 2]
-
-
 def natural(template: str, notes: Sequence[str]) -> str:
     """A sub-question of the decomposition as a question, its `#k` filled by the notes
     ("#1 >> place of birth" → "Where was X born?")."""
@@ -106,39 +103,6 @@ def natural(template: str, notes: Sequence[str]) -> str:
         default = "Who is the {r} of {s}?" if relation in _PEOPLE else "What is the {r} of {s}?"
         return _RELATIONS.get(relation, default).format(s=subject, r=relation)
     return " ".join(text.split())
-
-
-def from_2wiki(record: dict[str, Any]) -> dict[str, Any] | None:
-    """A 2WikiMultihopQA chain question (compositional, inference) in MuSiQue's shape:
-    step j asks `<subject> >> <relation>` of the j-th evidence triple, the second with
-    `#1` for its subject; None for any other question."""
-    triples = record["evidences"]
-    titles = list(dict.fromkeys(title for title, _ in record["supporting_facts"]))
-    context = [title for title, _ in record["context"]]
-    if (record["type"] not in {"compositional", "inference"} or len(triples) != 2
-            or len(titles) != 2 or not set(titles) <= set(context)):
-        return None
-    steps = [{"question": f"{triples[0][0]} >> {triples[0][1]}", "answer": triples[0][2],
-              "paragraph_support_idx": context.index(titles[0])},
-             {"question": f"#1 >> {triples[1][1]}", "answer": triples[1][2],
-              "paragraph_support_idx": context.index(titles[1])}]
-    return {"id": record["_id"], "question": record["question"], "answer": record["answer"],
-            "question_decomposition": steps,
-            "paragraphs": [{"title": title, "paragraph_text": " ".join(sentences)}
-                           for title, sentences in record["context"]]}
-
-
-def read_records(path: Path, dataset: str) -> list[dict[str, Any]]:
-    """A MuSiQue-Ans JSONL file's records, or a 2Wiki JSON file's chain questions."""
-    text = path.read_text(encoding="utf-8")
-    if dataset == "2wiki":
-        return [r for r in map(from_2wiki, json.loads(text)) if r is not None]
-    records = [json.loads(line) for line in text.splitlines() if line.strip()]
-    for n, record in enumerate(records, 1):
-        if not isinstance(record, dict) or not record.keys() >= MUSIQUE_KEYS:
-            raise ValueError(f"record {n} is no MuSiQue-Ans record (it needs "
-                             f"{', '.join(sorted(MUSIQUE_KEYS))})")
-    return records
 
 
 def _matches(answer: str, record: dict[str, Any]) -> bool:
@@ -323,45 +287,6 @@ def label(script: Script) -> tuple[str, dict[str, Any] | None]:
                       "fault": script.fault}
 
 
-def _counting_ids() -> Any:
-    """OTel ids from a counter, not a random source: the same data gives the same ids."""
-    from opentelemetry.sdk.trace.id_generator import IdGenerator
-
-    class CountingIds(IdGenerator):
-        def __init__(self) -> None:
-            self.n = 0
-
-        def generate_span_id(self) -> int:
-            self.n += 1
-            return self.n
-
-        def generate_trace_id(self) -> int:
-            self.n += 1
-            return self.n << 64
-
-    return CountingIds()
-
-
-def record_spans(body: Callable[[Any], None]) -> list[Any]:
-    """The finished OTel spans of `body(exporter)` under OpenInference's LangChain
-    instrumentation."""
-    from openinference.instrumentation.langchain import LangChainInstrumentor
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider(id_generator=_counting_ids())
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    instrumentor = LangChainInstrumentor()
-    instrumentor.instrument(tracer_provider=provider)
-    try:
-        body(exporter)
-    finally:
-        instrumentor.uninstrument()
-    return list(exporter.get_finished_spans())
-
-
 def run(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[Any], Counter[str]]:
     """Run the agent on every planned record: the labels, the finished OTel spans and
     the counts (outcomes, failures by fault and depth, silent hops)."""
@@ -388,15 +313,6 @@ def run(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[Any],
 
     spans = record_spans(each)
     return labels, spans, counts
-
-
-def write_spans(spans: list[Any], out: Path) -> None:
-    """`out/spans.jsonl`: the spans as one OTLP/JSON export request."""
-    from google.protobuf.json_format import MessageToJson
-    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "spans.jsonl").write_text(MessageToJson(encode_spans(spans), indent=None) + "\n")
 
 
 def write(records: list[dict[str, Any]], out: Path) -> Counter[str]:
