@@ -47,6 +47,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import signal
 import sys
 import threading
 from collections import Counter
@@ -320,6 +321,9 @@ def main() -> None:
     parser.add_argument("--hang", type=float, default=2.0)
     parser.add_argument("--port", type=int, default=8766)
     args = parser.parse_args()
+    # Ctrl-C stops it even when a non-interactive shell started it in the background
+    # (which starts a job with SIGINT ignored, and Python keeps an ignored SIGINT ignored).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     server = ChaosServer(seed=args.seed, rate=args.rate, poison_rate=args.poison_rate,
                          hang=args.hang, port=args.port)
     print(f"serving {server.url} (model {MODEL!r}) with fault rate {args.rate:.0%}")
