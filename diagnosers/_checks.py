@@ -13,12 +13,12 @@ that lacks what it needs (no text in view, no finding, no relation word to compa
 **abstains**: it says the trace is consistent and why it could not judge (`reason` opens
 with "abstains"). None fires by default, and none fires because a field is missing: a
 foreign trace may record no note for a hop (a tool-calling model's bare tool call) or a
-document's id without its text, and what is not recorded may be exactly
-what a check would find missing — so `complete` and `grounded` abstain on a trace with a
-hop that records no finding (or, `complete`, no sub-query), `carry` stops at a hop that
-records neither its finding nor the text it read, and `bridge` reads only items that
-record a title or a text. (A blank answer is read as given: an agent that stops before
-it finds anything answers nothing, and that is its failure.)
+document's id without its text, and what is not recorded may be exactly what a check
+would find missing. So `complete` and `grounded` abstain on a trace with a hop that
+records no finding (or, `complete`, no sub-query), `carry` stops at a hop that records
+neither its finding nor the text it read, and `bridge` reads only items that record a
+title or a text. (A blank answer is read as given: an agent that stops before it finds
+anything answers nothing, and that is its failure.)
 
 * **support** — no passage a kept hop read states its finding in any wording (every
   numeral of the finding, and one of its names whole — or, a finding without a name and
