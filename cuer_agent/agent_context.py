@@ -49,6 +49,11 @@ class Condition(Protocol):
         """The hop budget a run has under the fault (a forced early stop lowers it)."""
         ...
 
+    def reading(self, hop: int) -> int:
+        """Which reading of its evidence the reader gives at `hop` (`ReadRequest.reading`):
+        0, its own, everywhere but at a hop the `reread` repair re-reads."""
+        ...
+
     def repaired(self, hop: int) -> Condition:
         """The same fault with hop `hop` repaired: clean there, in force elsewhere."""
         ...
@@ -72,3 +77,8 @@ class AgentContext:
         if self.condition is not None:
             return to_state(self.condition.retrieve(self.retriever, hop, query, k))
         return to_state(self.retriever.retrieve(query, k))
+
+    def reading(self, hop: int) -> int:
+        """Which reading the read node asks for at `hop` (`ReadRequest.reading`): 0 but at
+        the hop a `reread` repair re-reads. An agent that allows `reread` passes it on."""
+        return 0 if self.condition is None else self.condition.reading(hop)

@@ -14,7 +14,8 @@ on, each as a named check whose failures are one line naming the hop and the hoo
   (`budget_key`: lowered, the agent stops), `with_hops` (a frozen re-answer sees the
   replaced hop), when declared, `retries_key` (set to 0, nothing is retried) and, when the
   spec implements it and allows the `replan` repair, `with_retry` (the re-opened hop is
-  retried). A hook
+  retried) and, when it allows `reread`, the read (the re-read hop asks the reader for
+  another reading: `ReadRequest.reading` from `context.reading`). A hook
   whose edit leaves the run as it was is named: the study would otherwise measure
   nothing and report it as a finding;
 * **kill and resume** — `cuer-agent run --agent REF` dies after its first rows and is
@@ -49,6 +50,7 @@ from cuer_agent.execution import (
     replace_subquery,
     without_retries,
 )
+from cuer_agent.interventions.repairs import get_repair
 from cuer_agent.llm.backends import SkillClient, make_backend
 from cuer_agent.retrieval import BM25Retriever
 from cuer_agent.studies.propagation.injection import prefix_skill_calls
@@ -179,7 +181,21 @@ def _hooks(executor: Executor, base: RunResult, hop: int) -> list[str]:
         if record is None or not record.attempts:
             problems.append(f"{at}: with_retry re-opened the hop and the agent did not retry "
                             "it — the `replan` repair it allows must make it ask again")
+    if "reread" in spec.repairs:
+        problems += _rereads(executor, base, hop)
     return problems
+
+
+def _rereads(executor: Executor, base: RunResult, hop: int) -> list[str]:
+    """The `reread` repair at `hop` must reach the reader: the re-read hop's read request
+    asks for another reading (`context.reading(hop)` passed as `ReadRequest.reading`)."""
+    with executor.skills.collect() as asked:
+        executor.repaired_hop(base, hop, get_repair("reread").condition(hop))
+    if asked.rereads:
+        return []
+    return [f"{base.example_id}: hop {hop}: the `reread` repair it allows asked the reader for "
+            "no other reading — pass reading=runtime.context.reading(hop) in its ReadRequest, "
+            "or drop 'reread' from the spec's repairs"]
 
 
 def _first_attempt(run: RunResult, hop: int) -> Any:

@@ -73,8 +73,9 @@ class GoldFree:
 
 
 REPAIR_STAGE: dict[str, Stage] = {"deeper": "retrieval", "gold-support": "retrieval",
-                                  "replan": "tool"}
-"""The stage a natural failure's repair names (another repair: `tool`)."""
+                                  "reread": "tool", "replan": "tool"}
+"""The stage a natural failure's repair names (another repair: `tool`). A re-read names
+`tool`: the stages have no "read" of their own, and the reader is the agent's tool."""
 NO_REPAIR_FIXES = "no single-hop repair fixes this run"
 GOLD_REPAIR = "a gold oracle, and this probe is gold-free"
 

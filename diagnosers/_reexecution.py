@@ -86,7 +86,8 @@ class ExecutionProbe:
                    and type(spec).with_retry is not AgentSpec.with_retry)
         return get_repair(repair).not_applicable(
             allowed=tuple(spec.repairs), retries=retries,
-            support=self._natural.support(j) if self._natural else None)
+            support=self._natural.support(j) if self._natural else None,
+            rereads=self._executor.skills.rereads)
 
     def _support(self, j: int) -> Sequence[Evidence]:
         return (self._natural.support(j) or ()) if self._natural else ()

@@ -113,6 +113,8 @@ class ExtractiveChatModel(BaseChatModel):
     skills: Any
     """The run's `SkillClient`."""
     hop_budget: int = HOP_BUDGET
+    reading: Any = None
+    """The run context's `reading(hop)` (the `reread` repair); None: always its own."""
 
     @property
     def _llm_type(self) -> str:
@@ -155,7 +157,8 @@ class ExtractiveChatModel(BaseChatModel):
         evidence = tuple(evidence_view(e) for e in hop["evidence"])
         result = self.skills("read", ReadRequest(
             question=question, hop=hop["hop"], subquery=hop["subquery"], evidence=evidence,
-            history=tuple(_hop_view(h, False) for h in hops[:-1])))
+            history=tuple(_hop_view(h, False) for h in hops[:-1]),
+            reading=self.reading(hop["hop"]) if self.reading else 0))
         reply = result.response if isinstance(result.response, ReadResponse) else ReadResponse()
         shown = {e.id for e in evidence}
         return {"selected": [i for i in dict.fromkeys(reply.selected_ids) if i in shown],
@@ -173,7 +176,8 @@ def build(model: BaseChatModel | None = None) -> tuple[CompiledStateGraph, React
     def llm(state: ReactState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         budget = state.get("hop_budget", HOP_BUDGET)
         if model is None:
-            chat: Any = ExtractiveChatModel(skills=runtime.context.skills, hop_budget=budget)
+            chat: Any = ExtractiveChatModel(skills=runtime.context.skills, hop_budget=budget,
+                                            reading=runtime.context.reading)
             chat = chat.bind_tools([SEARCH])
         else:
             spent = len(searches(state["messages"])) >= budget
@@ -202,7 +206,11 @@ def build(model: BaseChatModel | None = None) -> tuple[CompiledStateGraph, React
     builder.add_edge(START, "llm")
     builder.add_conditional_edges("llm", route, ["tools", END])
     builder.add_edge("tools", "llm")
-    return builder.compile(checkpointer=InMemorySaver()), ReactSpec()
+    # A given chat model reads the tool messages itself: it cannot be asked for another
+    # reading, so `reread` is not among its repairs.
+    spec = ReactSpec() if model is None else ReactSpec(
+        repairs=tuple(r for r in ReactSpec.repairs if r != "reread"))
+    return builder.compile(checkpointer=InMemorySaver()), spec
 
 
 def search_result(hop: int, call_id: str, query: str,

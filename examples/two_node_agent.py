@@ -15,14 +15,14 @@ def decide(s: S, runtime: Any) -> dict:  # read the search that came back; plan 
     ask, q, hops = runtime.context.skills, s["question"], list(s["hops"])
     if hops and "finding" not in (h := hops[-1]):
         read = ask("read", ReadRequest(question=q, hop=h["hop"], subquery=h["subquery"], history=(
-            hop_views(hops[:-1])), evidence=tuple(map(evidence_view, h["retrieved"]))))
+            hop_views(hops[:-1])), evidence=tuple(map(evidence_view, h["retrieved"])),
+            reading=runtime.context.reading(h["hop"])))  # `reread` asks for another reading
         hops[-1] = {**h, **read.response.model_dump(include={"finding", "support", "reason"}),
                     "selected": read.response.selected_ids}
     if len(hops) < s["hop_budget"]:
         plan = ask("plan", PlanRequest(question=q, hop=len(hops) + 1, hop_budget=s["hop_budget"],
                                        history=hop_views(hops))).response
-        if plan.action == "search":
-            return {"hops": hops, "query": plan.subquery}
+        if plan.action == "search": return {"hops": hops, "query": plan.subquery}  # noqa: E701
     final = ask("answer", AnswerRequest(question=q, hops=hop_views(hops, with_evidence=True)))
     return {"hops": hops, "query": "", "answer": final.response.model_dump()}
 

@@ -203,7 +203,8 @@ def read(state: AgentState, runtime: Runtime[AgentContext]) -> AgentState:
     request = ReadRequest(question=state["question"], hop=hop, subquery=query,
                           evidence=tuple(evidence_view(ev, windows.get(ev["id"]))
                                          for ev in evidence),
-                          history=_history(state, skip_current=retrying))
+                          history=_history(state, skip_current=retrying),
+                          reading=runtime.context.reading(hop))
     result = runtime.context.skills("read", request)
     update = _spend(state, result)
     reply = result.response if isinstance(result.response, ReadResponse) else ReadResponse()

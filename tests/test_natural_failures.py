@@ -13,6 +13,7 @@ from test_loaders import musique_record, write_jsonl
 
 import cuer_agent
 from cuer_agent.config import AgentSection, DataSection, StudyConfig
+from cuer_agent.interventions.repairs import repair_names
 from cuer_agent.studies.diagnose.labels import read_labels
 from cuer_agent.studies.evaluate.summary_model import EvaluateSummary
 from cuer_agent.studies.natural.rule import RULE
@@ -156,7 +157,7 @@ def test_every_probed_failure_is_fixed_by_a_named_repair_or_counted_as_no_repair
         repair, hop, n = row.get("repair"), row["pred_hop"], row["n_hops"]
         assert isinstance(hop, int) and isinstance(n, int)
         if repair is not None:  # which repair fixed which hop, and what it cost
-            assert repair in ("deeper", "replan", "gold-support") and 1 <= hop <= n
+            assert repair in repair_names() and 1 <= hop <= n
             assert f"{repair} at hop {hop} fixes it" in str(row["cause"])
         elif row["pred_stage"] == "none":  # the abstention, with what was tried
             assert "no single-hop repair fixes this run" in str(row["cause"])

@@ -249,3 +249,25 @@ def test_openai_backend_on_a_llamacpp_server_gives_the_in_process_traces(
     summary = json.loads((out / "summary.json").read_text())
     assert summary["ledger"]["errors"] == 0 and summary["ledger"]["calls"] > 0
     assert traces_without_meta(out) == traces_without_meta(first_run)
+
+
+# --- (e) another reading from the model: a seeded sample, repeatable ---------------------------
+
+def test_real_model_gives_another_reading_as_a_seeded_sample_it_repeats() -> None:
+    from cuer_agent.llm.backends import SkillClient, make_backend
+    from cuer_agent.llm.skills import EvidenceView, ReadRequest
+
+    asked = ReadRequest(question="Who founded Port Mira?", hop=1,
+                        subquery="Who founded Port Mira?", evidence=(EvidenceView(
+                            id="a", title="Port Mira",
+                            text="Port Mira was founded by Anna Holt in 1820."),))
+    other = asked.model_copy(update={"reading": 1})
+    backend = make_backend("llamacpp", model=MODEL, threads=int(THREADS))
+    first = SkillClient(backend)
+    with first.collect() as log:
+        own, sampled = first("read", asked), first("read", other)
+    again = SkillClient(make_backend("llamacpp", model=MODEL, threads=int(THREADS)))("read",
+                                                                                     other)
+    assert log.rereads == 1 and len(set(log)) == 2  # two requests, keyed apart
+    assert own.status == sampled.status == "ok"
+    assert again.response == sampled.response  # the same seed draws the same sample

@@ -30,7 +30,7 @@ def retriever() -> BM25Retriever:
 
 
 def test_the_built_in_repairs_are_registered_and_an_unknown_one_is_refused() -> None:
-    assert repair_names() == ["deeper", "gold-support", "replan"]
+    assert repair_names() == ["deeper", "gold-support", "replan", "reread"]
     with pytest.raises(ConfigError, match="unknown repair 'wider'"):
         get_repair("wider")
 

@@ -125,6 +125,9 @@ class CorpusCondition:
 
         return self.edit.view(search, getattr(retriever, "score_text", None), query, k)
 
+    def reading(self, hop: int) -> int:
+        return 0  # a fault changes what the tools return, never how the reader reads
+
     def hop_budget(self, budget: int) -> int:
         return budget
 

@@ -88,6 +88,9 @@ class FaultCondition:
             return list(faulty)
         return evidence if evidence is not None else clean()
 
+    def reading(self, hop: int) -> int:
+        return 0  # a fault changes what the tools return, never how the reader reads
+
     def hop_budget(self, budget: int) -> int:
         if self.budget_cap is None or any(h > self.budget_cap for h in self.repaired_hops):
             return budget

@@ -157,7 +157,20 @@ def extract(query: str, evidence: tuple[EvidenceView, ...], kind: str,
             known_text: str = "", used: frozenset[str] = frozenset(), *,
             named_first: bool = False, scored: list[Hit] | None = None
             ) -> tuple[str, Hit | None]:
-    """The best new span of `kind` for the query, and the sentence it came from.
+    """The best new span of `kind` for the query, and the sentence it came from: the first
+    of `readings` ("", None when there is none)."""
+    return next(readings(query, evidence, kind, known_text, used, named_first=named_first,
+                         scored=scored), ("", None))
+
+
+def readings(query: str, evidence: tuple[EvidenceView, ...], kind: str,
+             known_text: str = "", used: frozenset[str] = frozenset(), *,
+             named_first: bool = False, scored: list[Hit] | None = None
+             ) -> Iterator[tuple[str, Hit]]:
+    """Every new span of `kind` the reader would take for the query, in its order of
+    preference, with the sentence it came from: sentences best first, and in a sentence
+    the spans nearest the matched words first. The first is the reader's reading; the
+    rest are its alternatives (the `reread` repair).
 
     Sentences in `used` (quoted by earlier hops) are skipped, so hops do not loop. With
     `named_first`, passages whose title the query names are read before the others —
@@ -175,13 +188,10 @@ def extract(query: str, evidence: tuple[EvidenceView, ...], kind: str,
         if hit.sentence in used or tx.negated(hit.sentence):
             continue
         spans = [s for s in candidates(hit.sentence, kind) if is_new(s.text, known)]
-        if not spans:
-            continue
         spots = anchors(hit)
-        best = min(spans, key=lambda s: (min((abs(s.start - a) for a in spots), default=0),
-                                          s.start))
-        return best.text, hit
-    return "", None
+        for span in sorted(spans, key=lambda s: (min((abs(s.start - a) for a in spots),
+                                                     default=0), s.start)):
+            yield span.text, hit
 
 
 def anchors(hit: Hit) -> list[int]:
@@ -202,3 +212,44 @@ def confidence(hit: Hit | None, query: str) -> float:
         return 0.05
     share = len(hit.matched) / max(len(stems(query)), 1)
     return round(min(0.95, max(0.05, 0.2 + 0.75 * share)), 4)
+
+
+def verify(subquery: str, finding: str, hit: Hit) -> str:
+    """VERIFY, as a reader judges a hop: does the selected sentence (read in its passage,
+    whose title is the subject of its sentences) state the finding about what the
+    sub-query asks?
+
+    * **about** — it concerns the entity the sub-query names: every content word of one
+      of the sub-query's names is in the passage title or the sentence (a sub-query that
+      names nothing is about anything);
+    * **asked** — the share of the sub-query's relation words (its content words outside
+      its names, type nouns and question words) the sentence itself states;
+    * the finding is in the sentence, or is the passage's subject (its title).
+
+    supported: about, the finding stated, half the relation words or more; partial: about
+    and the finding stated with fewer (a relation said in words this reader does not
+    know is not evidence against it); unsupported: the sentence is about something else,
+    or does not state the finding. Nothing else in view is consulted."""
+    names = [set(tx.content_words(span.text)) for span in tx.capitalized_spans(subquery)]
+    names = [n for n in names if n]
+    context = set(tx.words(f"{hit.ev.title} {hit.sentence}"))
+    about = not names or any(n <= context for n in names)
+    named = set().union(*names) if names else set()
+    relation = {stem(w) for w in tx.content_words(subquery)
+                if w not in named and w not in TYPE_NOUNS}
+    stated = relation & stems(hit.sentence)
+    said = bool(finding) and (norm(finding) in norm(hit.sentence)
+                              or norm(finding) == norm(hit.ev.title))  # its subject
+    if not about or not said:
+        return "unsupported"
+    return "supported" if relation and 2 * len(stated) >= len(relation) else "partial"
+
+
+def norm(text: str) -> str:
+    """The words of `text`, lower-case, one space apart (how findings are compared)."""
+    return " ".join(tx.words(text))
+
+
+def quote(hit: Hit) -> str:
+    """The quoted sentence, prefixed with its passage title (the sentence's context)."""
+    return f"{hit.ev.title}: {hit.sentence}"

@@ -80,6 +80,20 @@ class Sent:
     """The generation stopped at the output-token limit."""
 
 
+REREAD_TEMPERATURE = 0.7
+"""The temperature of an alternative reading (`ReadRequest.reading` > 0): another sample
+of the same prompt; the backend's own temperature (0 by default) draws reading 0."""
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How one request is sampled: the backend's temperature and seed for reading 0; for
+    the k-th alternative reading, `REREAD_TEMPERATURE` and the seed + k (`rereading`)."""
+
+    temperature: float
+    seed: int
+
+
 @dataclass(frozen=True)
 class Failure:
     """A classified transport failure."""
@@ -147,7 +161,7 @@ class RemoteBackend(ABC):
     # -- what a concrete backend provides ------------------------------------------------
     @abstractmethod
     def _send(self, messages: list[dict[str, str]], schema: JsonObject,
-              max_tokens: int) -> Sent: ...
+              max_tokens: int, sampling: Sampling) -> Sent: ...
 
     @abstractmethod
     def _classify(self, exc: Exception) -> Failure | None:
@@ -163,6 +177,17 @@ class RemoteBackend(ABC):
         return {"temperature": self.temperature, "seed": self.seed,
                 "max_tokens": dict(sorted(self.max_tokens.items())), "think": self.think,
                 "omit": list(self.omit), "bounds": bounds.VERSION}
+
+    def rereading(self, reading: int) -> JsonObject:
+        """The sampling policy of the `reading`-th alternative reading (in its cache key)."""
+        drawn = self.sampling(reading)
+        return {"reading": reading, "temperature": drawn.temperature, "seed": drawn.seed}
+
+    def sampling(self, reading: int = 0) -> Sampling:
+        """How the request for reading `reading` is sampled (`Sampling`)."""
+        if not reading:
+            return Sampling(self.temperature, self.seed)
+        return Sampling(REREAD_TEMPERATURE, self.seed + reading)
 
     def sends(self, parameter: str) -> bool:
         """Does every request carry this decoding parameter (not omitted)?"""
@@ -186,9 +211,11 @@ class RemoteBackend(ABC):
         retries = 0
         error = ""
         limit = self.limit(skill, schema)
+        sampling = self.sampling(int(getattr(request, "reading", 0)))
         for turn in range(2):  # the reply, then at most one repair turn
             try:
-                sent, used_retries = self._send_with_retries(messages, schema, limit)
+                sent, used_retries = self._send_with_retries(messages, schema, limit,
+                                                             sampling)
             except BackendError as exc:
                 exc.retries += retries  # the repair turn's failure also counts the first's
                 raise
@@ -209,7 +236,7 @@ class RemoteBackend(ABC):
                             error=error if text is None or error.startswith(REPAIRED) else "")
 
     def _send_with_retries(self, messages: list[dict[str, str]], schema: JsonObject,
-                           max_tokens: int) -> tuple[Sent, int]:
+                           max_tokens: int, sampling: Sampling) -> tuple[Sent, int]:
         """(reply, retries). Failures use up `max_attempts`; rate limits only patience."""
         failures = rate_limits = 0
         waited = 0.0
@@ -220,7 +247,8 @@ class RemoteBackend(ABC):
                 self._sleep(pause)
             just_waited = False
             try:
-                return self._send(messages, schema, max_tokens), failures + rate_limits
+                return (self._send(messages, schema, max_tokens, sampling),
+                        failures + rate_limits)
             except Exception as exc:
                 failure = self._classify(exc)
                 if failure is None:

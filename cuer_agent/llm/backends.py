@@ -39,6 +39,8 @@ class RequestLog(list[str]):
 
     retries: int = 0
     prompt_tokens: int = 0
+    rereads: int = 0
+    """Requests for an alternative reading (`ReadRequest.reading` > 0)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -114,6 +116,9 @@ class Backend(Protocol):
     model: str
     # A backend may also set `version: str` (part of the cache key): what changes its
     # replies besides the model name — the rule reader's hash of its rules and tables.
+    # And it may offer alternative readings (the `reread` repair) by defining
+    # `rereading(reading: int) -> JsonObject`: how it draws its `reading`-th alternative
+    # reply to a read request (`ReadRequest.reading`), part of that request's cache key.
 
     def decoding(self) -> JsonObject:
         """Decoding parameters that shape the reply (part of the cache key)."""
@@ -187,6 +192,12 @@ class SkillClient:
         return words if isinstance(words, int) else None
 
     @property
+    def rereads(self) -> bool:
+        """Whether the backend offers alternative readings of a read request's evidence
+        (`ReadRequest.reading` > 0; it defines `rereading`)."""
+        return callable(getattr(self.backend, "rereading", None))
+
+    @property
     def repeatable(self) -> bool:
         """Whether asking the same request again gives the same reply: a response cache
         answers it, or the backend is deterministic by construction (the offline reader)."""
@@ -204,12 +215,15 @@ class SkillClient:
                 keys.tally(skill, **counts)
             keys.retries += log.retries
             keys.prompt_tokens += log.prompt_tokens
+            keys.rereads += log.rereads
 
     def __call__(self, skill: str, request: BaseModel) -> SkillResult:
         rendered, key = self._prompt(skill, request)
+        rereading = bool(getattr(request, "reading", 0))
         for keys in _COLLECTOR.get() or []:
             keys.append(key)
             keys.tally(skill, requests=1)
+            keys.rereads += rereading
         if self.cache is None:
             return self._call_backend(skill, request, rendered, key)
         while True:
@@ -242,17 +256,31 @@ class SkillClient:
         thing many times, and rendering (sorted, indented JSON) was most of what a
         repeated request cost. The request's own JSON names it: equal JSON, equal prompt
         (a backend renders from the skill and the request alone)."""
-        name = f"{skill}\n{request.model_dump_json()}"
+        reading = int(getattr(request, "reading", 0))
+        name = f"{skill}\n{reading}\n{request.model_dump_json()}"
         with self._prompts_lock:
             made = self._prompts.get(name)
         if made is None:
             rendered = self.backend.render(skill, request)
             made = (rendered, cache_key(self.backend.name, self.backend.model, skill, rendered,
-                                        self.backend.decoding(),
+                                        self._decoding(reading),
                                         getattr(self.backend, "version", "")))
             with self._prompts_lock:
                 self._prompts.put(name, made)
         return made
+
+    def _decoding(self, reading: int) -> JsonObject:
+        """The decoding parameters of a request: the backend's, and for an alternative
+        reading (`ReadRequest.reading` > 0) how the backend draws it — a request for
+        reading 0 keeps the key it always had. A backend without `rereading` cannot
+        give one: `BackendError`, never its own reading passed off as another."""
+        decoding = self.backend.decoding()
+        if not reading:
+            return decoding
+        if not self.rereads:
+            raise BackendError(f"backend {self.backend.name} offers no alternative readings "
+                               f"(asked for reading {reading}; it defines no `rereading`)")
+        return {**decoding, "rereading": self.backend.rereading(reading)}  # type: ignore[attr-defined]
 
     def _call_backend(self, skill: str, request: BaseModel, rendered: Any,
                       key: str) -> SkillResult:

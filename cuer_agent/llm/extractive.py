@@ -77,12 +77,15 @@ from cuer_agent.llm._reading import (
     Hit,
     confidence,
     extract,
+    norm,
+    quote,
+    readings,
     relation_group,
     relation_table,
     score_sentences,
-    stem,
     stems,
     type_kind,
+    verify,
     wh_type_nouns,
 )
 from cuer_agent.llm.backends import BackendReply, register_backend
@@ -197,7 +200,8 @@ def _finding_has_type(finding: str, kind: str) -> bool:
 
 
 def read(req: ReadRequest) -> ReadResponse:
-    """Pick the best sentence for the sub-query and the new span it offers.
+    """Pick the best sentence for the sub-query and the new span it offers (reading 0), or
+    the `req.reading`-th alternative to it (`_alternative`).
 
     Intermediate hops look for a bridge entity; the question's own answer type (date,
     number) wins when its sentence leaves no question word unmatched.
@@ -205,11 +209,16 @@ def read(req: ReadRequest) -> ReadResponse:
     known = " ".join([req.question if req.hop > 1 else ""] + [h.finding for h in req.history])
     used = frozenset(h.reason.split(": ", 1)[-1] for h in req.history if h.reason)
     scored = score_sentences(req.subquery, req.evidence)  # once: every reading below uses it
+    best = _best(req, known, used, scored)
+    return best if not req.reading else _alternative(req, best, known, used, scored)
+
+
+def _best(req: ReadRequest, known: str, used: frozenset[str], scored: list[Hit]
+          ) -> ReadResponse:
+    """The reader's own reading of the evidence."""
     if (confirmed := _type_confirmed(req.subquery, scored)) is not None:
         name, own = confirmed
-        return ReadResponse(selected_ids=[own.ev.id], finding=name,
-                            support=verify(req.subquery, name, own),
-                            confidence=confidence(own, req.subquery), reason=_reason(own))
+        return _reading_of(req, name, own)
     finding, hit = extract(req.subquery, req.evidence, "entity", known, used, named_first=True,
                            scored=scored)
     final_kind = tx.question_type(req.question).kind
@@ -221,9 +230,35 @@ def read(req: ReadRequest) -> ReadResponse:
     if hit is None:
         return ReadResponse(selected_ids=[], finding="", support="unsupported",
                             confidence=0.05, reason="no sentence matches the sub-query")
+    return _reading_of(req, finding, hit)
+
+
+def _alternative(req: ReadRequest, best: ReadResponse, known: str, used: frozenset[str],
+                 scored: list[Hit]) -> ReadResponse:
+    """The `req.reading`-th alternative reading: the spans the reader would take next
+    (`readings`: entities, then the question's date or number when it asks one), each
+    finding once and never the best reading's. None left: an empty, unsupported reading
+    that says so."""
+    kinds = ["entity", *{"date", "number"} & {tx.question_type(req.question).kind}]
+    seen, left = {norm(best.finding)}, req.reading
+    for kind in kinds:
+        for finding, hit in readings(req.subquery, req.evidence, kind, known, used,
+                                     named_first=True, scored=scored):
+            if norm(finding) in seen:
+                continue
+            seen.add(norm(finding))
+            left -= 1
+            if not left:
+                return _reading_of(req, finding, hit)
+    return ReadResponse(selected_ids=[], finding="", support="unsupported", confidence=0.05,
+                        reason=f"no reading {req.reading} of this evidence: the reader has "
+                               f"{req.reading - left} other")
+
+
+def _reading_of(req: ReadRequest, finding: str, hit: Hit) -> ReadResponse:
     return ReadResponse(selected_ids=[hit.ev.id], finding=finding,
                         support=verify(req.subquery, finding, hit),
-                        confidence=confidence(hit, req.subquery), reason=_reason(hit))
+                        confidence=confidence(hit, req.subquery), reason=quote(hit))
 
 
 def _type_confirmed(subquery: str, scored: list[Hit]) -> tuple[str, Hit] | None:
@@ -256,50 +291,10 @@ def _type_confirmed(subquery: str, scored: list[Hit]) -> tuple[str, Hit] | None:
     return (name, own[0]) if own else None
 
 
-def verify(subquery: str, finding: str, hit: Hit) -> str:
-    """VERIFY, as a reader judges a hop: does the selected sentence (read in its passage,
-    whose title is the subject of its sentences) state the finding about what the
-    sub-query asks?
-
-    * **about** — it concerns the entity the sub-query names: every content word of one
-      of the sub-query's names is in the passage title or the sentence (a sub-query that
-      names nothing is about anything);
-    * **asked** — the share of the sub-query's relation words (its content words outside
-      its names, type nouns and question words) the sentence itself states;
-    * the finding is in the sentence, or is the passage's subject (its title).
-
-    supported: about, the finding stated, half the relation words or more; partial: about
-    and the finding stated with fewer (a relation said in words this reader does not
-    know is not evidence against it); unsupported: the sentence is about something else,
-    or does not state the finding. Nothing else in view is consulted."""
-    names = [set(tx.content_words(span.text)) for span in tx.capitalized_spans(subquery)]
-    names = [n for n in names if n]
-    context = set(tx.words(f"{hit.ev.title} {hit.sentence}"))
-    about = not names or any(n <= context for n in names)
-    named = set().union(*names) if names else set()
-    relation = {stem(w) for w in tx.content_words(subquery)
-                if w not in named and w not in TYPE_NOUNS}
-    stated = relation & stems(hit.sentence)
-    said = bool(finding) and (_norm(finding) in _norm(hit.sentence)
-                              or _norm(finding) == _norm(hit.ev.title))  # its subject
-    if not about or not said:
-        return "unsupported"
-    return "supported" if relation and 2 * len(stated) >= len(relation) else "partial"
-
-
-def _norm(text: str) -> str:
-    return " ".join(tx.words(text))
-
-
 def _completes(req: ReadRequest, hit: Hit) -> bool:
     """Does this sentence leave no question word unmatched (so this is the last hop)?"""
-    hop = HopView(hop=req.hop, subquery=req.subquery, reason=_reason(hit))
+    hop = HopView(hop=req.hop, subquery=req.subquery, reason=quote(hit))
     return not residual(req.question, (*req.history, hop))
-
-
-def _reason(hit: Hit) -> str:
-    """The quoted sentence, prefixed with its passage title (the sentence's context)."""
-    return f"{hit.ev.title}: {hit.sentence}"
 
 
 def answer(req: AnswerRequest) -> AnswerResponse:
@@ -428,6 +423,11 @@ class ExtractiveBackend:
 
     def decoding(self) -> dict[str, Any]:
         return {}
+
+    def rereading(self, reading: int) -> dict[str, Any]:
+        """The `reading`-th alternative is the `reading`-th next-best span (`_alternative`):
+        deterministic, so the number alone names it."""
+        return {"reading": reading, "policy": "next-best span"}
 
     def render(self, skill: str, request: BaseModel) -> Any:
         return request.model_dump(mode="json")

@@ -39,7 +39,7 @@ from typing import Any
 
 from cuer_agent._json import JsonObject
 from cuer_agent.errors import ConfigError
-from cuer_agent.llm._remote import Failure, RemoteBackend, Sent, rejected_parameter
+from cuer_agent.llm._remote import Failure, RemoteBackend, Sampling, Sent, rejected_parameter
 from cuer_agent.llm.backends import register_backend
 from cuer_agent.llm.openai_backend import chat_reply, openai_body
 from cuer_agent.llm.windows import EVIDENCE_WORDS
@@ -100,8 +100,9 @@ class LlamaCppBackend(RemoteBackend):
                 "context": CONTEXT}
 
     def _send(self, messages: list[dict[str, str]], schema: JsonObject,
-              max_tokens: int) -> Sent:
-        body = {**openai_body(self, messages, schema, max_tokens, template_kwargs=True),
+              max_tokens: int, sampling: Sampling) -> Sent:
+        body = {**openai_body(self, messages, schema, max_tokens, template_kwargs=True,
+                              sampling=sampling),
                 "cache_prompt": False}
         server = _server(self.path, self.threads)
         reply = _interruptible(lambda: server.handle_chat_completions(body))

@@ -19,6 +19,7 @@ from cuer_agent.llm._remote import (
     RETRYABLE_STATUS,
     Failure,
     RemoteBackend,
+    Sampling,
     Sent,
     rejected_parameter,
 )
@@ -37,16 +38,19 @@ class OllamaBackend(RemoteBackend):
 
         self._client = ollama.Client(host=self.base_url, timeout=self.timeout)
 
-    def options(self, max_tokens: int) -> JsonObject:
-        values = {"temperature": self.temperature, "seed": self.seed, "max_tokens": max_tokens}
+    def options(self, max_tokens: int, sampling: Sampling | None = None) -> JsonObject:
+        drawn = sampling or self.sampling()
+        values = {"temperature": drawn.temperature, "seed": drawn.seed,
+                  "max_tokens": max_tokens}
         names = {"temperature": "temperature", "seed": "seed", "max_tokens": "num_predict"}
         return {names[k]: v for k, v in values.items() if self.sends(k)}
 
     def _send(self, messages: list[dict[str, str]], schema: JsonObject,
-              max_tokens: int) -> Sent:
+              max_tokens: int, sampling: Sampling) -> Sent:
         think = self.think if self.sends("think") else None
         reply = self._client.chat(model=self.model, messages=messages, format=schema,
-                                  options=self.options(max_tokens), think=think, stream=False)
+                                  options=self.options(max_tokens, sampling), think=think,
+                                  stream=False)
         return Sent(text=reply.message.content or "",
                     prompt_tokens=reply.prompt_eval_count or 0,
                     completion_tokens=reply.eval_count or 0,

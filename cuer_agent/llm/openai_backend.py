@@ -31,6 +31,7 @@ from cuer_agent.llm._remote import (
     RETRYABLE_STATUS,
     Failure,
     RemoteBackend,
+    Sampling,
     Sent,
     rejected_parameter,
     retry_after_seconds,
@@ -61,14 +62,15 @@ class OpenAIBackend(RemoteBackend):
                                      http_client=http_client)
 
     def _send(self, messages: list[dict[str, str]], schema: JsonObject,
-              max_tokens: int) -> Sent:
+              max_tokens: int, sampling: Sampling) -> Sent:
         # The client's documented raw `post`: its transport, auth, timeouts and status
         # errors, without re-validating our own JSON body against its TypedDicts (that
         # transform alone cost ~1.6 ms of GIL-held CPU per call — a third of our
         # per-request overhead at concurrency 16).
         raw = self._client.post("/chat/completions", cast_to=httpx2.Response,
                                 body=openai_body(self, messages, schema, max_tokens,
-                                                 template_kwargs=self.base_url is not None))
+                                                 template_kwargs=self.base_url is not None,
+                                                 sampling=sampling))
         return chat_reply(raw.json())
 
     def _classify(self, exc: Exception) -> Failure | None:
@@ -114,17 +116,19 @@ class OpenAIBackend(RemoteBackend):
 
 def openai_body(backend: RemoteBackend, messages: list[dict[str, str]],
                 schema: JsonObject, max_tokens: int, *,
-                template_kwargs: bool) -> JsonObject:
+                template_kwargs: bool, sampling: Sampling | None = None) -> JsonObject:
     """An OpenAI-style chat request: the messages, a strict JSON-schema reply format, and
-    every decoding option the backend sends (see `RemoteBackend.omit`).
+    every decoding option the backend sends (see `RemoteBackend.omit`), sampled as
+    `sampling` says (default: the backend's own reading).
     `template_kwargs`: the server renders chat templates itself (vLLM, llama.cpp) and
     takes `chat_template_kwargs`, where thinking is switched off."""
+    drawn = sampling or backend.sampling()
     body: JsonObject = {
         "model": backend.model, "messages": messages,
         "response_format": {"type": "json_schema",
                             "json_schema": {"name": "reply", "schema": schema,
                                             "strict": True}}}
-    for parameter, value in (("temperature", backend.temperature), ("seed", backend.seed),
+    for parameter, value in (("temperature", drawn.temperature), ("seed", drawn.seed),
                              ("max_tokens", max_tokens)):
         if backend.sends(parameter):
             body[parameter] = value

@@ -70,6 +70,12 @@ class ReadRequest(_Model):
     subquery: str
     evidence: tuple[EvidenceView, ...]
     history: tuple[HopView, ...] = ()
+    reading: int = Field(default=0, ge=0, exclude=True)
+    """Which reading of the evidence to give: 0, the reader's own (best) reading; k ≥ 1,
+    its k-th alternative — the rule reader's next-best span, another sample from a model
+    (`Backend.rereading`). Never shown to a model (excluded from the request's JSON): it
+    says how the reply is drawn, not what is asked, and is part of the cache key instead.
+    The `reread` repair asks for reading 1."""
 
 
 class AnswerRequest(_Model):
