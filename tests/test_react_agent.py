@@ -138,3 +138,12 @@ def test_the_fault_condition_wraps_the_react_agents_retriever(examples: list[Exa
     out = graph.invoke(react_agent.question_input(ex.question), _thread("cond-fault"),
                        context=faulted)
     assert react_agent.searches(out["messages"])[0]["evidence"] == []
+
+
+def test_given_its_own_chat_model_the_react_agent_does_not_allow_reread() -> None:
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    _, own = react_agent.build()
+    _, given = react_agent.build(FakeListChatModel(responses=["done"]))
+    assert "reread" in own.repairs  # its skills' reader offers the next reading
+    assert "reread" not in given.repairs and "deeper" in given.repairs
