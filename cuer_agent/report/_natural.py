@@ -4,6 +4,7 @@ on them beside the controls it must beat."""
 
 from __future__ import annotations
 
+from cuer_agent.interventions.repairs import REPAIRS, RepairAbout, repair_names
 from cuer_agent.report._format import ci, mean_ci, num
 from cuer_agent.report._render import Block, Heading, Para, Table
 from cuer_agent.studies._common.summary_model import hop_key
@@ -112,12 +113,18 @@ def repair_table(part: NaturalSummary) -> Table:
                           "calls per failure"),
                  rows=tuple(rows),
                  footnote=("Each probe tries the repairs the agent allows at hops 1.., the "
-                           "first that makes the run right is blamed: deeper (more of the "
-                           "ranked list), replan (the agent's own retry planner asks again), "
-                           "gold-support (the gold step's passage at rank 1: a gold oracle). "
+                           f"first that makes the run right is blamed: {_repairs()}. "
                            "Right: by the gold answer for frozen-hop and suffix-regen (an "
                            "answer oracle), by the agent's own verification and confidence "
                            "for the -free variants. No repair fixes it: the probe abstains."))
+
+
+def _repairs() -> str:
+    """Each registered repair with what it does (and "a gold oracle" where it reads gold)."""
+    def said(name: str) -> str:
+        about = REPAIRS.about(name, RepairAbout)
+        return f"{name} ({about.help}{': a gold oracle' if about.reads != 'observable' else ''})"
+    return ", ".join(said(name) for name in repair_names())
 
 
 def natural(part: NaturalSummary) -> list[Block]:
