@@ -26,7 +26,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import ClassVar
 
-from cuer_agent.interventions.repairs import REPAIRS, RepairAbout
+from cuer_agent.interventions.repairs import reads_gold
 from cuer_agent.metrics.answer import normalize_answer
 from cuer_agent.trace import Trace
 
@@ -78,11 +78,6 @@ REPAIR_STAGE: dict[str, Stage] = {"deeper": "retrieval", "gold-support": "retrie
 `tool`: the stages have no "read" of their own, and the reader is the agent's tool."""
 NO_REPAIR_FIXES = "no single-hop repair fixes this run"
 GOLD_REPAIR = "a gold oracle, and this probe is gold-free"
-
-
-def reads_gold(repair: str) -> bool:
-    """The repair puts gold in view (`RepairAbout.reads`)."""
-    return REPAIRS.about(repair, RepairAbout).reads == "gold oracle"
 
 
 def first_fixing_hop(trace: Trace, probe: Probe, budget: int,

@@ -139,7 +139,8 @@ def test_api_openai_com_gets_no_chat_template_kwargs(monkeypatch: pytest.MonkeyP
     from cuer_agent.llm.openai_backend import openai_body
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    body = openai_body(OpenAIBackend(MODEL), [], {}, 10, template_kwargs=False)
+    backend = OpenAIBackend(MODEL)
+    body = openai_body(backend, [], {}, 10, template_kwargs=False, sampling=backend.sampling())
 
     assert "chat_template_kwargs" not in body and body["max_tokens"] == 10
 

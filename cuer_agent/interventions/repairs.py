@@ -145,6 +145,11 @@ def repair_names() -> list[str]:
     return REPAIRS.names()
 
 
+def reads_gold(name: str) -> bool:
+    """The repair puts gold in view (`RepairAbout.reads`)."""
+    return REPAIRS.about(name, RepairAbout).reads == "gold oracle"
+
+
 repair(Repair("deeper", depth=DEEPER_FACTOR),
        RepairAbout("the same sub-query, more of the ranked list"))
 repair(Repair("reread", alternative=1),

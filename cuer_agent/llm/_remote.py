@@ -36,7 +36,7 @@ from cuer_agent._json import JsonObject
 from cuer_agent.errors import ConfigError
 from cuer_agent.llm import bounds, prompts
 from cuer_agent.llm.backends import CUT, REPAIRED, BackendError, BackendReply
-from cuer_agent.llm.skills import RESPONSES
+from cuer_agent.llm.skills import RESPONSES, reading_of
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 SKILLS = ("plan", "read", "answer", "judge", "check", "blame", "verdict")
@@ -211,7 +211,7 @@ class RemoteBackend(ABC):
         retries = 0
         error = ""
         limit = self.limit(skill, schema)
-        sampling = self.sampling(int(getattr(request, "reading", 0)))
+        sampling = self.sampling(reading_of(request))
         for turn in range(2):  # the reply, then at most one repair turn
             try:
                 sent, used_retries = self._send_with_retries(messages, schema, limit,

@@ -28,7 +28,7 @@ from cuer_agent._lru import LRU
 from cuer_agent._registry import About, Registry
 from cuer_agent.errors import CuerError
 from cuer_agent.llm.cache import CachedReply, Ledger, ResponseCache, cache_key
-from cuer_agent.llm.skills import RESPONSES
+from cuer_agent.llm.skills import RESPONSES, reading_of
 from cuer_agent.parallel import request_slot
 
 
@@ -219,7 +219,7 @@ class SkillClient:
 
     def __call__(self, skill: str, request: BaseModel) -> SkillResult:
         rendered, key = self._prompt(skill, request)
-        rereading = bool(getattr(request, "reading", 0))
+        rereading = bool(reading_of(request))
         for keys in _COLLECTOR.get() or []:
             keys.append(key)
             keys.tally(skill, requests=1)
@@ -256,7 +256,7 @@ class SkillClient:
         thing many times, and rendering (sorted, indented JSON) was most of what a
         repeated request cost. The request's own JSON names it: equal JSON, equal prompt
         (a backend renders from the skill and the request alone)."""
-        reading = int(getattr(request, "reading", 0))
+        reading = reading_of(request)
         name = f"{skill}\n{reading}\n{request.model_dump_json()}"
         with self._prompts_lock:
             made = self._prompts.get(name)

@@ -38,9 +38,8 @@ class OllamaBackend(RemoteBackend):
 
         self._client = ollama.Client(host=self.base_url, timeout=self.timeout)
 
-    def options(self, max_tokens: int, sampling: Sampling | None = None) -> JsonObject:
-        drawn = sampling or self.sampling()
-        values = {"temperature": drawn.temperature, "seed": drawn.seed,
+    def options(self, max_tokens: int, sampling: Sampling) -> JsonObject:
+        values = {"temperature": sampling.temperature, "seed": sampling.seed,
                   "max_tokens": max_tokens}
         names = {"temperature": "temperature", "seed": "seed", "max_tokens": "num_predict"}
         return {names[k]: v for k, v in values.items() if self.sends(k)}

@@ -116,19 +116,18 @@ class OpenAIBackend(RemoteBackend):
 
 def openai_body(backend: RemoteBackend, messages: list[dict[str, str]],
                 schema: JsonObject, max_tokens: int, *,
-                template_kwargs: bool, sampling: Sampling | None = None) -> JsonObject:
+                template_kwargs: bool, sampling: Sampling) -> JsonObject:
     """An OpenAI-style chat request: the messages, a strict JSON-schema reply format, and
     every decoding option the backend sends (see `RemoteBackend.omit`), sampled as
-    `sampling` says (default: the backend's own reading).
+    `sampling` says (`RemoteBackend.sampling`).
     `template_kwargs`: the server renders chat templates itself (vLLM, llama.cpp) and
     takes `chat_template_kwargs`, where thinking is switched off."""
-    drawn = sampling or backend.sampling()
     body: JsonObject = {
         "model": backend.model, "messages": messages,
         "response_format": {"type": "json_schema",
                             "json_schema": {"name": "reply", "schema": schema,
                                             "strict": True}}}
-    for parameter, value in (("temperature", drawn.temperature), ("seed", drawn.seed),
+    for parameter, value in (("temperature", sampling.temperature), ("seed", sampling.seed),
                              ("max_tokens", max_tokens)):
         if backend.sends(parameter):
             body[parameter] = value

@@ -78,6 +78,11 @@ class ReadRequest(_Model):
     The `reread` repair asks for reading 1."""
 
 
+def reading_of(request: BaseModel) -> int:
+    """Which reading a request asks for (`ReadRequest.reading`; 0 for every other skill)."""
+    return int(getattr(request, "reading", 0))
+
+
 class AnswerRequest(_Model):
     question: str
     hops: tuple[HopView, ...]

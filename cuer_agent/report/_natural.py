@@ -4,7 +4,7 @@ on them beside the controls it must beat."""
 
 from __future__ import annotations
 
-from cuer_agent.interventions.repairs import REPAIRS, RepairAbout, repair_names
+from cuer_agent.interventions.repairs import REPAIRS, RepairAbout, reads_gold, repair_names
 from cuer_agent.report._format import ci, mean_ci, num
 from cuer_agent.report._render import Block, Heading, Para, Table
 from cuer_agent.studies._common.summary_model import hop_key
@@ -121,10 +121,9 @@ def repair_table(part: NaturalSummary) -> Table:
 
 def _repairs() -> str:
     """Each registered repair with what it does (and "a gold oracle" where it reads gold)."""
-    def said(name: str) -> str:
-        about = REPAIRS.about(name, RepairAbout)
-        return f"{name} ({about.help}{': a gold oracle' if about.reads != 'observable' else ''})"
-    return ", ".join(said(name) for name in repair_names())
+    return ", ".join(f"{name} ({REPAIRS.about(name, RepairAbout).help}"
+                     f"{': a gold oracle' if reads_gold(name) else ''})"
+                     for name in repair_names())
 
 
 def natural(part: NaturalSummary) -> list[Block]:
